@@ -1,0 +1,126 @@
+"""A real, standalone ZooKeeper server (Debian's ``zookeeper`` 3.8) on a loopback port."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from kpo_devenv.net import LOOPBACK, free_port, port_accepts
+from kpo_devenv.process import ManagedProcess, ProcessStartError
+from kpo_devenv.tools import java_path, zookeeper_classpath
+
+#: ZooKeeper's standalone entry point (the one zkServer.sh starts).
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+
+
+def four_letter_word(port: int, word: str, host: str = LOOPBACK, timeout_s: float = 2.0) -> str:
+    """Send a ZooKeeper four-letter command (``ruok``, ``srvr``...) and return the reply text.
+
+    Raises:
+        OSError: the server cannot be reached.
+    """
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while chunk := sock.recv(4096):
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", errors="replace")
+
+
+class ZooKeeperServer:
+    """A standalone ZooKeeper server with its data in ``workdir``.
+
+    Args:
+        workdir: folder for ``zoo.cfg``, the data directory and ``zookeeper.log``.
+        port: client port on 127.0.0.1; a free one is picked when None.
+        tick_time_ms: ZooKeeper's ``tickTime`` (ms); session timeouts are
+            bounded to 2..20 ticks.
+        extra_config: further ``zoo.cfg`` settings, overriding the defaults.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        port: int | None = None,
+        tick_time_ms: int = 500,
+        extra_config: Mapping[str, str] | None = None,
+    ) -> None:
+        self.workdir = workdir
+        self.port = port if port is not None else free_port()
+        self.tick_time_ms = tick_time_ms
+        self.extra_config = dict(extra_config or {})
+        self.config_path = workdir / "zoo.cfg"
+        self.data_dir = workdir / "data"
+        self.process = ManagedProcess(
+            "zookeeper",
+            [
+                str(java_path()),
+                "-Xmx256m",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+                "-Dorg.slf4j.simpleLogger.showDateTime=true",
+                "-Dzookeeper.jmx.log4j.disable=true",
+                "-cp",
+                zookeeper_classpath(),
+                MAIN_CLASS,
+                str(self.config_path),
+            ],
+            workdir / "zookeeper.log",
+        )
+
+    @property
+    def connect_string(self) -> str:
+        """The ``zookeeper.connect`` string, e.g. ``"127.0.0.1:2181"``."""
+        return f"{LOOPBACK}:{self.port}"
+
+    def write_config(self) -> None:
+        """Write ``zoo.cfg`` for a standalone server on 127.0.0.1."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        settings = {
+            "tickTime": str(self.tick_time_ms),
+            "dataDir": str(self.data_dir),
+            "clientPort": str(self.port),
+            "clientPortAddress": LOOPBACK,
+            "maxClientCnxns": "0",
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "ruok,srvr,stat,mntr",
+            **self.extra_config,
+        }
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+
+    def is_serving(self) -> bool:
+        """Return whether the server answers ``ruok`` with ``imok``."""
+        try:
+            return four_letter_word(self.port, "ruok") == "imok"
+        except OSError:
+            return False
+
+    def start(self, timeout_s: float = 60.0) -> ZooKeeperServer:
+        """Write the config, start the server and wait until it serves.
+
+        Raises:
+            ProcessStartError: the port is already taken, or the server exited or
+                did not serve within ``timeout_s`` s (the message carries the log tail).
+        """
+        if port_accepts(self.port):
+            raise ProcessStartError(f"zookeeper: port {self.port} on {LOOPBACK} is already in use")
+        self.write_config()
+        self.process.start()
+        self.process.wait_ready(self.is_serving, timeout_s)
+        return self
+
+    def stop(self) -> None:
+        """Stop the server (idempotent)."""
+        self.process.stop()
+
+    def __enter__(self) -> ZooKeeperServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

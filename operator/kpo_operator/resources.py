@@ -1,0 +1,35 @@
+"""Names of the project's custom resources (``crds/``), in one place.
+
+The API group ``kpo.dev`` shares the project's prefix; both kinds are
+namespaced and served as ``v1alpha1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GROUP = "kpo.dev"
+VERSION = "v1alpha1"
+API_VERSION = f"{GROUP}/{VERSION}"
+
+
+@dataclass(frozen=True)
+class ResourceKind:
+    """One custom resource kind: its kind name, plural and short names."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...]
+
+    @property
+    def crd_name(self) -> str:
+        """The CustomResourceDefinition's name, ``<plural>.<group>``."""
+        return f"{self.plural}.{GROUP}"
+
+
+PARTITION_REASSIGNMENT = ResourceKind(
+    "PartitionReassignment", "partitionreassignments", ("pr", "preassign")
+)
+TOPIC_REPLICA_QUOTA = ResourceKind("TopicReplicaQuota", "topicreplicaquotas", ("trq",))
+
+ALL_KINDS = (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA)

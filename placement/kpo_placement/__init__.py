@@ -1,0 +1,1 @@
+"""The PySpark placement job: computes balanced placements and emits PartitionReassignments."""

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Install the project's external tools, idempotently, into a cache folder
+# outside the checkout ($KPO_TOOLS_DIR, default ~/.cache/kpo-tools):
+#   bin/etcd, bin/kube-apiserver, bin/kube-controller-manager,
+#   bin/kube-scheduler, bin/kubectl, bin/helm, bin/kwok  (built with `go`
+#   from the Go module proxy) and ZooKeeper from Debian's `zookeeper` package.
+# Each tool is rebuilt only when its pinned version (tools/versions.env)
+# changes; a warm run only checks stamps.
+set -euo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=versions.env
+source "$HERE/versions.env"
+TOOLS_DIR="${KPO_TOOLS_DIR:-$HOME/.cache/kpo-tools}"
+BIN="$TOOLS_DIR/bin"
+STAMPS="$TOOLS_DIR/stamps"
+SRC="$TOOLS_DIR/src"
+mkdir -p "$BIN" "$STAMPS" "$SRC"
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+log() { printf '[tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
+
+stamp_ok() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
+stamp_set() { printf '%s' "$2" >"$STAMPS/$1"; }
+
+# --- Kubernetes: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+build_kubernetes() {
+  local v="$KUBERNETES_VERSION" want="$KUBERNETES_VERSION"
+  local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  local all=1 b
+  for b in "${bins[@]}"; do [[ -x "$BIN/$b" ]] || all=0; done
+  if [[ $all == 1 ]] && stamp_ok kubernetes "$want"; then log "kubernetes $v: cached"; return; fi
+  log "kubernetes $v: building ${bins[*]} from the Go module proxy"
+  local minor patch staging_v dir="$SRC/kubernetes-$v"
+  minor="$(cut -d. -f2 <<<"$v")"; patch="$(cut -d. -f3 <<<"$v")"
+  staging_v="v0.$minor.$patch"
+  rm -rf "$dir"; mkdir -p "$dir"
+  local gomod
+  gomod="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
+  # Every `k8s.io/<staging> => ./staging/...` replace of k8s.io/kubernetes
+  # becomes a replace to the published staging module of the same release.
+  local replaces
+  replaces="$(python3 - "$gomod" "$staging_v" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+mods = sorted(set(re.findall(r'^\s*(k8s\.io/[\w.-]+)\s+=>\s+\./staging/', text, re.M)))
+if not mods:
+    sys.exit("no staging replaces found in k8s.io/kubernetes go.mod")
+for m in mods:
+    print(f"\t{m} => {m} {sys.argv[2]}")
+PY
+)"
+  {
+    echo "module kpo.local/kubernetes-tools"
+    echo
+    echo "go 1.26.0"
+    echo
+    echo "require k8s.io/kubernetes $v"
+    echo
+    echo "replace ("
+    echo "$replaces"
+    echo ")"
+  } >"$dir/go.mod"
+  cat >"$dir/tools.go" <<'GO'
+//go:build tools
+
+// Package tools pins the Kubernetes commands this module builds.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+  (cd "$dir" && go mod tidy)
+  local commit date ld=""
+  commit="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Origin",{}).get("Hash","0000000000000000000000000000000000000000"))')"
+  date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  local pkg
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ld+=" -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  for b in "${bins[@]}"; do
+    log "  go build $b"
+    (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
+    mv "$BIN/$b.tmp" "$BIN/$b"
+  done
+  stamp_set kubernetes "$want"
+}
+
+# --- etcd: a wrapper module whose main calls etcdmain, as etcd's own root does.
+build_etcd() {
+  local v="$ETCD_VERSION"
+  if [[ -x "$BIN/etcd" ]] && stamp_ok etcd "$v"; then log "etcd $v: cached"; return; fi
+  log "etcd $v: building from the Go module proxy"
+  local dir="$SRC/etcd-$v"
+  rm -rf "$dir"; mkdir -p "$dir"
+  cat >"$dir/go.mod" <<GOMOD
+module kpo.local/etcd
+
+go 1.26.0
+
+require go.etcd.io/etcd/server/v3 $v
+GOMOD
+  cat >"$dir/main.go" <<'GO'
+// Command etcd runs the etcd server (go.etcd.io/etcd/server/v3/etcdmain).
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+  (cd "$dir" && go mod tidy && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
+  mv "$BIN/etcd.tmp" "$BIN/etcd"
+  stamp_set etcd "$v"
+}
+
+# --- helm and kwok: plain `go install` (no local replaces in their modules).
+go_install() {
+  local name="$1" module="$2" v="$3" ldflags="${4:-}"
+  if [[ -x "$BIN/$name" ]] && stamp_ok "$name" "$v"; then log "$name $v: cached"; return; fi
+  log "$name $v: go install $module@$v"
+  GOBIN="$BIN" go install -trimpath -ldflags "-s -w $ldflags" "$module@$v"
+  stamp_set "$name" "$v"
+}
+
+# --- ZooKeeper from Debian (needs the machine's Java runtime).
+install_zookeeper() {
+  local v="$ZOOKEEPER_DEBIAN_VERSION"
+  if [[ -d /usr/share/zookeeper ]] && stamp_ok zookeeper "$v"; then log "zookeeper $v: cached"; return; fi
+  if ! dpkg-query -W -f='${Status}' zookeeper 2>/dev/null | grep -q 'install ok installed'; then
+    log "zookeeper: apt-get install zookeeper"
+    local sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
+  fi
+  stamp_set zookeeper "$v"
+}
+
+want="${1:-all}"
+case "$want" in
+  all)
+    install_zookeeper
+    build_etcd
+    go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+    build_kubernetes
+    go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+    ;;
+  zookeeper) install_zookeeper ;;
+  etcd) build_etcd ;;
+  kubernetes) build_kubernetes ;;
+  helm) go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" ;;
+  kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
+  *) echo "usage: $0 [all|zookeeper|etcd|kubernetes|helm|kwok]" >&2; exit 2 ;;
+esac
+log "tools ready in $BIN"

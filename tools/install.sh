@@ -75,12 +75,14 @@ import (
 GO
   (cd "$dir" && go mod tidy)
   local commit date ld=""
-  commit="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Origin",{}).get("Hash","0000000000000000000000000000000000000000"))')"
+  # The proxy reports the release's commit when it knows it (Origin.Hash).
+  commit="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Origin",{}).get("Hash",""))')"
   date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   local pkg
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ld+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ld+=" -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+    [[ -n "$commit" ]] && ld+=" -X $pkg.gitCommit=$commit"
   done
   for b in "${bins[@]}"; do
     log "  go build $b"

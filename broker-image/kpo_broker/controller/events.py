@@ -1,0 +1,199 @@
+"""The events the controller processes, one class per kind.
+
+Kafka's controller (ZooKeeper mode) is single threaded: ZooKeeper watches, broker
+requests (ControlledShutdown, ElectLeaders), scheduled tasks and broker responses only
+*enqueue* events, and one thread applies them in order (seed 001 §G lists the inputs:
+ZooKeeper listeners, broker channels, scheduled preferred leader elections). Events that
+need an answer carry a :class:`concurrent.futures.Future` completed by that thread.
+
+When the controller cannot process a queued event (it resigned, or is shutting down),
+the event is *preempted*: :meth:`ControllerEvent.preempt` fails its future with the given
+error so that the waiting request handler answers, as Kafka's ``preempt()`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+from collections.abc import Mapping
+from concurrent.futures import Future, InvalidStateError
+from dataclasses import dataclass, field
+from typing import Any
+
+from kpo_broker.zk.model import TopicPartition
+
+#: Answer of an ElectLeaders event: partition -> (Kafka error code, error message or None).
+ElectionResults = dict[TopicPartition, tuple[int, str | None]]
+
+
+class ElectionType(enum.IntEnum):
+    """Kind of leader election asked for by ElectLeaders (KIP-460 wire values)."""
+
+    PREFERRED = 0
+    UNCLEAN = 1
+
+
+class ElectionTrigger(enum.Enum):
+    """Who asked for a replica leader election (Kafka's ``ElectionTrigger``)."""
+
+    ZK_TRIGGERED = "zk"  # /admin/preferred_replica_election
+    ADMIN_CLIENT = "admin"  # the ElectLeaders API
+    AUTO_TRIGGERED = "auto"  # auto.leader.rebalance.enable
+
+
+class ControllerEvent:
+    """Base class of every controller event.
+
+    Subclasses are dataclasses; :attr:`name` is used in logs and metrics.
+    """
+
+    @property
+    def name(self) -> str:
+        """The event's kind, e.g. ``"BrokerChange"``."""
+        return type(self).__name__
+
+    def preempt(self, error: BaseException) -> None:
+        """Answer the event without processing it; the default event has nobody waiting.
+
+        Args:
+            error: why the event is not processed (e.g. the controller resigned).
+        """
+
+
+@dataclass(frozen=True)
+class Startup(ControllerEvent):
+    """The broker started its controller: register watches and run for election."""
+
+
+@dataclass(frozen=True)
+class ControllerChange(ControllerEvent):
+    """``/controller`` was created or changed: resign if another broker now holds it."""
+
+
+@dataclass(frozen=True)
+class Reelect(ControllerEvent):
+    """``/controller`` was deleted: resign if needed and run for election again."""
+
+
+@dataclass(frozen=True)
+class Expire(ControllerEvent):
+    """The ZooKeeper session expired: resign (ephemeral ``/controller`` is gone)."""
+
+
+@dataclass(frozen=True)
+class SessionReestablished(ControllerEvent):
+    """A new ZooKeeper session is up after an expiry: re-register watches and re-elect."""
+
+
+@dataclass(frozen=True)
+class BrokerChange(ControllerEvent):
+    """The children of ``/brokers/ids`` changed: brokers started or failed (seed 001 §A, §E)."""
+
+
+@dataclass(frozen=True)
+class BrokerModifications(ControllerEvent):
+    """A live broker's registration znode changed (e.g. new endpoints)."""
+
+    broker_id: int
+
+
+@dataclass(frozen=True)
+class TopicChange(ControllerEvent):
+    """The children of ``/brokers/topics`` changed: topics created or removed (seed 001 §B)."""
+
+
+@dataclass(frozen=True)
+class PartitionModifications(ControllerEvent):
+    """``/brokers/topics/<topic>`` changed: partitions were added (or a reassignment written)."""
+
+    topic: str
+
+
+@dataclass(frozen=True)
+class TopicDeletion(ControllerEvent):
+    """The children of ``/admin/delete_topics`` changed: topics are queued for deletion."""
+
+
+@dataclass(frozen=True)
+class IsrChangeNotification(ControllerEvent):
+    """New ``/isr_change_notification`` children: leaders changed ISRs; tell every broker."""
+
+
+@dataclass(frozen=True)
+class PreferredReplicaElectionZNode(ControllerEvent):
+    """``/admin/preferred_replica_election`` was created: elect the preferred leaders it names."""
+
+
+@dataclass(frozen=True)
+class AutoPreferredReplicaLeaderElection(ControllerEvent):
+    """Periodic check (``leader.imbalance.check.interval.seconds``) of the leader imbalance."""
+
+
+@dataclass(frozen=True)
+class ControlledShutdown(ControllerEvent):
+    """A broker asks to shut down cleanly (ControlledShutdown API).
+
+    The future receives the partitions the broker still leads once the controller moved
+    what it could; the broker retries until the set is empty (Kafka's
+    ``controlled.shutdown.max.retries``).
+
+    Attributes:
+        broker_id: the broker shutting down.
+        broker_epoch: its broker epoch (KIP-380); -1 from requests older than v2.
+        result: completed with ``set[TopicPartition]``, or failed with a
+            :class:`~kpo_broker.controller.errors.ControllerError`.
+    """
+
+    broker_id: int
+    broker_epoch: int
+    result: Future[set[TopicPartition]] = field(default_factory=Future, compare=False)
+
+    def preempt(self, error: BaseException) -> None:
+        """Fail the future with ``error``."""
+        _fail(self.result, error)
+
+
+@dataclass(frozen=True)
+class ElectLeaders(ControllerEvent):
+    """Leader elections asked for by the ElectLeaders API (KIP-183, KIP-460).
+
+    Attributes:
+        partitions: the partitions, or None for every partition (preferred elections of
+            all partitions whose leader is not the preferred replica).
+        election_type: preferred or unclean.
+        result: completed with partition -> (error code, message).
+    """
+
+    partitions: frozenset[TopicPartition] | None
+    election_type: ElectionType
+    result: Future[ElectionResults] = field(default_factory=Future, compare=False)
+
+    def preempt(self, error: BaseException) -> None:
+        """Fail the future with ``error``."""
+        _fail(self.result, error)
+
+
+@dataclass(frozen=True)
+class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
+    """A broker answered a StopReplica(delete_partition=true) sent for a topic deletion.
+
+    Attributes:
+        replica_id: the broker that answered.
+        request_error: the top-level error code, or -1 when no response arrived.
+        partition_errors: partition -> its error code (0 = deleted).
+    """
+
+    replica_id: int
+    request_error: int
+    partition_errors: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True)
+class ShutdownEventThread(ControllerEvent):
+    """Sentinel that stops the event thread; always the last event it takes."""
+
+
+def _fail(future: Future[Any], error: BaseException) -> None:
+    """Fail ``future`` unless it is already done or cancelled."""
+    with contextlib.suppress(InvalidStateError):
+        future.set_exception(error)

@@ -1,0 +1,35 @@
+"""The broker's storage layer: partition logs made of segments, indexes and checkpoints.
+
+Modelled on Kafka's log layer (seed 002 sections 5.4-5.5, seed 003): ``records`` (v2
+batches), ``index`` (offset/time indexes), ``segment``, ``epoch`` (leader epoch cache),
+``checkpoints``, ``log`` (one partition) and ``manager`` (all log dirs).
+"""
+
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.epoch import (
+    UNDEFINED_EPOCH,
+    UNDEFINED_EPOCH_OFFSET,
+    EpochEntry,
+    LeaderEpochCache,
+)
+from kpo_broker.log.info import FetchDataInfo, FileSlice, LogAppendInfo, OffsetAndTimestamp
+from kpo_broker.log.log import Log
+from kpo_broker.log.manager import LogDirInfo, LogManager, PartitionDirInfo
+from kpo_broker.log.names import TopicPartition
+
+__all__ = [
+    "UNDEFINED_EPOCH",
+    "UNDEFINED_EPOCH_OFFSET",
+    "EpochEntry",
+    "FetchDataInfo",
+    "FileSlice",
+    "LeaderEpochCache",
+    "Log",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogDirInfo",
+    "LogManager",
+    "OffsetAndTimestamp",
+    "PartitionDirInfo",
+    "TopicPartition",
+]

@@ -1,0 +1,142 @@
+"""Per-log configuration with Kafka's names and defaults (Kafka's ``LogConfig``).
+
+Only the settings the storage layer acts on are modelled; other topic configs
+(``cleanup.policy``, throttled replicas, ...) are ignored here and handled elsewhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from kpo_broker.log.errors import InvalidLogConfigError
+
+# topic config name -> (LogConfig field, smallest legal value), per Kafka's TopicConfig.
+_TOPIC_CONFIG_FIELDS: dict[str, tuple[str, int]] = {
+    "segment.bytes": ("segment_bytes", 14),
+    "segment.ms": ("segment_ms", 1),
+    "retention.ms": ("retention_ms", -1),
+    "retention.bytes": ("retention_bytes", -(2**63)),
+    "index.interval.bytes": ("index_interval_bytes", 0),
+    "segment.index.bytes": ("segment_index_bytes", 4),
+    "max.message.bytes": ("max_message_bytes", 0),
+    "file.delete.delay.ms": ("file_delete_delay_ms", 0),
+}
+
+# broker config name -> (LogConfig field, multiplier to the field's unit); earlier names in
+# each field's group win, as log.roll.ms beats log.roll.hours in Kafka's KafkaConfig.
+_BROKER_CONFIG_FIELDS: tuple[tuple[str, str, int], ...] = (
+    ("log.segment.bytes", "segment_bytes", 1),
+    ("log.roll.ms", "segment_ms", 1),
+    ("log.roll.hours", "segment_ms", 3_600_000),
+    ("log.retention.ms", "retention_ms", 1),
+    ("log.retention.minutes", "retention_ms", 60_000),
+    ("log.retention.hours", "retention_ms", 3_600_000),
+    ("log.retention.bytes", "retention_bytes", 1),
+    ("log.index.interval.bytes", "index_interval_bytes", 1),
+    ("log.index.size.max.bytes", "segment_index_bytes", 1),
+    ("message.max.bytes", "max_message_bytes", 1),
+    ("log.segment.delete.delay.ms", "file_delete_delay_ms", 1),
+)
+
+_MINIMUMS = {field: minimum for field, minimum in _TOPIC_CONFIG_FIELDS.values()}
+
+
+@dataclass(frozen=True)
+class LogConfig:
+    """Storage settings of one log; field names follow Kafka's topic config names.
+
+    Attributes:
+        segment_bytes: roll a segment at this size in bytes (``segment.bytes`` /
+            ``log.segment.bytes``, default 1 GiB).
+        segment_ms: roll a non-empty segment this many ms after its first batch's
+            timestamp (``segment.ms`` / ``log.roll.ms``, default 7 days).
+        retention_ms: delete segments whose largest timestamp is older than this, in ms;
+            -1 keeps them forever (``retention.ms`` / ``log.retention.ms``, default 7 days).
+        retention_bytes: delete oldest segments while the log exceeds this size in bytes;
+            -1 means no limit (``retention.bytes`` / ``log.retention.bytes``).
+        index_interval_bytes: add an offset/time index entry every this many log bytes
+            (``index.interval.bytes``, default 4096).
+        segment_index_bytes: maximum size in bytes of each index file; a full index
+            rolls the segment (``segment.index.bytes`` / ``log.index.size.max.bytes``).
+        max_message_bytes: largest accepted record batch in bytes (``max.message.bytes``
+            / ``message.max.bytes``, default 1048588).
+        file_delete_delay_ms: wait this long in ms before removing a deleted segment's
+            files (``file.delete.delay.ms`` / ``log.segment.delete.delay.ms``).
+
+    Raises:
+        InvalidLogConfigError: a value is below Kafka's minimum for that config.
+    """
+
+    segment_bytes: int = 1_073_741_824
+    segment_ms: int = 604_800_000
+    retention_ms: int = 604_800_000
+    retention_bytes: int = -1
+    index_interval_bytes: int = 4096
+    segment_index_bytes: int = 10_485_760
+    max_message_bytes: int = 1_048_588
+    file_delete_delay_ms: int = 60_000
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise InvalidLogConfigError(f"{field.name} must be an int, got {value!r}")
+            if value < _MINIMUMS[field.name]:
+                raise InvalidLogConfigError(
+                    f"{field.name}={value} is below the minimum {_MINIMUMS[field.name]}"
+                )
+
+    @classmethod
+    def from_topic_config(
+        cls, overrides: Mapping[str, str], defaults: LogConfig | None = None
+    ) -> LogConfig:
+        """Apply topic-level overrides (``/config/topics/<topic>`` in ZooKeeper) to defaults.
+
+        Args:
+            overrides: Kafka topic config names to string values, e.g.
+                ``{"segment.bytes": "1048576", "retention.ms": "-1"}``; names this layer
+                does not use are ignored.
+            defaults: the broker-level config the overrides apply to (Kafka defaults if None).
+
+        Raises:
+            InvalidLogConfigError: a value is not an integer or is out of range.
+        """
+        changes: dict[str, int] = {}
+        for name, (field, _minimum) in _TOPIC_CONFIG_FIELDS.items():
+            if name in overrides:
+                changes[field] = _parse_int(name, overrides[name])
+        return dataclasses.replace(defaults or cls(), **changes)
+
+    @classmethod
+    def from_broker_config(cls, props: Mapping[str, str]) -> LogConfig:
+        """Build the broker-wide default from ``server.properties`` style names.
+
+        Reads ``log.segment.bytes``, ``log.roll.ms``/``log.roll.hours``,
+        ``log.retention.ms``/``.minutes``/``.hours``, ``log.retention.bytes``,
+        ``log.index.interval.bytes``, ``log.index.size.max.bytes``, ``message.max.bytes``
+        and ``log.segment.delete.delay.ms``; the finer unit wins when several are set.
+
+        Raises:
+            InvalidLogConfigError: a value is not an integer or is out of range.
+        """
+        changes: dict[str, int] = {}
+        for name, field, multiplier in _BROKER_CONFIG_FIELDS:
+            if name in props and field not in changes:
+                value = _parse_int(name, props[name])
+                changes[field] = value * multiplier if value >= 0 else value
+        return cls(**changes)
+
+    def to_topic_config(self) -> dict[str, str]:
+        """Return this config under Kafka's topic config names, values as strings."""
+        return {
+            name: str(getattr(self, field)) for name, (field, _m) in _TOPIC_CONFIG_FIELDS.items()
+        }
+
+
+def _parse_int(name: str, value: str) -> int:
+    try:
+        return int(value.strip())
+    except ValueError as exc:
+        raise InvalidLogConfigError(f"{name}={value!r} is not an integer") from exc

@@ -1,0 +1,84 @@
+"""Result types of log appends and reads (Kafka's ``LogAppendInfo`` / ``FetchDataInfo``)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import BinaryIO, NamedTuple
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A byte range of an open segment file, ready for ``os.sendfile``.
+
+    Attributes:
+        file: the segment's ``.log`` file, opened in binary mode. The log keeps it open
+            for ``file.delete.delay.ms`` after the segment is deleted, so an in-flight
+            transfer is not cut short; do not close it.
+        position: byte position of the first batch in the file.
+        size: length in bytes; always a whole number of batches.
+    """
+
+    file: BinaryIO
+    position: int
+    size: int
+
+    def read_bytes(self) -> bytes:
+        """Read the slice with ``os.pread`` (the file position is not moved)."""
+        return os.pread(self.file.fileno(), self.size, self.position)
+
+
+@dataclass(frozen=True)
+class FetchDataInfo:
+    """Batches returned by ``Log.read`` for a fetch starting at ``fetch_offset``.
+
+    Attributes:
+        fetch_offset: the offset the fetch asked for; the first batch contains it (so
+            its base offset may be lower) or starts after it.
+        slices: the file ranges holding the batches, in offset order; empty when there is
+            nothing to return (fetch at the LEO or HW, or max bytes too small).
+    """
+
+    fetch_offset: int
+    slices: tuple[FileSlice, ...] = ()
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Total bytes over all slices."""
+        return sum(part.size for part in self.slices)
+
+    def to_bytes(self) -> bytes:
+        """Concatenate all slices into memory (for tests and non-sendfile transports)."""
+        return b"".join(part.read_bytes() for part in self.slices)
+
+
+@dataclass(frozen=True)
+class LogAppendInfo:
+    """What one append wrote (Kafka's ``LogAppendInfo``).
+
+    Attributes:
+        first_offset: base offset of the first batch, -1 for an empty append.
+        last_offset: last offset of the last batch, -1 for an empty append.
+        max_timestamp: largest batch ``maxTimestamp`` in ms, -1 if none.
+        offset_of_max_timestamp: last offset of the first batch holding
+            ``max_timestamp`` (Kafka's "shallow" offset of the max timestamp), -1 if none.
+        records_count: number of records (sum of the batches' ``recordsCount``).
+        valid_bytes: bytes appended to the log.
+    """
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    records_count: int
+    valid_bytes: int
+
+
+class OffsetAndTimestamp(NamedTuple):
+    """Result of a timestamp lookup: the found ``offset`` and its ``timestamp`` (ms).
+
+    ``timestamp`` is -1 for the earliest/latest special lookups, as Kafka's ListOffsets.
+    """
+
+    offset: int
+    timestamp: int

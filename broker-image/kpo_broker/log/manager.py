@@ -1,0 +1,336 @@
+"""All partition logs of one broker across its log dirs (Kafka's ``LogManager``).
+
+Each log dir holds ``<topic>-<partition>`` directories plus three checkpoint files
+(``replication-offset-checkpoint``, ``recovery-point-offset-checkpoint``,
+``log-start-offset-checkpoint``) and a ``.lock`` file held with ``flock`` while the broker
+runs, so two brokers cannot share a dir. Deleted logs are renamed
+``<topic>-<partition>.<uuid hex>-delete`` and removed after ``file.delete.delay.ms``
+(or at the next startup). Single-threaded, plain file I/O.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kpo_broker.log.checkpoints import OffsetCheckpointFile
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.errors import LogDirectoryError
+from kpo_broker.log.log import Log
+from kpo_broker.log.names import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    TopicPartition,
+    delete_dir_name,
+    is_delete_dir_name,
+    log_dir_name,
+    parse_log_dir_name,
+)
+
+LOCK_FILE = ".lock"
+_log = logging.getLogger(__name__)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class PartitionDirInfo:
+    """One partition in a DescribeLogDirs answer.
+
+    Attributes:
+        topic_partition: the partition.
+        size_in_bytes: total size of its segments.
+        offset_lag: 0 (only non-zero for ``-future`` logs of intra-broker moves).
+        is_future: False; intra-broker moves (KIP-113) are not supported.
+    """
+
+    topic_partition: TopicPartition
+    size_in_bytes: int
+    offset_lag: int = 0
+    is_future: bool = False
+
+
+@dataclass(frozen=True)
+class LogDirInfo:
+    """One log dir in a DescribeLogDirs answer (KIP-113, totals from KIP-827).
+
+    Attributes:
+        path: the log dir.
+        partitions: its partitions, sorted.
+        total_bytes: size of the file system holding it.
+        usable_bytes: free bytes usable by the broker on that file system.
+    """
+
+    path: Path
+    partitions: tuple[PartitionDirInfo, ...]
+    total_bytes: int
+    usable_bytes: int
+
+
+class LogManager:
+    """Creates, loads, checkpoints, cleans and deletes the logs of every log dir.
+
+    Args:
+        log_dirs: the broker's ``log.dirs``; created if missing.
+        default_config: the broker-level ``LogConfig``.
+        topic_config: returns a topic's effective config (topic overrides applied);
+            ``default_config`` for every topic if None.
+    """
+
+    def __init__(
+        self,
+        log_dirs: Sequence[Path],
+        default_config: LogConfig,
+        topic_config: Callable[[str], LogConfig] | None = None,
+    ) -> None:
+        if not log_dirs:
+            raise LogDirectoryError("at least one log dir is needed")
+        self.log_dirs = [Path(path) for path in log_dirs]
+        self.default_config = default_config
+        self._topic_config = topic_config or (lambda _topic: default_config)
+        self._logs: dict[TopicPartition, Log] = {}
+        self._locks: list[int] = []
+        self._pending_deletes: list[tuple[int, Log, Path]] = []
+
+    def _lock(self, log_dir: Path) -> None:
+        fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise LogDirectoryError(f"log dir {log_dir} is in use by another process") from exc
+        self._locks.append(fd)
+
+    def startup(self, now_ms: int | None = None) -> None:
+        """Lock every log dir and load every ``<topic>-<partition>`` directory in it.
+
+        Directories ending in ``-delete`` are removed; other directories whose name is not
+        a partition are skipped with a warning. Each log is recovered from its
+        checkpointed recovery point and log start offset.
+
+        Raises:
+            LogDirectoryError: a dir is locked by another process, or a partition exists
+                in two log dirs.
+            CheckpointFormatError: a checkpoint file is malformed.
+        """
+        now = _now_ms() if now_ms is None else now_ms
+        for log_dir in self.log_dirs:
+            log_dir.mkdir(parents=True, exist_ok=True)
+            self._lock(log_dir)
+            recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
+            start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+            for child in sorted(log_dir.iterdir()):
+                if not child.is_dir():
+                    continue
+                if is_delete_dir_name(child.name):
+                    _log.info("removing deleted log %s", child)
+                    shutil.rmtree(child, ignore_errors=True)
+                    continue
+                try:
+                    tp = parse_log_dir_name(child.name)
+                except LogDirectoryError:
+                    _log.warning("skipping %s: not a partition directory", child)
+                    continue
+                if tp in self._logs:
+                    raise LogDirectoryError(
+                        f"{tp} found in both {self._logs[tp].dir.parent} and {log_dir}"
+                    )
+                self._logs[tp] = Log.open(
+                    child,
+                    self._topic_config(tp.topic),
+                    recovery_point=recovery_points.get(tp, 0),
+                    now_ms=now,
+                    log_start_offset=start_offsets.get(tp, 0),
+                )
+
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        """Return the partition's log, None if this broker has none."""
+        return self._logs.get(TopicPartition(topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        """Every live log, sorted by topic and partition."""
+        return [self._logs[tp] for tp in sorted(self._logs)]
+
+    def log_dir_of(self, topic: str, partition: int) -> Path | None:
+        """Return the log dir holding the partition, None if there is no such log."""
+        log = self.get_log(topic, partition)
+        return log.dir.parent if log is not None else None
+
+    def _partition_counts(self) -> dict[Path, int]:
+        counts = dict.fromkeys(self.log_dirs, 0)
+        for log in self._logs.values():
+            counts[log.dir.parent] = counts.get(log.dir.parent, 0) + 1
+        return counts
+
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig | None = None,
+        log_dir: Path | None = None,
+        now_ms: int | None = None,
+    ) -> Log:
+        """Return the partition's log, creating it if absent (on LeaderAndIsr).
+
+        Args:
+            topic: topic name.
+            partition: partition index.
+            config: config of a new log (the topic's config if None).
+            log_dir: where to create it; by default the log dir with the fewest
+                partitions (ties go to the earlier dir in ``log_dirs``), as Kafka does.
+            now_ms: creation time in ms.
+
+        Raises:
+            LogDirectoryError: ``log_dir`` is not one of this broker's log dirs, or the
+                topic name is illegal.
+        """
+        tp = TopicPartition(topic, partition)
+        existing = self._logs.get(tp)
+        if existing is not None:
+            return existing
+        if log_dir is None:
+            counts = self._partition_counts()
+            log_dir = min(self.log_dirs, key=lambda path: counts[path])
+        elif Path(log_dir) not in self.log_dirs:
+            raise LogDirectoryError(f"{log_dir} is not a log dir of this broker")
+        directory = Path(log_dir) / log_dir_name(tp)
+        parse_log_dir_name(directory.name)
+        log = Log.open(directory, config or self._topic_config(topic), now_ms=now_ms)
+        self._logs[tp] = log
+        return log
+
+    def delete_log(self, topic: str, partition: int, now_ms: int | None = None) -> bool:
+        """Remove the partition's log (StopReplica with delete, topic deletion).
+
+        The directory is renamed ``<topic>-<partition>.<uuid hex>-delete`` at once, then
+        its files are closed and removed after ``file.delete.delay.ms``.
+
+        Returns:
+            False if there was no such log.
+        """
+        log = self._logs.pop(TopicPartition(topic, partition), None)
+        if log is None:
+            return False
+        renamed = log.dir.with_name(delete_dir_name(log.topic_partition, uuid.uuid4().hex))
+        os.replace(log.dir, renamed)
+        now = _now_ms() if now_ms is None else now_ms
+        self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
+        self._purge_deleted_logs(now)
+        return True
+
+    def _purge_deleted_logs(self, now_ms: int | None) -> None:
+        remaining = []
+        for deadline, log, path in self._pending_deletes:
+            if now_ms is None or deadline <= now_ms:
+                log.close()
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                remaining.append((deadline, log, path))
+        self._pending_deletes = remaining
+
+    def update_topic_config(self, topic: str, config: LogConfig) -> None:
+        """Apply a changed topic config to every local partition of ``topic``."""
+        for tp, log in self._logs.items():
+            if tp.topic == topic:
+                log.update_config(config)
+
+    def _logs_by_dir(self) -> dict[Path, list[Log]]:
+        grouped: dict[Path, list[Log]] = {path: [] for path in self.log_dirs}
+        for log in self._logs.values():
+            grouped.setdefault(log.dir.parent, []).append(log)
+        return grouped
+
+    def read_high_watermarks(self) -> dict[TopicPartition, int]:
+        """Read ``replication-offset-checkpoint`` of every log dir and merge them.
+
+        Raises:
+            CheckpointFormatError: a file is malformed.
+        """
+        result: dict[TopicPartition, int] = {}
+        for log_dir in self.log_dirs:
+            result.update(OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).read())
+        return result
+
+    def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
+        """Write each log dir's ``replication-offset-checkpoint`` for the logs it holds.
+
+        Partitions without a local log are ignored; local logs absent from the mapping
+        are left out of the file.
+        """
+        for log_dir, logs in self._logs_by_dir().items():
+            entries = {
+                log.topic_partition: high_watermarks[log.topic_partition]
+                for log in logs
+                if log.topic_partition in high_watermarks
+            }
+            OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(entries)
+
+    def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
+        """Write each log dir's recovery point and log start offset checkpoints."""
+        for log_dir, logs in self._logs_by_dir().items():
+            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
+                {log.topic_partition: log.recovery_point for log in logs}
+            )
+            OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
+                {log.topic_partition: log.log_start_offset for log in logs}
+            )
+
+    def cleanup_logs(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
+        """Run retention on every log whose high watermark is given (Kafka's log cleanup task).
+
+        Logs missing from ``high_watermarks`` keep all their segments this round. Files of
+        earlier deletions whose ``file.delete.delay.ms`` passed are removed.
+
+        Returns:
+            The number of segments deleted.
+        """
+        deleted = 0
+        for tp, log in self._logs.items():
+            if tp in high_watermarks:
+                deleted += log.delete_old_segments(now_ms, high_watermarks[tp])
+            else:
+                log.purge_deleted_segments(now_ms)
+        self._purge_deleted_logs(now_ms)
+        return deleted
+
+    def describe_log_dirs(self) -> list[LogDirInfo]:
+        """Per log dir: each partition's size in bytes and the file system's capacity."""
+        result = []
+        for log_dir, logs in self._logs_by_dir().items():
+            usage = shutil.disk_usage(log_dir)
+            partitions = tuple(
+                sorted(
+                    (PartitionDirInfo(log.topic_partition, log.size_in_bytes) for log in logs),
+                    key=lambda info: info.topic_partition,
+                )
+            )
+            result.append(LogDirInfo(log_dir, partitions, usage.total, usage.free))
+        return result
+
+    def shutdown(self) -> None:
+        """Flush and close every log, checkpoint it, and release the dir locks.
+
+        Writes the recovery point and log start offset checkpoints after the flush, and
+        finishes pending log deletions.
+        """
+        for log in self._logs.values():
+            log.flush()
+        self.checkpoint_recovery_points_and_log_start_offsets()
+        for log in self._logs.values():
+            log.close()
+        self._purge_deleted_logs(None)
+        self._logs.clear()
+        for fd in self._locks:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+        self._locks.clear()

@@ -1,0 +1,1 @@
+"""The broker's request-serving side: socket server, request handlers, replica manager, partitions, fetchers."""

@@ -1,0 +1,219 @@
+"""LeaderAndIsr, UpdateMetadata, StopReplica (controller -> broker) and ControlledShutdown (broker -> controller).
+
+Every controller request is fenced by the controller epoch (STALE_CONTROLLER_EPOCH for
+an older one) and, from the versions that carry it, by the broker epoch (KIP-380:
+STALE_BROKER_EPOCH when the request was meant for an earlier incarnation of this
+broker).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from kafka import errors as kafka_errors
+
+from kpo_broker.protocol.interbroker import (
+    ControlledShutdownResponse,
+    LeaderAndIsrResponse,
+    StopReplicaResponse,
+    UpdateMetadataResponse,
+)
+from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.errors import StaleControllerEpochError
+from kpo_broker.server.metadata_cache import BrokerInfo, Endpoint, PartitionMetadata
+from kpo_broker.server.partition import PartitionState
+
+log = logging.getLogger(__name__)
+
+#: UpdateMetadata's leader value for a partition being deleted (Kafka's LeaderDuringDelete).
+LEADER_DURING_DELETE = -2
+#: Broker epoch sent by controllers that do not know it (KIP-380).
+UNKNOWN_BROKER_EPOCH = -1
+
+
+def _stale_broker_epoch(broker: BrokerComponents, request: Any) -> bool:
+    epoch = getattr(request, "broker_epoch", None)
+    return epoch is not None and epoch != UNKNOWN_BROKER_EPOCH and epoch < broker.broker_epoch
+
+
+def _leader_and_isr_states(request: Any, version: int) -> list[tuple[str, Any]]:
+    if version < 2:
+        return [(p.topic_name, p) for p in request.ungrouped_partition_states]
+    return [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
+
+
+async def handle_leader_and_isr(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> LeaderAndIsrResponse:
+    """Become leader or follower of each partition; (re)start fetchers for followed ones."""
+    states_in = _leader_and_isr_states(request, ctx.api_version)
+    if _stale_broker_epoch(broker, request):
+        return _leader_and_isr_error(states_in, kafka_errors.StaleBrokerEpochError.errno)
+    states = {
+        (topic, p.partition_index): PartitionState(
+            controller_epoch=p.controller_epoch,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            isr=tuple(p.isr),
+            partition_epoch=p.zk_version,
+            replicas=tuple(p.replicas),
+            adding_replicas=tuple(p.adding_replicas or ()),
+            removing_replicas=tuple(p.removing_replicas or ()),
+            is_new=bool(p.is_new),
+        )
+        for topic, p in states_in
+    }
+    try:
+        results = broker.replica_manager.become_leader_or_follower(request.controller_epoch, states)
+    except StaleControllerEpochError as exc:
+        log.info("ignoring LeaderAndIsr: %s", exc)
+        return _leader_and_isr_error(states_in, kafka_errors.StaleControllerEpochError.errno)
+    addresses = {
+        leader.broker_id: (leader.host_name, leader.port) for leader in request.live_leaders
+    }
+    to_follow: dict[tuple[str, int], tuple[int, int, tuple[str, int]]] = {}
+    led: list[tuple[str, int]] = []
+    for tp, result in results.items():
+        if result.error_code != 0:
+            continue
+        state = states[tp]
+        if state.leader == broker.broker_id:
+            led.append(tp)
+        elif result.became_follower and state.leader >= 0 and state.leader in addresses:
+            to_follow[tp] = (state.leader, state.leader_epoch, addresses[state.leader])
+        elif result.became_follower:
+            led.append(tp)  # no live leader: stop fetching until one is elected
+    broker.fetchers.remove_partitions(led)
+    broker.fetchers.add_partitions(to_follow)
+    return LeaderAndIsrResponse(
+        error_code=0,
+        partition_errors=[
+            LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                topic_name=tp[0], partition_index=tp[1], error_code=r.error_code
+            )
+            for tp, r in results.items()
+        ],
+    )
+
+
+def _leader_and_isr_error(states: list[tuple[str, Any]], code: int) -> LeaderAndIsrResponse:
+    return LeaderAndIsrResponse(
+        error_code=code,
+        partition_errors=[
+            LeaderAndIsrResponse.LeaderAndIsrPartitionError(
+                topic_name=topic, partition_index=p.partition_index, error_code=code
+            )
+            for topic, p in states
+        ],
+    )
+
+
+async def handle_update_metadata(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> UpdateMetadataResponse:
+    """Replace the live brokers and upsert partition states in the metadata cache."""
+    cache = broker.metadata_cache
+    if _stale_broker_epoch(broker, request):
+        return UpdateMetadataResponse(error_code=kafka_errors.StaleBrokerEpochError.errno)
+    if cache.is_stale(request.controller_epoch):
+        return UpdateMetadataResponse(error_code=kafka_errors.StaleControllerEpochError.errno)
+    brokers = [
+        BrokerInfo(
+            b.id,
+            tuple(
+                Endpoint(e.listener or "PLAINTEXT", e.host, e.port) for e in (b.endpoints or ())
+            ),
+            b.rack,
+        )
+        for b in request.live_brokers
+    ]
+    if ctx.api_version < 5:
+        raw = [(p.topic_name, p) for p in request.ungrouped_partition_states]
+    else:
+        raw = [(t.topic_name, p) for t in request.topic_states for p in t.partition_states]
+    partitions: dict[tuple[str, int], PartitionMetadata] = {}
+    deleted: set[tuple[str, int]] = set()
+    for topic, p in raw:
+        if p.leader == LEADER_DURING_DELETE:
+            deleted.add((topic, p.partition_index))
+            continue
+        partitions[(topic, p.partition_index)] = PartitionMetadata(
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            isr=tuple(p.isr),
+            replicas=tuple(p.replicas),
+            offline_replicas=tuple(p.offline_replicas or ()),
+            partition_epoch=p.zk_version,
+        )
+    cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
+    for topic in {t for t, _ in deleted}:
+        if topic not in cache.partitions:
+            broker.topic_configs.remove(topic)
+    return UpdateMetadataResponse(error_code=0)
+
+
+async def handle_stop_replica(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> StopReplicaResponse:
+    """Stop fetching and serving the partitions, deleting their logs when asked."""
+    if ctx.api_version == 0:
+        items = [((p.topic_name, p.partition_index), bool(request.delete_partitions))
+                 for p in request.ungrouped_partitions]
+    elif ctx.api_version <= 2:
+        items = [((t.name, i), bool(request.delete_partitions))
+                 for t in request.topics for i in t.partition_indexes]
+    else:
+        items = [((t.topic_name, p.partition_index), bool(p.delete_partition))
+                 for t in request.topic_states for p in t.partition_states]
+    if _stale_broker_epoch(broker, request):
+        code = kafka_errors.StaleBrokerEpochError.errno
+        return _stop_replica_response(code, {tp: code for tp, _ in items})
+    broker.fetchers.remove_partitions([tp for tp, _ in items])
+    try:
+        results = broker.replica_manager.stop_replicas(request.controller_epoch, items)
+    except StaleControllerEpochError:
+        code = kafka_errors.StaleControllerEpochError.errno
+        return _stop_replica_response(code, {tp: code for tp, _ in items})
+    return _stop_replica_response(0, results)
+
+
+def _stop_replica_response(code: int, results: dict[tuple[str, int], int]) -> StopReplicaResponse:
+    return StopReplicaResponse(
+        error_code=code,
+        partition_errors=[
+            StopReplicaResponse.StopReplicaPartitionError(
+                topic_name=tp[0], partition_index=tp[1], error_code=c
+            )
+            for tp, c in results.items()
+        ],
+    )
+
+
+async def handle_controlled_shutdown(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> ControlledShutdownResponse:
+    """On the active controller: move leadership off the broker, return what it still leads."""
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return ControlledShutdownResponse(
+            error_code=kafka_errors.NotControllerError.errno, remaining_partitions=[]
+        )
+    broker_epoch = getattr(request, "broker_epoch", UNKNOWN_BROKER_EPOCH)
+    future = controller.controlled_shutdown(request.broker_id, broker_epoch)
+    try:
+        remaining = await asyncio.wrap_future(future)
+    except Exception as exc:
+        log.info("controlled shutdown of broker %d failed: %s", request.broker_id, exc)
+        code = getattr(exc, "errno", None) or kafka_errors.UnknownError.errno
+        return ControlledShutdownResponse(error_code=code, remaining_partitions=[])
+    return ControlledShutdownResponse(
+        error_code=0,
+        remaining_partitions=[
+            ControlledShutdownResponse.RemainingPartition(
+                topic_name=tp.topic, partition_index=tp.partition
+            )
+            for tp in sorted(remaining, key=lambda t: (t.topic, t.partition))
+        ],
+    )

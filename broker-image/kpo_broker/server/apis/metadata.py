@@ -1,0 +1,135 @@
+"""ApiVersions, Metadata and DescribeCluster: answered from the metadata cache."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.protocol.admin import DescribeClusterResponse
+from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse
+
+from kpo_broker.server.components import BrokerComponents, RequestContext
+
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = _Topic.MetadataResponsePartition
+
+
+def api_versions_response(
+    supported: dict[int, tuple[int, int]], error_code: int = 0
+) -> ApiVersionsResponse:
+    """Build an ApiVersions response listing ``supported`` (api key -> (min, max))."""
+    return ApiVersionsResponse(
+        error_code=error_code,
+        api_keys=[
+            ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
+            for key, (lo, hi) in sorted(supported.items())
+        ],
+        throttle_time_ms=0,
+    )
+
+
+async def handle_api_versions(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> ApiVersionsResponse:
+    """Answer ApiVersions with every client and inter-broker API this broker implements."""
+    return api_versions_response(broker.supported_apis)
+
+
+def _brokers(broker: BrokerComponents, ctx: RequestContext) -> list[Any]:
+    out = []
+    for info in sorted(broker.metadata_cache.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = info.endpoint(ctx.listener)
+        if endpoint is not None:
+            out.append(
+                MetadataResponse.MetadataResponseBroker(
+                    node_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack
+                )
+            )
+    return out
+
+
+def _topic_metadata(broker: BrokerComponents, topic: str) -> Any:
+    partitions = broker.metadata_cache.partitions.get(topic)
+    if partitions is None:
+        return _Topic(
+            error_code=kafka_errors.UnknownTopicOrPartitionError.errno,
+            name=topic,
+            is_internal=False,
+            partitions=[],
+        )
+    items = []
+    for index in sorted(partitions):
+        meta = partitions[index]
+        error = 0
+        if meta.leader < 0 or not broker.metadata_cache.alive(meta.leader):
+            error = kafka_errors.LeaderNotAvailableError.errno
+        elif meta.offline_replicas:
+            error = kafka_errors.ReplicaNotAvailableError.errno
+        items.append(
+            _Partition(
+                error_code=error,
+                partition_index=index,
+                leader_id=meta.leader,
+                leader_epoch=meta.leader_epoch,
+                replica_nodes=list(meta.replicas),
+                isr_nodes=list(meta.isr),
+                offline_replicas=list(meta.offline_replicas),
+            )
+        )
+    return _Topic(error_code=0, name=topic, is_internal=False, partitions=items)
+
+
+async def handle_metadata(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> MetadataResponse:
+    """Answer Metadata (all topics when ``topics`` is null, or v0's empty list).
+
+    Unknown topics are created when the request allows it (v4+: ``allow_auto_topic_creation``)
+    and ``auto.create.topics.enable`` is set, and reported as LEADER_NOT_AVAILABLE
+    until the controller has elected their leaders, as Kafka does.
+    """
+    cache = broker.metadata_cache
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        names = cache.topics()
+    else:
+        names = [t.name for t in request.topics if t.name is not None]
+    allow_create = ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
+    topics = []
+    for name in names:
+        if name not in cache.partitions and allow_create and broker.config.auto_create_topics_enable:
+            error = await broker.topic_admin.auto_create(name)
+            topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
+        else:
+            topics.append(_topic_metadata(broker, name))
+    return MetadataResponse(
+        throttle_time_ms=0,
+        brokers=_brokers(broker, ctx),
+        cluster_id=cache.cluster_id,
+        controller_id=cache.controller_id if cache.controller_id is not None else -1,
+        topics=topics,
+    )
+
+
+async def handle_describe_cluster(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> DescribeClusterResponse:
+    """Answer DescribeCluster (KIP-700) from the metadata cache."""
+    cache = broker.metadata_cache
+    brokers = []
+    for info in sorted(cache.brokers.values(), key=lambda b: b.broker_id):
+        endpoint = info.endpoint(ctx.listener)
+        if endpoint is not None:
+            brokers.append(
+                DescribeClusterResponse.DescribeClusterBroker(
+                    broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack
+                )
+            )
+    return DescribeClusterResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        error_message=None,
+        cluster_id=cache.cluster_id or "",
+        controller_id=cache.controller_id if cache.controller_id is not None else -1,
+        brokers=brokers,
+        authorized_operations=-2147483648,
+    )

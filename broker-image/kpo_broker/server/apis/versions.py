@@ -1,0 +1,46 @@
+"""The API versions this broker implements and advertises in ApiVersions (KIP-35/KIP-511).
+
+One table, used both to answer ApiVersions and to reject requests of other versions.
+Ranges are what the handlers implement: v2 record batches only (Produce >= 3,
+Fetch >= 4), topic names rather than topic ids (Fetch <= 12, Metadata <= 12,
+Produce <= 9).
+"""
+
+from __future__ import annotations
+
+#: api key -> (min version, max version)
+CLIENT_APIS: dict[int, tuple[int, int]] = {
+    0: (3, 9),  # Produce
+    1: (4, 12),  # Fetch
+    2: (1, 7),  # ListOffsets
+    3: (0, 12),  # Metadata
+    18: (0, 3),  # ApiVersions
+    19: (0, 7),  # CreateTopics
+    20: (0, 5),  # DeleteTopics
+    23: (0, 4),  # OffsetForLeaderEpoch
+    32: (0, 4),  # DescribeConfigs
+    33: (0, 2),  # AlterConfigs
+    37: (0, 3),  # CreatePartitions
+    43: (0, 2),  # ElectLeaders
+    44: (0, 1),  # IncrementalAlterConfigs
+    60: (0, 1),  # DescribeCluster
+}
+
+API_KEY_PRODUCE = 0
+API_KEY_FETCH = 1
+API_KEY_LIST_OFFSETS = 2
+API_KEY_METADATA = 3
+API_KEY_LEADER_AND_ISR = 4
+API_KEY_STOP_REPLICA = 5
+API_KEY_UPDATE_METADATA = 6
+API_KEY_CONTROLLED_SHUTDOWN = 7
+API_KEY_API_VERSIONS = 18
+API_KEY_CREATE_TOPICS = 19
+API_KEY_DELETE_TOPICS = 20
+API_KEY_OFFSET_FOR_LEADER_EPOCH = 23
+API_KEY_DESCRIBE_CONFIGS = 32
+API_KEY_ALTER_CONFIGS = 33
+API_KEY_CREATE_PARTITIONS = 37
+API_KEY_ELECT_LEADERS = 43
+API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
+API_KEY_DESCRIBE_CLUSTER = 60

@@ -1,0 +1,70 @@
+"""What request handlers are given: the broker's components and the request's context."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kpo_broker.config import BrokerConfig
+    from kpo_broker.log.manager import LogManager
+    from kpo_broker.server.dynamic_config import TopicConfigs
+    from kpo_broker.server.fetcher import ReplicaFetcherManager
+    from kpo_broker.server.metadata_cache import MetadataCache
+    from kpo_broker.server.replica_manager import ReplicaManager
+    from kpo_broker.server.topic_admin import TopicAdmin
+    from kpo_broker.zk.client import KafkaZkClient
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    """One request's envelope.
+
+    Attributes:
+        api_key: the request's API key.
+        api_version: the request's version.
+        correlation_id: echoed in the response.
+        client_id: the client's ``client.id`` (may be None).
+        listener: name of the listener the request arrived on (e.g. ``PLAINTEXT``).
+        peer: the client's (host, port).
+    """
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    listener: str
+    peer: tuple[str, int] | None = None
+
+
+@dataclass
+class BrokerComponents:
+    """The running broker's parts, shared by every request handler.
+
+    Attributes:
+        config: the static broker configuration.
+        broker_id: ``broker.id``.
+        broker_epoch: czxid of this broker's registration znode (KIP-380).
+        log_manager: the logs of every hosted replica.
+        replica_manager: hosted partitions, produce and fetch.
+        metadata_cache: cluster view from the controller's UpdateMetadata requests.
+        zk: the ZooKeeper client.
+        topic_configs: per-topic dynamic configs (``/config/topics``).
+        topic_admin: topic creation, deletion and partition additions through ZooKeeper.
+        fetchers: replica fetchers for the partitions this broker follows.
+        controller: the controller component (active or standby).
+        supported_apis: api key -> (min, max) versions this broker serves.
+    """
+
+    config: BrokerConfig
+    broker_id: int
+    broker_epoch: int
+    log_manager: LogManager
+    replica_manager: ReplicaManager
+    metadata_cache: MetadataCache
+    zk: KafkaZkClient
+    topic_configs: TopicConfigs
+    topic_admin: TopicAdmin
+    fetchers: ReplicaFetcherManager
+    controller: Any
+    supported_apis: dict[int, tuple[int, int]] = field(default_factory=dict)

@@ -1,0 +1,154 @@
+"""Per-topic configs: Kafka's topic-level overrides over the broker's defaults.
+
+A topic's effective value is its override in ``/config/topics/<topic>`` if set, else
+the broker default the topic config inherits from (e.g. ``retention.ms`` from
+``log.retention.ms``), as Kafka's LogConfig does. Overrides are loaded at start and
+re-read when a ``/config/changes`` notification names the topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kpo_broker.log.config import LogConfig
+
+
+@dataclass(frozen=True)
+class TopicConfigDef:
+    """One topic-level config: its Kafka name, value type and where its default comes from.
+
+    Attributes:
+        name: Kafka topic config name, e.g. ``retention.ms``.
+        kind: ``int``, ``bool``, ``str`` or ``list`` (for validation).
+        default: returns the broker-level default as a string.
+        doc: what it means, with its unit.
+    """
+
+    name: str
+    kind: str
+    default: Callable[[object], str]
+    doc: str
+
+
+def _attr(name: str) -> Callable[[object], str]:
+    def read(config: object) -> str:
+        value = getattr(config, name)
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+    return read
+
+
+def _const(value: str) -> Callable[[object], str]:
+    return lambda _config: value
+
+
+#: Topic configs this broker understands, with the broker setting they inherit from.
+TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
+    d.name: d
+    for d in (
+        TopicConfigDef("cleanup.policy", "str", _const("delete"), "Only 'delete' is supported."),
+        TopicConfigDef("compression.type", "str", _const("producer"), "Batches are kept as sent."),
+        TopicConfigDef(
+            "min.insync.replicas", "int", _attr("min_insync_replicas"),
+            "Minimum ISR size for acks=all produce."),
+        TopicConfigDef(
+            "unclean.leader.election.enable", "bool", _attr("unclean_leader_election_enable"),
+            "Elect a leader outside the ISR when no ISR member is alive."),
+        TopicConfigDef("retention.ms", "int", _attr("log_retention_ms"), "Time retention, ms."),
+        TopicConfigDef(
+            "retention.bytes", "int", _attr("log_retention_bytes"),
+            "Size retention per partition, bytes (-1: none)."),
+        TopicConfigDef("segment.bytes", "int", _attr("log_segment_bytes"), "Segment size, bytes."),
+        TopicConfigDef("segment.ms", "int", _attr("log_roll_ms"), "Segment roll time, ms."),
+        TopicConfigDef(
+            "index.interval.bytes", "int", _attr("log_index_interval_bytes"),
+            "Bytes between offset index entries."),
+        TopicConfigDef(
+            "max.message.bytes", "int", _attr("message_max_bytes"),
+            "Largest record batch accepted, bytes."),
+        TopicConfigDef(
+            "message.timestamp.type", "str", _const("CreateTime"), "Only CreateTime is supported."),
+        TopicConfigDef(
+            "leader.replication.throttled.replicas", "list", _const(""),
+            "Replicas throttled on the leader side: '*' or partition:broker pairs (KIP-73)."),
+        TopicConfigDef(
+            "follower.replication.throttled.replicas", "list", _const(""),
+            "Replicas throttled on the follower side: '*' or partition:broker pairs (KIP-73)."),
+    )
+}
+
+
+class InvalidTopicConfigError(ValueError):
+    """An unknown topic config or a value of the wrong type (Kafka INVALID_CONFIG, 40)."""
+
+
+def validate_topic_config(config: Mapping[str, str]) -> None:
+    """Check names and value types of topic config overrides.
+
+    Raises:
+        InvalidTopicConfigError: naming the offending config.
+    """
+    for name, value in config.items():
+        definition = TOPIC_CONFIGS.get(name)
+        if definition is None:
+            raise InvalidTopicConfigError(f"unknown topic config {name}")
+        if definition.kind == "int":
+            try:
+                int(value)
+            except ValueError:
+                raise InvalidTopicConfigError(f"{name} must be an integer, got {value!r}") from None
+        elif definition.kind == "bool" and value.lower() not in ("true", "false"):
+            raise InvalidTopicConfigError(f"{name} must be true or false, got {value!r}")
+
+
+class TopicConfigs:
+    """Topic config overrides and effective values.
+
+    Args:
+        broker_config: the broker's static config (supplies defaults).
+    """
+
+    def __init__(self, broker_config: object) -> None:
+        self.broker_config = broker_config
+        self.overrides: dict[str, dict[str, str]] = {}
+
+    def set_overrides(self, topic: str, config: Mapping[str, str]) -> None:
+        """Replace ``topic``'s overrides (from ``/config/topics/<topic>``)."""
+        self.overrides[topic] = dict(config)
+
+    def remove(self, topic: str) -> None:
+        """Forget a deleted topic."""
+        self.overrides.pop(topic, None)
+
+    def value(self, topic: str, name: str) -> str:
+        """The effective value of config ``name`` for ``topic``.
+
+        Raises:
+            KeyError: ``name`` is not a topic config.
+        """
+        override = self.overrides.get(topic, {}).get(name)
+        if override is not None:
+            return override
+        return TOPIC_CONFIGS[name].default(self.broker_config)
+
+    def min_insync_replicas(self, topic: str) -> int:
+        """``min.insync.replicas`` of ``topic``."""
+        return int(self.value(topic, "min.insync.replicas"))
+
+    def unclean_leader_election(self, topic: str) -> bool:
+        """``unclean.leader.election.enable`` of ``topic``."""
+        return self.value(topic, "unclean.leader.election.enable").lower() == "true"
+
+    def log_config(self, topic: str) -> LogConfig:
+        """The LogConfig of ``topic``'s partitions."""
+        return LogConfig(
+            segment_bytes=int(self.value(topic, "segment.bytes")),
+            segment_ms=int(self.value(topic, "segment.ms")),
+            retention_ms=int(self.value(topic, "retention.ms")),
+            retention_bytes=int(self.value(topic, "retention.bytes")),
+            index_interval_bytes=int(self.value(topic, "index.interval.bytes")),
+            max_message_bytes=int(self.value(topic, "max.message.bytes")),
+        )

@@ -1,0 +1,154 @@
+"""Fetch: consumer reads up to the HW, replica fetches up to the LEO, with long polling.
+
+As Kafka's ``fetchMessages`` + DelayedFetch: a fetch returns at once when it has
+``min_bytes`` of data or an error, else waits up to ``max_wait_ms`` for appends (replica
+fetch) or HW moves (consumer fetch) on its partitions. A replica fetch (``replica_id``
+>= 0) also tells the leader the follower's LEO (its fetch offset), which may move the
+HW and bring the follower back into the ISR (seed 003 §6.2). The response holds at
+most ``max_bytes`` except that the first partition with data returns at least one
+whole batch (KIP-74).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from kafka import errors as kafka_errors
+
+from kpo_broker.server.errors import error_code_of
+from kpo_broker.server.partition import Partition
+from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition, now_ms
+
+#: Replica id of an ordinary consumer (Kafka's CONSUMER_REPLICA_ID).
+CONSUMER_REPLICA_ID = -1
+
+
+@dataclass(frozen=True)
+class FetchPartition:
+    """One partition of a fetch request.
+
+    Attributes:
+        tp: topic-partition.
+        fetch_offset: the first offset wanted (the follower's LEO for replica fetches).
+        partition_max_bytes: at most this many bytes for the partition (bytes).
+        current_leader_epoch: the fetcher's view of the leader epoch (-1 unknown; KIP-320).
+    """
+
+    tp: TopicPartition
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int = -1
+
+
+@dataclass
+class FetchPartitionResult:
+    """One partition of a fetch response.
+
+    Attributes:
+        error_code: Kafka error code.
+        high_watermark: the leader's HW (-1 on error).
+        log_start_offset: the leader's log start offset (-1 on error).
+        records: whole v2 record batches, possibly empty.
+    """
+
+    error_code: int = 0
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+
+
+def _read_once(
+    rm: ReplicaManager,
+    replica_id: int,
+    partitions: list[FetchPartition],
+    max_bytes: int,
+) -> tuple[dict[TopicPartition, FetchPartitionResult], int]:
+    results: dict[TopicPartition, FetchPartitionResult] = {}
+    total = 0
+    for request in partitions:
+        try:
+            partition = rm.leader_partition(request.tp, request.current_leader_epoch)
+            limit = min(request.partition_max_bytes, max(max_bytes - total, 0))
+            data = partition.log.read(
+                request.fetch_offset,
+                limit,
+                max_offset=None if replica_id >= 0 else partition.high_watermark,
+                min_one_message=total == 0,
+            )
+            records = data.to_bytes()
+        except Exception as exc:  # every failure becomes a per-partition error code
+            results[request.tp] = FetchPartitionResult(error_code_of(exc))
+            continue
+        total += len(records)
+        results[request.tp] = FetchPartitionResult(
+            0, partition.high_watermark, partition.log.log_start_offset, records
+        )
+    return results, total
+
+
+async def fetch_messages(
+    rm: ReplicaManager,
+    replica_id: int,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    partitions: list[FetchPartition],
+    on_follower_caught_up: Callable[[TopicPartition, Partition, int], Awaitable[None]]
+    | None = None,
+) -> dict[TopicPartition, FetchPartitionResult]:
+    """Serve a fetch request, waiting up to ``max_wait_ms`` for ``min_bytes``.
+
+    Args:
+        rm: the replica manager.
+        replica_id: the fetching broker's id, or -1 for a consumer.
+        max_wait_ms: longest wait for ``min_bytes``, ms.
+        min_bytes: answer as soon as this many bytes are available.
+        max_bytes: response size limit in bytes (soft for the first batch, KIP-74).
+        partitions: the partitions in request order.
+        on_follower_caught_up: called for each partition after a replica fetch updated
+            the follower's state (the replica manager's ISR expansion hook).
+
+    Returns:
+        Result per partition, in request order.
+    """
+    if replica_id >= 0:
+        await _record_follower_fetch(rm, replica_id, partitions, on_follower_caught_up)
+    results, total = _read_once(rm, replica_id, partitions, max_bytes)
+    if max_wait_ms <= 0 or total >= min_bytes or any(r.error_code for r in results.values()):
+        return results
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max_wait_ms / 1000
+    keys = [p.tp for p in partitions]
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0 or not await rm.watchers.wait(keys, remaining):
+            break
+        results, total = _read_once(rm, replica_id, partitions, max_bytes)
+        if total >= min_bytes or any(r.error_code for r in results.values()):
+            return results
+    results, _ = _read_once(rm, replica_id, partitions, max_bytes)
+    return results
+
+
+async def _record_follower_fetch(
+    rm: ReplicaManager,
+    replica_id: int,
+    partitions: list[FetchPartition],
+    on_follower_caught_up: Callable[[TopicPartition, Partition, int], Awaitable[None]] | None,
+) -> None:
+    now = now_ms()
+    for request in partitions:
+        partition = rm.get_partition(request.tp)
+        if partition is None or not partition.is_leader:
+            continue
+        try:
+            if partition.update_follower_fetch_state(replica_id, request.fetch_offset, now):
+                rm.watchers.notify(request.tp)
+        except kafka_errors.KafkaError:
+            continue
+        except Exception:  # a broker that is not (or no longer) a replica: nothing to record
+            continue
+        if on_follower_caught_up is not None:
+            await on_follower_caught_up(request.tp, partition, replica_id)

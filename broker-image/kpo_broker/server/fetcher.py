@@ -1,0 +1,345 @@
+"""Replica fetchers: followers pull their partitions from the leaders (Kafka's ReplicaFetcherThread).
+
+One fetcher task per (leader broker, fetcher index) pair (``num.replica.fetchers``).
+A partition joining a fetcher first truncates its log to the point where it diverges
+from the leader, found with OffsetForLeaderEpoch (KIP-101, KIP-279), never by the HW
+alone; then it fetches from its LEO. Each fetched batch is appended with the leader's
+offsets, and the follower's HW becomes min(its LEO, the leader's HW) (seed 003 §6.2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
+
+from kpo_broker.protocol.client import BrokerClient
+from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition
+
+log = logging.getLogger(__name__)
+
+FETCH_VERSION = 11
+OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+UNDEFINED_EPOCH = -1
+
+
+@dataclass
+class FetchState:
+    """A followed partition's progress in its fetcher.
+
+    Attributes:
+        leader_epoch: the leader epoch from the last LeaderAndIsr (sent as current_leader_epoch).
+        fetch_offset: next offset to fetch (the local LEO).
+        truncating: the log must be reconciled with the leader before fetching.
+        delayed_until: loop time (s) before which the partition is not fetched (after errors).
+    """
+
+    leader_epoch: int
+    fetch_offset: int = 0
+    truncating: bool = True
+    delayed_until: float = 0.0
+
+
+@dataclass(frozen=True)
+class FetcherSettings:
+    """The ``replica.fetch.*`` settings.
+
+    Attributes:
+        max_wait_ms: replica.fetch.wait.max.ms.
+        min_bytes: replica.fetch.min.bytes.
+        max_bytes: replica.fetch.max.bytes, per partition.
+        response_max_bytes: replica.fetch.response.max.bytes.
+        backoff_ms: replica.fetch.backoff.ms after an error.
+        request_timeout_ms: how long a fetch may take before the connection is reset.
+    """
+
+    max_wait_ms: int = 500
+    min_bytes: int = 1
+    max_bytes: int = 1048576
+    response_max_bytes: int = 10485760
+    backoff_ms: int = 1000
+    request_timeout_ms: int = 30000
+
+
+class ReplicaFetcher:
+    """Fetches every partition this broker follows from one leader.
+
+    Args:
+        broker_id: this broker's id (sent as ``replica_id``).
+        leader_id: the source broker.
+        address: (host, port) of the leader's inter-broker listener.
+        replica_manager: where fetched records are appended.
+        settings: fetch settings.
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        leader_id: int,
+        address: tuple[str, int],
+        replica_manager: ReplicaManager,
+        settings: FetcherSettings,
+    ) -> None:
+        self.broker_id = broker_id
+        self.leader_id = leader_id
+        self.address = address
+        self.rm = replica_manager
+        self.settings = settings
+        self.partitions: dict[TopicPartition, FetchState] = {}
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._client: BrokerClient | None = None
+
+    def add_partitions(self, epochs: dict[TopicPartition, int]) -> None:
+        """Start following these partitions at the given leader epochs (truncating first)."""
+        for tp, epoch in epochs.items():
+            self.partitions[tp] = FetchState(epoch)
+        self._wakeup.set()
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name=f"fetcher-{self.leader_id}")
+
+    def remove_partitions(self, tps: list[TopicPartition]) -> None:
+        """Stop fetching these partitions."""
+        for tp in tps:
+            self.partitions.pop(tp, None)
+
+    async def stop(self) -> None:
+        """Stop the fetch loop and close the connection."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        await self._close_client()
+
+    async def _close_client(self) -> None:
+        if self._client is not None:
+            with contextlib.suppress(Exception):
+                await self._client.close()
+            self._client = None
+
+    async def _connection(self) -> BrokerClient:
+        if self._client is None:
+            client = BrokerClient(
+                self.address[0],
+                self.address[1],
+                client_id=f"replica-fetcher-{self.broker_id}",
+                request_timeout_ms=self.settings.request_timeout_ms + self.settings.max_wait_ms,
+            )
+            await client.connect()
+            self._client = client
+        return self._client
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            now = loop.time()
+            ready = [tp for tp, st in self.partitions.items() if st.delayed_until <= now]
+            if not ready:
+                self._wakeup.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wakeup.wait(), self.settings.backoff_ms / 1000)
+                continue
+            try:
+                truncating = [tp for tp in ready if self.partitions[tp].truncating]
+                if truncating:
+                    await self._truncate(truncating)
+                    continue
+                await self._fetch(ready)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.info("fetch from broker %d failed: %s", self.leader_id, exc)
+                await self._close_client()
+                for tp in ready:
+                    if tp in self.partitions:
+                        self.partitions[tp].delayed_until = now + self.settings.backoff_ms / 1000
+
+    def _delay(self, tp: TopicPartition) -> None:
+        state = self.partitions.get(tp)
+        if state is not None:
+            state.delayed_until = asyncio.get_running_loop().time() + self.settings.backoff_ms / 1000
+
+    async def _truncate(self, tps: list[TopicPartition]) -> None:
+        """Reconcile logs with the leader using OffsetForLeaderEpoch (KIP-279)."""
+        topics: dict[str, list[Any]] = {}
+        for tp in tps:
+            partition = self.rm.get_partition(tp)
+            if partition is None:
+                self.partitions.pop(tp, None)
+                continue
+            topics.setdefault(tp[0], []).append(
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
+                    partition=tp[1],
+                    current_leader_epoch=self.partitions[tp].leader_epoch,
+                    leader_epoch=partition.log.leader_epoch_cache.latest_epoch,
+                )
+            )
+        if not topics:
+            return
+        request = OffsetForLeaderEpochRequest(
+            replica_id=self.broker_id,
+            topics=[
+                OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=t, partitions=p)
+                for t, p in topics.items()
+            ],
+        )
+        client = await self._connection()
+        response = await client.send(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
+        for topic in response.topics:
+            for result in topic.partitions:
+                tp = (topic.topic, result.partition)
+                state = self.partitions.get(tp)
+                partition = self.rm.get_partition(tp)
+                if state is None or partition is None:
+                    continue
+                if result.error_code != 0:
+                    self._delay(tp)
+                    continue
+                plog = partition.log
+                if result.leader_epoch == UNDEFINED_EPOCH:
+                    offset = min(partition.high_watermark, plog.log_end_offset)
+                else:
+                    _, local_end = plog.leader_epoch_cache.end_offset_for(
+                        result.leader_epoch, plog.log_end_offset
+                    )
+                    offset = min(result.end_offset, local_end, plog.log_end_offset)
+                if offset < plog.log_end_offset:
+                    log.info("truncating %s-%d from %d to %d", tp[0], tp[1], plog.log_end_offset, offset)
+                    plog.truncate_to(offset)
+                partition.high_watermark = min(partition.high_watermark, plog.log_end_offset)
+                state.fetch_offset = plog.log_end_offset
+                state.truncating = False
+
+    async def _fetch(self, tps: list[TopicPartition]) -> None:
+        topics: dict[str, list[Any]] = {}
+        for tp in tps:
+            partition = self.rm.get_partition(tp)
+            if partition is None:
+                self.partitions.pop(tp, None)
+                continue
+            state = self.partitions[tp]
+            state.fetch_offset = partition.log.log_end_offset
+            topics.setdefault(tp[0], []).append(
+                FetchRequest.FetchTopic.FetchPartition(
+                    partition=tp[1],
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=state.fetch_offset,
+                    log_start_offset=partition.log.log_start_offset,
+                    partition_max_bytes=self.settings.max_bytes,
+                )
+            )
+        if not topics:
+            return
+        request = FetchRequest(
+            replica_id=self.broker_id,
+            max_wait_ms=self.settings.max_wait_ms,
+            min_bytes=self.settings.min_bytes,
+            max_bytes=self.settings.response_max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in topics.items()],
+            forgotten_topics_data=[],
+            rack_id="",
+        )
+        client = await self._connection()
+        response = await client.send(request, FETCH_VERSION)
+        for topic in response.responses:
+            for data in topic.partitions:
+                self._process_partition((topic.topic, data.partition_index), data)
+
+    def _process_partition(self, tp: TopicPartition, data: Any) -> None:
+        state = self.partitions.get(tp)
+        partition = self.rm.get_partition(tp)
+        if state is None or partition is None or partition.is_leader:
+            return
+        if data.error_code == 0:
+            if partition.log.log_end_offset != state.fetch_offset:
+                return  # the log changed under us (truncation, new epoch): refetch
+            partition.append_records_as_follower(bytes(data.records or b""), data.high_watermark)
+            state.fetch_offset = partition.log.log_end_offset
+        elif data.error_code == kafka_errors.OffsetOutOfRangeError.errno:
+            self._handle_out_of_range(tp, data)
+        else:
+            log.debug("fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code)
+            self._delay(tp)
+
+    def _handle_out_of_range(self, tp: TopicPartition, data: Any) -> None:
+        partition = self.rm.get_partition(tp)
+        state = self.partitions.get(tp)
+        if partition is None or state is None:
+            return
+        leader_start = data.log_start_offset
+        if leader_start is not None and leader_start > partition.log.log_end_offset:
+            log.info("%s-%d: restarting at the leader's log start offset %d", *tp, leader_start)
+            partition.log.truncate_fully_and_start_at(leader_start)
+            partition.high_watermark = leader_start
+        else:
+            state.truncating = True
+        state.fetch_offset = partition.log.log_end_offset
+
+
+class ReplicaFetcherManager:
+    """Assigns followed partitions to fetchers by leader (and ``num.replica.fetchers``).
+
+    Args:
+        broker_id: this broker's id.
+        replica_manager: where fetched data goes.
+        settings: fetch settings.
+        num_fetchers: ``num.replica.fetchers`` per source broker.
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        replica_manager: ReplicaManager,
+        settings: FetcherSettings,
+        num_fetchers: int = 1,
+    ) -> None:
+        self.broker_id = broker_id
+        self.rm = replica_manager
+        self.settings = settings
+        self.num_fetchers = max(1, num_fetchers)
+        self.fetchers: dict[tuple[int, int, tuple[str, int]], ReplicaFetcher] = {}
+
+    def _index(self, tp: TopicPartition) -> int:
+        return (hash(tp[0]) * 31 + tp[1]) % self.num_fetchers
+
+    def add_partitions(
+        self, partitions: dict[TopicPartition, tuple[int, int, tuple[str, int]]]
+    ) -> None:
+        """Follow partitions: tp -> (leader id, leader epoch, leader address)."""
+        self.remove_partitions(list(partitions))
+        groups: dict[tuple[int, int, tuple[str, int]], dict[TopicPartition, int]] = {}
+        for tp, (leader, epoch, address) in partitions.items():
+            groups.setdefault((leader, self._index(tp), address), {})[tp] = epoch
+        for key, epochs in groups.items():
+            fetcher = self.fetchers.get(key)
+            if fetcher is None:
+                fetcher = ReplicaFetcher(self.broker_id, key[0], key[2], self.rm, self.settings)
+                self.fetchers[key] = fetcher
+            fetcher.add_partitions(epochs)
+
+    def remove_partitions(self, tps: list[TopicPartition]) -> None:
+        """Stop following these partitions (leadership moved here, or the replica was stopped)."""
+        for fetcher in self.fetchers.values():
+            fetcher.remove_partitions(tps)
+
+    async def shutdown_idle_fetchers(self) -> None:
+        """Stop fetchers left without partitions."""
+        for key, fetcher in list(self.fetchers.items()):
+            if not fetcher.partitions:
+                del self.fetchers[key]
+                await fetcher.stop()
+
+    async def shutdown(self) -> None:
+        """Stop every fetcher."""
+        for fetcher in self.fetchers.values():
+            await fetcher.stop()
+        self.fetchers.clear()

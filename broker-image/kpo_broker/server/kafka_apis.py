@@ -1,0 +1,53 @@
+"""Dispatch decoded requests to their handlers (Kafka's ``KafkaApis``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kpo_broker.server.apis import data, metadata
+from kpo_broker.server.apis import versions as v
+from kpo_broker.server.components import BrokerComponents, RequestContext
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[BrokerComponents, RequestContext, Any], Awaitable[Any | None]]
+
+#: api key -> handler for the client APIs; the inter-broker and admin families add theirs.
+HANDLERS: dict[int, Handler] = {
+    v.API_KEY_API_VERSIONS: metadata.handle_api_versions,
+    v.API_KEY_METADATA: metadata.handle_metadata,
+    v.API_KEY_DESCRIBE_CLUSTER: metadata.handle_describe_cluster,
+    v.API_KEY_PRODUCE: data.handle_produce,
+    v.API_KEY_FETCH: data.handle_fetch,
+    v.API_KEY_LIST_OFFSETS: data.handle_list_offsets,
+    v.API_KEY_OFFSET_FOR_LEADER_EPOCH: data.handle_offset_for_leader_epoch,
+}
+
+
+class KafkaApis:
+    """Routes each request to the handler of its API key.
+
+    Args:
+        broker: the components handlers work with.
+        handlers: api key -> handler.
+    """
+
+    def __init__(self, broker: BrokerComponents, handlers: dict[int, Handler]) -> None:
+        self.broker = broker
+        self.handlers = handlers
+
+    async def handle(self, ctx: RequestContext, request: Any) -> Any | None:
+        """Run the handler; a handler failure is logged and re-raised (the connection closes).
+
+        Raises:
+            KeyError: no handler for ``ctx.api_key`` (the socket server only passes
+                supported keys, so this means a table is inconsistent).
+        """
+        handler = self.handlers[ctx.api_key]
+        try:
+            return await handler(self.broker, ctx, request)
+        except Exception:
+            log.exception("handler for api key %d v%d failed", ctx.api_key, ctx.api_version)
+            raise

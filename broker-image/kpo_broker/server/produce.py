@@ -1,0 +1,120 @@
+"""Produce: append records on the leaders, then wait for acks (Kafka's ``appendRecords`` + DelayedProduce).
+
+acks=0 and acks=1 complete after the local append; acks=all (-1) waits until the HW
+passes the appended offsets, i.e. every ISR member has the records, or until the
+request's ``timeout_ms`` (REQUEST_TIMED_OUT). A partition whose ISR shrank below
+``min.insync.replicas`` after the append completes with NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from kafka import errors as kafka_errors
+
+from kpo_broker.server.errors import error_code_of
+from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition, now_ms
+
+
+@dataclass
+class ProduceResult:
+    """One partition's produce outcome.
+
+    Attributes:
+        error_code: Kafka error code (0 on success).
+        base_offset: offset of the first appended record, -1 on error.
+        log_start_offset: the log start offset after the append, -1 on error.
+        error_message: detail for errors.
+    """
+
+    error_code: int = 0
+    base_offset: int = -1
+    log_start_offset: int = -1
+    error_message: str | None = None
+
+
+async def append_records(
+    replica_manager: ReplicaManager,
+    entries: dict[TopicPartition, bytes],
+    required_acks: int,
+    timeout_ms: int,
+    min_insync_replicas: Callable[[str], int],
+) -> dict[TopicPartition, ProduceResult]:
+    """Append each partition's records and wait for ``required_acks``.
+
+    Args:
+        replica_manager: the broker's replica manager.
+        entries: records (v2 batches) per topic-partition.
+        required_acks: 0, 1 or -1.
+        timeout_ms: how long acks=all may wait, ms.
+        min_insync_replicas: topic name -> its ``min.insync.replicas``.
+
+    Returns:
+        Result per topic-partition, in the order of ``entries``.
+    """
+    if required_acks not in (-1, 0, 1):
+        return {
+            tp: ProduceResult(kafka_errors.InvalidRequiredAcksError.errno) for tp in entries
+        }
+    results: dict[TopicPartition, ProduceResult] = {}
+    waiting: dict[TopicPartition, int] = {}
+    now = now_ms()
+    for tp, records in entries.items():
+        try:
+            partition = replica_manager.leader_partition(tp)
+            info = partition.append_records_to_leader(
+                records, required_acks, min_insync_replicas(tp[0]), now
+            )
+        except Exception as exc:  # every failure becomes a per-partition error code
+            results[tp] = ProduceResult(error_code_of(exc), error_message=str(exc) or None)
+            continue
+        results[tp] = ProduceResult(0, info.first_offset, partition.log.log_start_offset)
+        replica_manager.watchers.notify(tp)
+        if required_acks == -1:
+            waiting[tp] = info.last_offset + 1
+    if waiting:
+        await _wait_for_acks(replica_manager, waiting, results, timeout_ms, min_insync_replicas)
+    return results
+
+
+async def _wait_for_acks(
+    replica_manager: ReplicaManager,
+    waiting: dict[TopicPartition, int],
+    results: dict[TopicPartition, ProduceResult],
+    timeout_ms: int,
+    min_insync_replicas: Callable[[str], int],
+) -> None:
+    leader_epochs = {
+        tp: p.leader_epoch
+        for tp in waiting
+        if (p := replica_manager.get_partition(tp)) is not None
+    }
+
+    def settled(tp: TopicPartition, required_offset: int) -> bool:
+        partition = replica_manager.get_partition(tp)
+        if partition is None or not partition.is_leader:
+            return True
+        if partition.leader_epoch != leader_epochs.get(tp):
+            return True
+        return partition.high_watermark >= required_offset
+
+    def all_settled() -> bool:
+        return all(settled(tp, offset) for tp, offset in waiting.items())
+
+    await replica_manager.watchers.wait_until(waiting, all_settled, timeout_ms / 1000)
+    for tp, required_offset in waiting.items():
+        partition = replica_manager.get_partition(tp)
+        result = results[tp]
+        if (
+            partition is None
+            or not partition.is_leader
+            or partition.leader_epoch != leader_epochs.get(tp)
+        ):
+            result.error_code = kafka_errors.NotLeaderForPartitionError.errno
+            result.base_offset = -1
+        elif partition.high_watermark < required_offset:
+            result.error_code = kafka_errors.RequestTimedOutError.errno
+            result.base_offset = -1
+        elif len(partition.isr) < min_insync_replicas(tp[0]):
+            result.error_code = kafka_errors.NotEnoughReplicasAfterAppendError.errno

@@ -1,0 +1,242 @@
+"""The replica manager: every partition replica on this broker, and produce/fetch against them.
+
+As Kafka's ``ReplicaManager``: applies the controller's LeaderAndIsr and StopReplica
+requests (fenced by controller epoch and leader epoch), appends produced records on
+leaders and waits for ``acks=all``, serves consumer fetches up to the HW and replica
+fetches up to the LEO (updating the leader's view of each follower), and proposes ISR
+changes, which an :class:`IsrWriter` persists to ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafka import errors as kafka_errors
+
+from kpo_broker.log.errors import OffsetOutOfRangeError
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.log import Log
+from kpo_broker.log.manager import LogManager
+from kpo_broker.server.delayed import PartitionWatchers
+from kpo_broker.server.errors import StaleControllerEpochError
+from kpo_broker.server.partition import (
+    IsrChange,
+    Partition,
+    PartitionState,
+)
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+def now_ms() -> int:
+    """Wall-clock time in ms."""
+    return int(time.time() * 1000)
+
+
+class IsrWriter(Protocol):
+    """Persists a leader's ISR change (ZooKeeper CAS on the partition state znode)."""
+
+    async def write_isr(
+        self, tp: TopicPartition, partition: Partition, change: IsrChange
+    ) -> int | None:
+        """Write ``change``; return the state znode's new version, or None on a CAS conflict."""
+        ...
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResult:
+    """Outcome of one partition in a LeaderAndIsr request.
+
+    Attributes:
+        error_code: Kafka error code (0 on success).
+        became_leader: this broker now leads the partition under a new epoch.
+        became_follower: this broker now follows a new leader (fetcher must restart).
+    """
+
+    error_code: int
+    became_leader: bool = False
+    became_follower: bool = False
+
+
+class ReplicaManager:
+    """The partitions hosted on this broker.
+
+    Args:
+        broker_id: this broker's ``broker.id``.
+        log_manager: the started log manager.
+        isr_writer: persists ISR changes.
+        replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
+        log_config_for: topic -> LogConfig for new logs (the topic's effective configs).
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        log_manager: LogManager,
+        isr_writer: IsrWriter,
+        replica_lag_time_max_ms: int = 30000,
+        log_config_for: Callable[[str], LogConfig] | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.isr_writer = isr_writer
+        self.log_config_for = log_config_for
+        self.replica_lag_time_max_ms = replica_lag_time_max_ms
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.controller_epoch = -1
+        self.watchers = PartitionWatchers()
+        self._high_watermarks = log_manager.read_high_watermarks()
+        self.isr_changed: set[TopicPartition] = set()
+
+    # ---------------------------------------------------------- lookups
+    def get_partition(self, tp: TopicPartition) -> Partition | None:
+        """The hosted partition ``tp``, or None."""
+        return self.partitions.get(tp)
+
+    def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
+        """The partition ``tp`` if this broker leads it at ``current_leader_epoch`` (-1: any).
+
+        Raises:
+            kafka.errors.UnknownTopicOrPartitionError: not hosted here.
+            NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError.
+        """
+        partition = self.partitions.get(tp)
+        if partition is None:
+            raise kafka_errors.UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]}")
+        partition.require_leader(current_leader_epoch)
+        return partition
+
+    # ---------------------------------------------------- controller requests
+    def check_controller_epoch(self, controller_epoch: int) -> None:
+        """Fence requests from stale controllers; remember the newest epoch.
+
+        Raises:
+            StaleControllerEpochError: ``controller_epoch`` is older than one already seen.
+        """
+        if controller_epoch < self.controller_epoch:
+            raise StaleControllerEpochError(
+                f"controller epoch {controller_epoch} < {self.controller_epoch}"
+            )
+        self.controller_epoch = controller_epoch
+
+    def become_leader_or_follower(
+        self, controller_epoch: int, states: dict[TopicPartition, PartitionState]
+    ) -> dict[TopicPartition, LeaderAndIsrResult]:
+        """Apply a LeaderAndIsr request (seed 001; Kafka's ``becomeLeaderOrFollower``).
+
+        A partition state is applied only when its leader epoch is newer than the one
+        held (a request with the same or an older epoch gets STALE_CONTROLLER_EPOCH for
+        that partition) and this broker is one of its replicas.
+
+        Raises:
+            StaleControllerEpochError: the whole request comes from a stale controller.
+        """
+        self.check_controller_epoch(controller_epoch)
+        results: dict[TopicPartition, LeaderAndIsrResult] = {}
+        now = now_ms()
+        for tp, state in states.items():
+            if self.broker_id not in state.replicas:
+                results[tp] = LeaderAndIsrResult(kafka_errors.UnknownTopicOrPartitionError.errno)
+                continue
+            partition = self.partitions.get(tp)
+            if partition is not None and state.leader_epoch <= partition.leader_epoch:
+                results[tp] = LeaderAndIsrResult(kafka_errors.StaleControllerEpochError.errno)
+                continue
+            if partition is None:
+                partition = self._create_partition(tp)
+            if state.leader == self.broker_id:
+                became = partition.make_leader(state, now)
+                results[tp] = LeaderAndIsrResult(0, became_leader=became)
+            else:
+                changed = partition.make_follower(state)
+                results[tp] = LeaderAndIsrResult(0, became_follower=changed)
+            self.watchers.notify(tp)
+        return results
+
+    def _create_partition(self, tp: TopicPartition) -> Partition:
+        config = self.log_config_for(tp[0]) if self.log_config_for else None
+        plog: Log = self.log_manager.get_or_create_log(tp[0], tp[1], config)
+        partition = Partition(
+            tp[0], tp[1], self.broker_id, plog, high_watermark=self._high_watermarks.get(tp, 0)
+        )
+        self.partitions[tp] = partition
+        return partition
+
+    def stop_replicas(
+        self, controller_epoch: int, partitions: Iterable[tuple[TopicPartition, bool]]
+    ) -> dict[TopicPartition, int]:
+        """Apply a StopReplica request: stop serving each partition, deleting its log if asked.
+
+        Args:
+            controller_epoch: the sender's controller epoch.
+            partitions: (topic-partition, delete_partition) pairs.
+
+        Returns:
+            Error code per partition (0 on success).
+
+        Raises:
+            StaleControllerEpochError: the request comes from a stale controller.
+        """
+        self.check_controller_epoch(controller_epoch)
+        results: dict[TopicPartition, int] = {}
+        for tp, delete in partitions:
+            partition = self.partitions.pop(tp, None)
+            self.watchers.notify(tp)
+            if delete:
+                if self.log_manager.get_log(tp[0], tp[1]) is not None:
+                    self.log_manager.delete_log(tp[0], tp[1])
+                self._high_watermarks.pop(tp, None)
+            elif partition is not None:
+                self._high_watermarks[tp] = partition.high_watermark
+            results[tp] = 0
+        return results
+
+    # ------------------------------------------------------------ ISR
+    async def maybe_expand_isr(self, tp: TopicPartition, partition: Partition, follower: int) -> None:
+        """Write an ISR expansion for ``follower`` when it has caught up."""
+        change = partition.propose_isr_expansion(follower)
+        if change is not None:
+            await self._write_isr(tp, partition, change)
+
+    async def shrink_isrs(self) -> None:
+        """Remove lagging followers from the ISR of every partition led here."""
+        now = now_ms()
+        for tp, partition in list(self.partitions.items()):
+            change = partition.propose_isr_shrink(now, self.replica_lag_time_max_ms)
+            if change is not None:
+                await self._write_isr(tp, partition, change)
+
+    async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
+        try:
+            version = await self.isr_writer.write_isr(tp, partition, change)
+        except Exception:
+            log.exception("ISR update of %s-%s failed", *tp)
+            version = None
+        if self.partitions.get(tp) is not partition:
+            return
+        if version is None:
+            partition.apply_isr_change(change, None)
+            log.info("ISR update of %s-%s to %s lost a CAS race; awaiting the controller",
+                     tp[0], tp[1], list(change.isr))
+            return
+        log.info("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
+        self.isr_changed.add(tp)
+        if partition.apply_isr_change(change, version):
+            self.watchers.notify(tp)
+
+    # ----------------------------------------------------- checkpoints
+    def checkpoint_high_watermarks(self) -> None:
+        """Write every hosted partition's HW to its log dir's ``replication-offset-checkpoint``."""
+        for tp, partition in self.partitions.items():
+            self._high_watermarks[tp] = partition.high_watermark
+        self.log_manager.write_high_watermarks(dict(self._high_watermarks))
+
+    def read_offset_out_of_range(self, tp: TopicPartition, offset: int) -> OffsetOutOfRangeError:
+        """A named error for a fetch at ``offset`` outside ``tp``'s log."""
+        return OffsetOutOfRangeError(f"{tp[0]}-{tp[1]}: offset {offset}")

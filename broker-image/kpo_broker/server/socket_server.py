@@ -1,0 +1,152 @@
+"""The broker's TCP listeners: Kafka frames in, Kafka frames out (asyncio).
+
+Requests on one connection are processed one at a time and answered in order, as
+Kafka's SocketServer does (it mutes a channel until its response is sent). A frame
+that cannot be parsed closes that connection only; other clients are unaffected. An
+ApiVersions request of an unsupported version is answered with UNSUPPORTED_VERSION
+and the supported ranges (KIP-511); any other unsupported request closes the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from kpo_broker.protocol import framing
+from kpo_broker.server.components import RequestContext
+
+log = logging.getLogger(__name__)
+
+#: Handles one decoded request; returns the response message, or None for no response.
+RequestHandler = Callable[[RequestContext, Any], Awaitable[Any | None]]
+#: Builds the error response for a request whose version is unsupported, or None to close.
+UnsupportedHandler = Callable[[framing.UnsupportedVersionError], Any | None]
+
+
+@dataclass(frozen=True)
+class Listener:
+    """A listener to bind: name (e.g. ``PLAINTEXT``), host ("" = all interfaces), port (0 = any)."""
+
+    name: str
+    host: str
+    port: int
+
+
+class SocketServer:
+    """Accepts connections on each listener and feeds their requests to a handler.
+
+    Args:
+        listeners: what to bind.
+        handler: the request dispatcher.
+        supported: api key -> (min, max) versions accepted.
+        on_unsupported: error response for unsupported versions (ApiVersions).
+        max_request_bytes: ``socket.request.max.bytes``; larger frames close the connection.
+    """
+
+    def __init__(
+        self,
+        listeners: list[Listener],
+        handler: RequestHandler,
+        supported: dict[int, tuple[int, int]],
+        on_unsupported: UnsupportedHandler,
+        max_request_bytes: int = 104857600,
+    ) -> None:
+        self.listeners = listeners
+        self.handler = handler
+        self.supported = supported
+        self.on_unsupported = on_unsupported
+        self.max_request_bytes = max_request_bytes
+        self.bound_ports: dict[str, int] = {}
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> dict[str, int]:
+        """Bind every listener; return listener name -> bound port."""
+        for listener in self.listeners:
+            server = await asyncio.start_server(
+                lambda r, w, name=listener.name: self._accept(r, w, name),
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
+            )
+            self._servers.append(server)
+            self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
+        return dict(self.bound_ports)
+
+    async def stop(self) -> None:
+        """Stop accepting, close every connection and wait for their tasks."""
+        for server in self._servers:
+            server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        if self._connections:
+            await asyncio.gather(*self._connections, return_exceptions=True)
+        self._servers.clear()
+
+    async def _accept(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: str
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        try:
+            await self._serve(reader, writer, listener, peer)
+        except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:
+            log.exception("connection from %s failed", peer)
+        finally:
+            self._connections.discard(task)
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: str,
+        peer: Any,
+    ) -> None:
+        while True:
+            try:
+                frame = await framing.read_frame(reader, self.max_request_bytes)
+            except framing.FrameError as exc:
+                log.info("closing %s: %s", peer, exc)
+                return
+            if frame is None:
+                return
+            try:
+                decoded = framing.decode_request(frame, self.supported)
+            except framing.UnsupportedVersionError as exc:
+                response = self.on_unsupported(exc)
+                if response is None:
+                    log.info("closing %s: %s", peer, exc)
+                    return
+                writer.write(framing.encode_error_response(exc, response))
+                await writer.drain()
+                continue
+            except framing.InvalidRequestError as exc:
+                log.info("closing %s: invalid request: %s", peer, exc)
+                return
+            ctx = RequestContext(
+                decoded.api_key,
+                decoded.api_version,
+                decoded.correlation_id,
+                decoded.client_id,
+                listener,
+                tuple(peer[:2]) if peer else None,
+            )
+            response = await self.handler(ctx, decoded.body)
+            if response is None:
+                continue
+            writer.write(framing.encode_response(decoded, response))
+            await writer.drain()

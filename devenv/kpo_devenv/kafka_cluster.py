@@ -1,0 +1,175 @@
+"""A cluster of real broker processes (``python -m kpo_broker``) sharing one ZooKeeper.
+
+Each broker runs in its own process with a fresh log dir and a ``server.properties``
+written here, listening on a free loopback port. Brokers can be stopped cleanly
+(SIGTERM: controlled shutdown), killed (SIGKILL) and restarted on the same port and
+log dir, which is what the broker tests need.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from kpo_devenv.net import LOOPBACK, free_port, port_accepts
+from kpo_devenv.process import ManagedProcess
+
+
+class BrokerProcess:
+    """One broker process.
+
+    Args:
+        broker_id: ``broker.id``.
+        workdir: folder for ``server.properties``, the log dir and ``broker.log``.
+        zookeeper_connect: ``zookeeper.connect`` (may carry a chroot).
+        properties: further broker properties (Kafka names), overriding the defaults here.
+        rack: ``broker.rack``, if any.
+    """
+
+    def __init__(
+        self,
+        broker_id: int,
+        workdir: Path,
+        zookeeper_connect: str,
+        properties: Mapping[str, str] | None = None,
+        rack: str | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.workdir = workdir
+        self.port = free_port()
+        self.log_dir = workdir / "data"
+        self.config_path = workdir / "server.properties"
+        settings = {
+            "broker.id": str(broker_id),
+            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "log.dirs": str(self.log_dir),
+            "zookeeper.connect": zookeeper_connect,
+            "zookeeper.session.timeout.ms": "6000",
+            "replica.lag.time.max.ms": "10000",
+            "replica.fetch.wait.max.ms": "100",
+            "replica.fetch.backoff.ms": "200",
+            "controlled.shutdown.retry.backoff.ms": "200",
+            "leader.imbalance.check.interval.seconds": "5",
+        }
+        if rack is not None:
+            settings["broker.rack"] = rack
+        settings.update(properties or {})
+        self.properties = settings
+        self.process = self._new_process()
+
+    def _new_process(self) -> ManagedProcess:
+        return ManagedProcess(
+            f"broker-{self.broker_id}",
+            [sys.executable, "-m", "kpo_broker", str(self.config_path)],
+            self.workdir / "broker.log",
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` of this broker's listener."""
+        return f"{LOOPBACK}:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> BrokerProcess:
+        """Write the properties and start the broker; wait until its port accepts.
+
+        Raises:
+            ProcessStartError: the broker exited or never listened (with its log tail).
+        """
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        if self.process.pid is not None:
+            self.process = self._new_process()
+        self.process.start()
+        self.process.wait_ready(lambda: port_accepts(self.port), timeout_s)
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        """Stop cleanly with SIGTERM (controlled shutdown), SIGKILL after ``timeout_s``."""
+        self.process.stop(timeout_s=timeout_s)
+
+    def kill(self) -> None:
+        """Kill the broker with SIGKILL (a crash: no controlled shutdown, no flush)."""
+        pid = self.process.pid
+        if pid is not None and self.process.is_running():
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 10
+            while self.process.is_running() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        self.process.stop(timeout_s=1)
+
+    def is_running(self) -> bool:
+        """Whether the process is alive."""
+        return self.process.is_running()
+
+
+class KafkaCluster:
+    """N brokers with ids ``first_id..first_id+N-1`` on one ZooKeeper.
+
+    Args:
+        workdir: parent folder; broker ``i`` uses ``workdir/broker-<i>``.
+        zookeeper_connect: ``zookeeper.connect`` including a chroot unique to this cluster.
+        size: number of brokers.
+        properties: extra properties for every broker.
+        racks: optional rack per broker, in id order.
+        first_id: id of the first broker.
+    """
+
+    def __init__(
+        self,
+        workdir: Path,
+        zookeeper_connect: str,
+        size: int = 3,
+        properties: Mapping[str, str] | None = None,
+        racks: list[str] | None = None,
+        first_id: int = 0,
+    ) -> None:
+        self.workdir = workdir
+        self.zookeeper_connect = zookeeper_connect
+        self.brokers = {
+            first_id + i: BrokerProcess(
+                first_id + i,
+                workdir / f"broker-{first_id + i}",
+                zookeeper_connect,
+                properties,
+                racks[i] if racks else None,
+            )
+            for i in range(size)
+        }
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated ``host:port`` of the running brokers."""
+        return ",".join(b.bootstrap for b in self.brokers.values() if b.is_running())
+
+    def start(self) -> KafkaCluster:
+        """Start every broker (stopping all of them if one fails)."""
+        try:
+            for broker in self.brokers.values():
+                broker.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop every broker (SIGTERM, then SIGKILL)."""
+        for broker in self.brokers.values():
+            broker.process.stop(timeout_s=20)
+
+    def __enter__(self) -> KafkaCluster:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

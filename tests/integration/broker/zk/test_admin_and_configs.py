@@ -1,0 +1,113 @@
+"""ISR change notifications, reassignment and election znodes, dynamic configs."""
+
+from collections.abc import Callable
+
+import pytest
+
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.data import ConfigChange
+from kpo_broker.zk.errors import (
+    ControllerMovedError,
+    PreferredReplicaElectionInProgressError,
+    ReassignmentInProgressError,
+)
+from kpo_broker.zk.model import TopicPartition
+
+pytestmark = pytest.mark.integration
+
+
+def test_isr_change_notifications_round_trip(new_client: Callable[..., KafkaZkClient]) -> None:
+    broker, controller = new_client(), new_client()
+    epoch = controller.try_elect_controller(0)
+    assert epoch is not None
+    first = broker.propagate_isr_change([TopicPartition("a", 0), TopicPartition("a", 1)])
+    second = broker.propagate_isr_change([TopicPartition("b", 3)])
+    assert first.startswith("isr_change_")
+    names = controller.get_isr_change_notifications()
+    assert names == [first, second]
+    assert controller.get_isr_change_notification_partitions([*names, "isr_change_9999999999"]) == {
+        TopicPartition("a", 0),
+        TopicPartition("a", 1),
+        TopicPartition("b", 3),
+    }
+    with pytest.raises(ControllerMovedError):
+        controller.delete_isr_change_notifications(names, controller_epoch_zk_version=0)
+    controller.delete_isr_change_notifications(names, controller_epoch_zk_version=epoch.zk_version)
+    assert controller.get_isr_change_notifications() == []
+
+
+def test_partition_reassignment_znode(zk_client: KafkaZkClient) -> None:
+    epoch = zk_client.try_elect_controller(0)
+    assert epoch is not None
+    assert zk_client.get_partition_reassignment() == {}
+    target = {TopicPartition("t", 0): [4, 5], TopicPartition("t", 1): [5, 6]}
+    zk_client.create_partition_reassignment(target)
+    with pytest.raises(ReassignmentInProgressError):
+        zk_client.create_partition_reassignment({TopicPartition("u", 0): [1]})
+    assert zk_client.get_partition_reassignment() == {
+        TopicPartition("t", 0): (4, 5),
+        TopicPartition("t", 1): (5, 6),
+    }
+    # Partition 0 completed: the controller rewrites the rest, then deletes the znode.
+    zk_client.set_partition_reassignment(
+        {TopicPartition("t", 1): [5, 6]}, controller_epoch_zk_version=epoch.zk_version
+    )
+    assert zk_client.get_partition_reassignment() == {TopicPartition("t", 1): (5, 6)}
+    zk_client.delete_partition_reassignment(controller_epoch_zk_version=epoch.zk_version)
+    assert zk_client.get_partition_reassignment() == {}
+    zk_client.set_partition_reassignment(
+        {TopicPartition("t", 2): [1]}, controller_epoch_zk_version=epoch.zk_version
+    )
+    assert zk_client.get_partition_reassignment() == {TopicPartition("t", 2): (1,)}
+
+
+def test_preferred_replica_election_znode(zk_client: KafkaZkClient) -> None:
+    epoch = zk_client.try_elect_controller(0)
+    assert epoch is not None
+    zk_client.create_preferred_replica_election([TopicPartition("t", 0)])
+    with pytest.raises(PreferredReplicaElectionInProgressError):
+        zk_client.create_preferred_replica_election([TopicPartition("t", 1)])
+    assert zk_client.get_preferred_replica_election() == {TopicPartition("t", 0)}
+    zk_client.delete_preferred_replica_election(controller_epoch_zk_version=epoch.zk_version)
+    assert zk_client.get_preferred_replica_election() == set()
+
+
+def test_config_writes_come_with_change_notifications(zk_client: KafkaZkClient) -> None:
+    assert zk_client.get_entity_config("topics", "t").config == {}
+    version = zk_client.set_entity_config("topics", "t", {"retention.ms": "1000"})
+    assert version == 0
+    assert zk_client.set_entity_config("brokers", "<default>", {"log.retention.ms": "5"}) == 0
+    assert zk_client.set_entity_config("topics", "t", {"retention.ms": "2000"}) == 1
+
+    changes = zk_client.get_config_changes()
+    assert [change for _, change in changes] == [
+        ConfigChange("topics", "t"),
+        ConfigChange("brokers", "<default>"),
+        ConfigChange("topics", "t"),
+    ]
+    seqs = [seq for seq, _ in changes]
+    assert seqs == sorted(seqs)
+    assert zk_client.get_config_changes(since_seq=seqs[1]) == [changes[2]]
+
+    configs = zk_client.get_entity_configs("topics", ["t", "u"])
+    assert configs["t"].config == {"retention.ms": "2000"}
+    assert configs["t"].zk_version == 1
+    assert configs["u"].zk_version is None
+    assert zk_client.get_entity_config("brokers", "<default>").config == {"log.retention.ms": "5"}
+
+    zk_client.delete_config_changes(up_to_seq=seqs[1])
+    assert zk_client.get_config_changes() == [changes[2]]
+
+
+def test_config_compare_and_set_leaves_no_notification_on_conflict(
+    zk_client: KafkaZkClient,
+) -> None:
+    zk_client.set_entity_config("topics", "t", {"a": "1"})
+    read = zk_client.get_entity_config("topics", "t")
+    assert read.zk_version == 0
+    assert zk_client.set_entity_config("topics", "t", {"a": "2"}, read.zk_version) == 1
+    notifications = len(zk_client.get_config_changes())
+    assert zk_client.set_entity_config("topics", "t", {"a": "3"}, read.zk_version) is None
+    assert zk_client.set_entity_config("topics", "new", {"a": "3"}, expected_version=0) is None
+    assert len(zk_client.get_config_changes()) == notifications
+    assert zk_client.get_entity_config("topics", "t").config == {"a": "2"}

@@ -1,0 +1,129 @@
+"""Batched partition state writes, per-partition CAS and the leader's ISR updates."""
+
+from collections.abc import Callable
+
+import pytest
+
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.controller import ControllerEpoch
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+
+pytestmark = pytest.mark.integration
+
+
+def elected(client: KafkaZkClient) -> ControllerEpoch:
+    epoch = client.try_elect_controller(1)
+    assert epoch is not None
+    return epoch
+
+
+def initial_states(
+    topic: str, partitions: int, controller_epoch: int
+) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+    return {
+        TopicPartition(topic, p): LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(p % 3, 0, (p % 3, (p + 1) % 3)), controller_epoch
+        )
+        for p in range(partitions)
+    }
+
+
+def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
+    zk_client: KafkaZkClient,
+) -> None:
+    epoch = elected(zk_client)
+    zk_client.create_topic("big", {p: [p % 3, (p + 1) % 3] for p in range(2000)}, {})
+    states = initial_states("big", 2000, epoch.epoch)
+
+    before = zk_client.stats
+    result = zk_client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    after = zk_client.stats
+    assert len(result.written) == 2000
+    assert not result.version_conflicts
+    assert not result.missing
+    # One request per partition (plus the topic's partitions znode), pipelined: the
+    # caller waited 3 times, not 2000 (seed 001 §F).
+    assert after.requests - before.requests == 2001
+    assert after.round_trips - before.round_trips <= 3
+
+    read = zk_client.get_partition_states(states)
+    assert zk_client.stats.round_trips - after.round_trips <= 2
+    assert read == {
+        tp: LeaderIsrAndControllerEpoch(s.leader_and_isr.with_partition_epoch(0), epoch.epoch)
+        for tp, s in states.items()
+    }
+
+
+def test_max_in_flight_requests_bounds_each_wave(new_client: Callable[..., KafkaZkClient]) -> None:
+    client = new_client(max_in_flight_requests=10)
+    epoch = elected(client)
+    client.create_topic("small", {p: [0, 1] for p in range(100)}, {})
+    before = client.stats
+    result = client.create_partition_states(
+        initial_states("small", 100, epoch.epoch), controller_epoch_zk_version=epoch.zk_version
+    )
+    assert len(result.written) == 100
+    assert client.stats.round_trips - before.round_trips == 1 + 10
+
+
+def test_version_conflicts_are_reported_per_partition(zk_client: KafkaZkClient) -> None:
+    epoch = elected(zk_client)
+    zk_client.create_topic("cas", {p: [0, 1, 2] for p in range(4)}, {})
+    states = initial_states("cas", 4, epoch.epoch)
+    zk_client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+
+    # Partition 1 moves on behind the controller's back (its leader shrinks the ISR).
+    moved = TopicPartition("cas", 1)
+    current = states[moved].leader_and_isr
+    assert zk_client.update_isr(moved, current.with_isr([current.leader]), epoch.epoch, 0) == 1
+
+    updates = {tp: s.leader_and_isr.with_new_leader(2, [2]) for tp, s in states.items()}
+    updates[TopicPartition("cas", 9)] = LeaderAndIsr(2, 1, (2,), 0)  # no such partition
+    result = zk_client.update_leader_and_isr(
+        updates, epoch.epoch, controller_epoch_zk_version=epoch.zk_version
+    )
+    assert result.version_conflicts == {moved}
+    assert result.missing == {TopicPartition("cas", 9)}
+    assert set(result.written) == {TopicPartition("cas", p) for p in (0, 2, 3)}
+    assert all(lai == LeaderAndIsr(2, 1, (2,), 1) for lai in result.written.values())
+
+    read = zk_client.get_partition_states(updates)
+    assert read[moved].leader_and_isr == LeaderAndIsr(current.leader, 0, (current.leader,), 1)
+    assert TopicPartition("cas", 9) not in read
+
+    again = zk_client.create_partition_states(
+        {moved: states[moved]}, controller_epoch_zk_version=epoch.zk_version
+    )
+    assert again.version_conflicts == {moved}
+
+
+def test_states_of_a_missing_topic_are_reported_missing(zk_client: KafkaZkClient) -> None:
+    epoch = elected(zk_client)
+    result = zk_client.create_partition_states(
+        initial_states("ghost", 2, epoch.epoch), controller_epoch_zk_version=epoch.zk_version
+    )
+    assert result.missing == {TopicPartition("ghost", 0), TopicPartition("ghost", 1)}
+    assert not result.written
+
+
+def test_leader_isr_update_is_a_compare_and_set(new_client: Callable[..., KafkaZkClient]) -> None:
+    controller, leader = new_client(), new_client()
+    epoch = elected(controller)
+    controller.create_topic("isr", {0: [1, 2, 3]}, {})
+    tp = TopicPartition("isr", 0)
+    controller.create_partition_states(
+        {tp: LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2, 3)), epoch.epoch)},
+        controller_epoch_zk_version=epoch.zk_version,
+    )
+    shrunk = LeaderAndIsr(1, 0, (1, 2))
+    assert leader.update_isr(tp, shrunk, epoch.epoch, expected_partition_epoch=0) == 1
+    # Re-sending the same update (response lost) is recognised as already applied.
+    assert leader.update_isr(tp, shrunk, epoch.epoch, expected_partition_epoch=0) == 1
+
+    # The controller elects broker 2; the old leader's next ISR change is rejected.
+    controller.update_leader_and_isr(
+        {tp: LeaderAndIsr(2, 1, (2,), 1)}, epoch.epoch, controller_epoch_zk_version=epoch.zk_version
+    )
+    assert leader.update_isr(tp, LeaderAndIsr(1, 0, (1,)), epoch.epoch, 1) is None
+    assert leader.get_partition_states([tp])[tp].leader_and_isr == LeaderAndIsr(2, 1, (2,), 2)
+    assert leader.update_isr(TopicPartition("isr", 5), shrunk, epoch.epoch, 0) is None

@@ -41,7 +41,9 @@ class TopicDeletionStore(Protocol):
         """Delete ``/admin/delete_topics/<topic>``, fenced."""
         ...
 
-    def delete_topic_znodes(self, topics: Iterable[str], *, controller_epoch_zk_version: int) -> None:
+    def delete_topic_znodes(
+        self, topics: Iterable[str], *, controller_epoch_zk_version: int
+    ) -> None:
         """Delete ``/brokers/topics/<topic>`` recursively and the topic config, fenced."""
         ...
 
@@ -171,7 +173,9 @@ class TopicDeletionManager:
                 _log.info("deletion of topic %s (re)started", topic)
                 eligible.add(topic)
         for topic in sorted(retry):
-            failed = self._context.replicas_in_state(topic, ReplicaState.REPLICA_DELETION_INELIGIBLE)
+            failed = self._context.replicas_in_state(
+                topic, ReplicaState.REPLICA_DELETION_INELIGIBLE
+            )
             self._replicas.handle_state_changes(failed, ReplicaState.OFFLINE_REPLICA)
         if eligible:
             self._on_topic_deletion(eligible)
@@ -213,5 +217,7 @@ class TopicDeletionManager:
         deleted = ctx.replicas_in_state(topic, ReplicaState.REPLICA_DELETION_SUCCESSFUL)
         self._replicas.handle_state_changes(deleted, ReplicaState.NON_EXISTENT_REPLICA)
         self._zk.delete_topic_znodes([topic], controller_epoch_zk_version=ctx.epoch_zk_version)
-        self._zk.remove_topic_deletion_markers([topic], controller_epoch_zk_version=ctx.epoch_zk_version)
+        self._zk.remove_topic_deletion_markers(
+            [topic], controller_epoch_zk_version=ctx.epoch_zk_version
+        )
         ctx.remove_topic(topic)

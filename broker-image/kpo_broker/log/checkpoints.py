@@ -127,5 +127,5 @@ class OffsetCheckpointFile:
 
     def write(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Atomically replace the file with ``offsets``, sorted by topic and partition."""
-        entries = [(tp.topic, tp.partition, offsets[tp]) for tp in sorted(offsets)]
+        entries = [(tp[0], tp[1], offset) for tp, offset in sorted(offsets.items())]
         write_checkpoint(self.path, entries)

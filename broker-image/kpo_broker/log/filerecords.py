@@ -103,6 +103,8 @@ class FileRecords:
             except CorruptRecordError:
                 return
             size = header.size_in_bytes
+            if position + size > self._size:
+                return  # torn tail, or a corrupt length that must not be read
             if relative + size > len(buf):
                 buf, buf_start, relative = (
                     self.pread(position, max(size, _VALIDATE_CHUNK)),

@@ -8,9 +8,9 @@ A partition's log lives in ``<log dir>/<topic>-<partition>``; each segment is
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 from kpo_broker.log.errors import LogDirectoryError
+from kpo_broker.topic_partition import TopicPartition as TopicPartition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -27,13 +27,6 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 
 # Kafka's legal topic characters (Topic.LEGAL_CHARS); max length 249.
 _TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-
-
-class TopicPartition(NamedTuple):
-    """A topic name and partition index (Kafka's ``TopicPartition``)."""
-
-    topic: str
-    partition: int
 
 
 def offset_file_name(base_offset: int, suffix: str) -> str:

@@ -1,1 +1,4 @@
-"""The broker's request-serving side: socket server, request handlers, replica manager, partitions, fetchers."""
+"""The broker's request-serving side.
+
+Socket server, request handlers, replica manager, partitions and replica fetchers.
+"""

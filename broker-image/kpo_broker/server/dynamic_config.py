@@ -52,31 +52,55 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         TopicConfigDef("cleanup.policy", "str", _const("delete"), "Only 'delete' is supported."),
         TopicConfigDef("compression.type", "str", _const("producer"), "Batches are kept as sent."),
         TopicConfigDef(
-            "min.insync.replicas", "int", _attr("min_insync_replicas"),
-            "Minimum ISR size for acks=all produce."),
+            "min.insync.replicas",
+            "int",
+            _attr("min_insync_replicas"),
+            "Minimum ISR size for acks=all produce.",
+        ),
         TopicConfigDef(
-            "unclean.leader.election.enable", "bool", _attr("unclean_leader_election_enable"),
-            "Elect a leader outside the ISR when no ISR member is alive."),
-        TopicConfigDef("retention.ms", "int", _attr("log_retention_ms"), "Time retention, ms."),
+            "unclean.leader.election.enable",
+            "bool",
+            _attr("unclean_leader_election_enable"),
+            "Elect a leader outside the ISR when no ISR member is alive.",
+        ),
         TopicConfigDef(
-            "retention.bytes", "int", _attr("log_retention_bytes"),
-            "Size retention per partition, bytes (-1: none)."),
+            "retention.ms", "int", _attr("log_retention_time_ms"), "Time retention, ms."
+        ),
+        TopicConfigDef(
+            "retention.bytes",
+            "int",
+            _attr("log_retention_bytes"),
+            "Size retention per partition, bytes (-1: none).",
+        ),
         TopicConfigDef("segment.bytes", "int", _attr("log_segment_bytes"), "Segment size, bytes."),
-        TopicConfigDef("segment.ms", "int", _attr("log_roll_ms"), "Segment roll time, ms."),
+        TopicConfigDef("segment.ms", "int", _attr("log_roll_time_ms"), "Segment roll time, ms."),
         TopicConfigDef(
-            "index.interval.bytes", "int", _attr("log_index_interval_bytes"),
-            "Bytes between offset index entries."),
+            "index.interval.bytes",
+            "int",
+            _attr("log_index_interval_bytes"),
+            "Bytes between offset index entries.",
+        ),
         TopicConfigDef(
-            "max.message.bytes", "int", _attr("message_max_bytes"),
-            "Largest record batch accepted, bytes."),
+            "max.message.bytes",
+            "int",
+            _attr("message_max_bytes"),
+            "Largest record batch accepted, bytes.",
+        ),
         TopicConfigDef(
-            "message.timestamp.type", "str", _const("CreateTime"), "Only CreateTime is supported."),
+            "message.timestamp.type", "str", _const("CreateTime"), "Only CreateTime is supported."
+        ),
         TopicConfigDef(
-            "leader.replication.throttled.replicas", "list", _const(""),
-            "Replicas throttled on the leader side: '*' or partition:broker pairs (KIP-73)."),
+            "leader.replication.throttled.replicas",
+            "list",
+            _const(""),
+            "Replicas throttled on the leader side: '*' or partition:broker pairs (KIP-73).",
+        ),
         TopicConfigDef(
-            "follower.replication.throttled.replicas", "list", _const(""),
-            "Replicas throttled on the follower side: '*' or partition:broker pairs (KIP-73)."),
+            "follower.replication.throttled.replicas",
+            "list",
+            _const(""),
+            "Replicas throttled on the follower side: '*' or partition:broker pairs (KIP-73).",
+        ),
     )
 }
 
@@ -124,7 +148,7 @@ class TopicConfigs:
         self.overrides.pop(topic, None)
 
     def value(self, topic: str, name: str) -> str:
-        """The effective value of config ``name`` for ``topic``.
+        """Return the effective value of config ``name`` for ``topic``.
 
         Raises:
             KeyError: ``name`` is not a topic config.
@@ -143,7 +167,7 @@ class TopicConfigs:
         return self.value(topic, "unclean.leader.election.enable").lower() == "true"
 
     def log_config(self, topic: str) -> LogConfig:
-        """The LogConfig of ``topic``'s partitions."""
+        """Return the LogConfig of ``topic``'s partitions."""
         return LogConfig(
             segment_bytes=int(self.value(topic, "segment.bytes")),
             segment_ms=int(self.value(topic, "segment.ms")),

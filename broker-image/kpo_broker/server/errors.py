@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from kafka import errors as kafka_errors
 
-from kpo_broker.log import errors as log_errors
-
 
 class NotLeaderOrFollowerError(Exception):
-    """This broker does not lead the partition (Kafka NOT_LEADER_OR_FOLLOWER, 6)."""
+    """The partition is not led here (Kafka NOT_LEADER_OR_FOLLOWER, 6)."""
 
 
 class FencedLeaderEpochError(Exception):
@@ -20,32 +18,34 @@ class UnknownLeaderEpochError(Exception):
 
 
 class NotEnoughReplicasError(Exception):
-    """acks=all with fewer ISR members than ``min.insync.replicas`` (Kafka NOT_ENOUGH_REPLICAS, 19)."""
+    """acks=all with an ISR below ``min.insync.replicas`` (Kafka NOT_ENOUGH_REPLICAS, 19)."""
 
 
 class StaleControllerEpochError(Exception):
-    """A request from a controller older than the last one seen (Kafka STALE_CONTROLLER_EPOCH, 11)."""
-
+    """A request from an older controller than seen (Kafka STALE_CONTROLLER_EPOCH, 11)."""
 
 
 _CODES: dict[type[BaseException], int] = {
-    NotLeaderOrFollowerError: kafka_errors.NotLeaderForPartitionError.errno,
-    FencedLeaderEpochError: kafka_errors.FencedLeaderEpochError.errno,
-    UnknownLeaderEpochError: kafka_errors.UnknownLeaderEpochError.errno,
-    NotEnoughReplicasError: kafka_errors.NotEnoughReplicasError.errno,
-    StaleControllerEpochError: kafka_errors.StaleControllerEpochError.errno,
-    log_errors.CorruptRecordError: kafka_errors.CorruptRecordError.errno,
-    log_errors.RecordTooLargeError: kafka_errors.MessageSizeTooLargeError.errno,
-    log_errors.OffsetOutOfRangeError: kafka_errors.OffsetOutOfRangeError.errno,
+    NotLeaderOrFollowerError: int(kafka_errors.NotLeaderForPartitionError.errno),
+    FencedLeaderEpochError: int(kafka_errors.FencedLeaderEpochError.errno),
+    UnknownLeaderEpochError: int(kafka_errors.UnknownLeaderEpochError.errno),
+    NotEnoughReplicasError: int(kafka_errors.NotEnoughReplicasError.errno),
+    StaleControllerEpochError: int(kafka_errors.StaleControllerEpochError.errno),
 }
 
 
 def error_code_of(exc: BaseException) -> int:
-    """Return the Kafka error code for ``exc``; UNKNOWN_SERVER_ERROR (-1) when unmapped."""
-    if isinstance(exc, kafka_errors.KafkaError) and getattr(exc, "errno", None) is not None:
-        return int(exc.errno)
+    """Return the Kafka error code for ``exc``; UNKNOWN_SERVER_ERROR (-1) when unmapped.
+
+    kafka-python errors carry ``errno``; the log package's errors carry ``error_code``;
+    the broker's own errors are mapped above.
+    """
+    if isinstance(exc, kafka_errors.KafkaError) and isinstance(exc.errno, int):
+        return exc.errno
+    carried = getattr(exc, "error_code", None)
+    if isinstance(carried, int):
+        return carried
     for cls in type(exc).__mro__:
-        code = _CODES.get(cls)
-        if code is not None:
-            return code
-    return kafka_errors.UnknownError.errno
+        if cls in _CODES:
+            return _CODES[cls]
+    return int(kafka_errors.UnknownError.errno)

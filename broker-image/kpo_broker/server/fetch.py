@@ -19,7 +19,8 @@ from kafka import errors as kafka_errors
 
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.partition import Partition
-from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition, now_ms
+from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.topic_partition import TopicPartition
 
 #: Replica id of an ordinary consumer (Kafka's CONSUMER_REPLICA_ID).
 CONSUMER_REPLICA_ID = -1

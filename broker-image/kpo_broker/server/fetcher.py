@@ -1,4 +1,6 @@
-"""Replica fetchers: followers pull their partitions from the leaders (Kafka's ReplicaFetcherThread).
+"""Replica fetchers: followers pull their partitions from the leaders.
+
+Kafka's ReplicaFetcherThread.
 
 One fetcher task per (leader broker, fetcher index) pair (``num.replica.fetchers``).
 A partition joining a fetcher first truncates its log to the point where it diverges
@@ -19,7 +21,8 @@ from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
 
 from kpo_broker.protocol.client import BrokerClient
-from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition
+from kpo_broker.server.replica_manager import ReplicaManager
+from kpo_broker.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +166,9 @@ class ReplicaFetcher:
     def _delay(self, tp: TopicPartition) -> None:
         state = self.partitions.get(tp)
         if state is not None:
-            state.delayed_until = asyncio.get_running_loop().time() + self.settings.backoff_ms / 1000
+            state.delayed_until = (
+                asyncio.get_running_loop().time() + self.settings.backoff_ms / 1000
+            )
 
     async def _truncate(self, tps: list[TopicPartition]) -> None:
         """Reconcile logs with the leader using OffsetForLeaderEpoch (KIP-279)."""
@@ -193,7 +198,7 @@ class ReplicaFetcher:
         response = await client.send(request, OFFSET_FOR_LEADER_EPOCH_VERSION)
         for topic in response.topics:
             for result in topic.partitions:
-                tp = (topic.topic, result.partition)
+                tp = TopicPartition(topic.topic, result.partition)
                 state = self.partitions.get(tp)
                 partition = self.rm.get_partition(tp)
                 if state is None or partition is None:
@@ -210,7 +215,9 @@ class ReplicaFetcher:
                     )
                     offset = min(result.end_offset, local_end, plog.log_end_offset)
                 if offset < plog.log_end_offset:
-                    log.info("truncating %s-%d from %d to %d", tp[0], tp[1], plog.log_end_offset, offset)
+                    log.info(
+                        "truncating %s-%d from %d to %d", tp[0], tp[1], plog.log_end_offset, offset
+                    )
                     plog.truncate_to(offset)
                 partition.high_watermark = min(partition.high_watermark, plog.log_end_offset)
                 state.fetch_offset = plog.log_end_offset
@@ -252,7 +259,7 @@ class ReplicaFetcher:
         response = await client.send(request, FETCH_VERSION)
         for topic in response.responses:
             for data in topic.partitions:
-                self._process_partition((topic.topic, data.partition_index), data)
+                self._process_partition(TopicPartition(topic.topic, data.partition_index), data)
 
     def _process_partition(self, tp: TopicPartition, data: Any) -> None:
         state = self.partitions.get(tp)
@@ -267,7 +274,9 @@ class ReplicaFetcher:
         elif data.error_code == kafka_errors.OffsetOutOfRangeError.errno:
             self._handle_out_of_range(tp, data)
         else:
-            log.debug("fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code)
+            log.debug(
+                "fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code
+            )
             self._delay(tp)
 
     def _handle_out_of_range(self, tp: TopicPartition, data: Any) -> None:

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kpo_broker.server.apis import data, metadata
+from kpo_broker.server.apis import data, interbroker, metadata, topics
 from kpo_broker.server.apis import versions as v
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
@@ -14,7 +14,7 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[BrokerComponents, RequestContext, Any], Awaitable[Any | None]]
 
-#: api key -> handler for the client APIs; the inter-broker and admin families add theirs.
+#: api key -> handler.
 HANDLERS: dict[int, Handler] = {
     v.API_KEY_API_VERSIONS: metadata.handle_api_versions,
     v.API_KEY_METADATA: metadata.handle_metadata,
@@ -23,6 +23,13 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_FETCH: data.handle_fetch,
     v.API_KEY_LIST_OFFSETS: data.handle_list_offsets,
     v.API_KEY_OFFSET_FOR_LEADER_EPOCH: data.handle_offset_for_leader_epoch,
+    v.API_KEY_LEADER_AND_ISR: interbroker.handle_leader_and_isr,
+    v.API_KEY_UPDATE_METADATA: interbroker.handle_update_metadata,
+    v.API_KEY_STOP_REPLICA: interbroker.handle_stop_replica,
+    v.API_KEY_CONTROLLED_SHUTDOWN: interbroker.handle_controlled_shutdown,
+    v.API_KEY_CREATE_TOPICS: topics.handle_create_topics,
+    v.API_KEY_DELETE_TOPICS: topics.handle_delete_topics,
+    v.API_KEY_CREATE_PARTITIONS: topics.handle_create_partitions,
 }
 
 

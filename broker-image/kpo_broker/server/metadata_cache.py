@@ -1,4 +1,6 @@
-"""The broker's cached view of the cluster, kept current by the controller's UpdateMetadata requests.
+"""The broker's cached view of the cluster.
+
+Kept current by the controller's UpdateMetadata requests.
 
 As Kafka's ``MetadataCache`` (ZooKeeper mode): every broker answers Metadata,
 DescribeCluster and similar requests from this cache, never from ZooKeeper directly.
@@ -102,7 +104,7 @@ class MetadataCache:
         return sorted(self.partitions)
 
     def partition(self, topic: str, index: int) -> PartitionMetadata | None:
-        """The metadata of one partition, or None if unknown."""
+        """Return the metadata of one partition, or None if unknown."""
         return self.partitions.get(topic, {}).get(index)
 
     def alive(self, broker_id: int) -> bool:

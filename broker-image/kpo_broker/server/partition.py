@@ -74,8 +74,10 @@ class RemoteReplica:
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     last_fetch_time_ms: int = 0
 
-    def update_fetch_state(self, fetch_offset: int, leader_log_end_offset: int, now_ms: int) -> None:
-        """Record a follower fetch at ``fetch_offset`` (its LEO) served when the leader's LEO was given.
+    def update_fetch_state(
+        self, fetch_offset: int, leader_log_end_offset: int, now_ms: int
+    ) -> None:
+        """Record a follower fetch at ``fetch_offset`` (its LEO), given the leader LEO then.
 
         The follower counts as caught up at ``now_ms`` when it fetched at the leader's
         LEO; otherwise, when it reached the LEO the leader had at its previous fetch,
@@ -134,8 +136,9 @@ class Partition:
     pending_isr: IsrChange | None = None
 
     def __post_init__(self) -> None:
-        self.high_watermark = min(max(self.high_watermark, self.log.log_start_offset),
-                                  self.log.log_end_offset)
+        self.high_watermark = min(
+            max(self.high_watermark, self.log.log_start_offset), self.log.log_end_offset
+        )
 
     # ----------------------------------------------------------------- roles
     @property
@@ -202,7 +205,7 @@ class Partition:
         if requested_epoch < 0:
             return
         if requested_epoch < self.leader_epoch:
-            raise FencedLeaderEpochError(f"{self.topic}-{self.partition}: epoch {requested_epoch}")
+            raise FencedLeaderEpochError(f"{self.topic}-{self.partition}: {requested_epoch}")
         if requested_epoch > self.leader_epoch:
             raise UnknownLeaderEpochError(f"{self.topic}-{self.partition}: epoch {requested_epoch}")
 

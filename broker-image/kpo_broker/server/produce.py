@@ -1,4 +1,6 @@
-"""Produce: append records on the leaders, then wait for acks (Kafka's ``appendRecords`` + DelayedProduce).
+"""Produce: append records on the leaders, then wait for acks.
+
+Kafka's ``appendRecords`` and DelayedProduce.
 
 acks=0 and acks=1 complete after the local append; acks=all (-1) waits until the HW
 passes the appended offsets, i.e. every ISR member has the records, or until the
@@ -14,7 +16,8 @@ from dataclasses import dataclass
 from kafka import errors as kafka_errors
 
 from kpo_broker.server.errors import error_code_of
-from kpo_broker.server.replica_manager import ReplicaManager, TopicPartition, now_ms
+from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.topic_partition import TopicPartition
 
 
 @dataclass
@@ -54,9 +57,7 @@ async def append_records(
         Result per topic-partition, in the order of ``entries``.
     """
     if required_acks not in (-1, 0, 1):
-        return {
-            tp: ProduceResult(kafka_errors.InvalidRequiredAcksError.errno) for tp in entries
-        }
+        return {tp: ProduceResult(kafka_errors.InvalidRequiredAcksError.errno) for tp in entries}
     results: dict[TopicPartition, ProduceResult] = {}
     waiting: dict[TopicPartition, int] = {}
     now = now_ms()
@@ -86,9 +87,7 @@ async def _wait_for_acks(
     min_insync_replicas: Callable[[str], int],
 ) -> None:
     leader_epochs = {
-        tp: p.leader_epoch
-        for tp in waiting
-        if (p := replica_manager.get_partition(tp)) is not None
+        tp: p.leader_epoch for tp in waiting if (p := replica_manager.get_partition(tp)) is not None
     }
 
     def settled(tp: TopicPartition, required_offset: int) -> bool:

@@ -17,8 +17,8 @@ from typing import Protocol
 
 from kafka import errors as kafka_errors
 
-from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.log.config import LogConfig
+from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
@@ -28,10 +28,9 @@ from kpo_broker.server.partition import (
     Partition,
     PartitionState,
 )
+from kpo_broker.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
-
-TopicPartition = tuple[str, int]
 
 
 def now_ms() -> int:
@@ -96,11 +95,11 @@ class ReplicaManager:
 
     # ---------------------------------------------------------- lookups
     def get_partition(self, tp: TopicPartition) -> Partition | None:
-        """The hosted partition ``tp``, or None."""
+        """Return the hosted partition ``tp``, or None."""
         return self.partitions.get(tp)
 
     def leader_partition(self, tp: TopicPartition, current_leader_epoch: int = -1) -> Partition:
-        """The partition ``tp`` if this broker leads it at ``current_leader_epoch`` (-1: any).
+        """Return ``tp`` if this broker leads it at ``current_leader_epoch`` (-1: any).
 
         Raises:
             kafka.errors.UnknownTopicOrPartitionError: not hosted here.
@@ -198,7 +197,9 @@ class ReplicaManager:
         return results
 
     # ------------------------------------------------------------ ISR
-    async def maybe_expand_isr(self, tp: TopicPartition, partition: Partition, follower: int) -> None:
+    async def maybe_expand_isr(
+        self, tp: TopicPartition, partition: Partition, follower: int
+    ) -> None:
         """Write an ISR expansion for ``follower`` when it has caught up."""
         change = partition.propose_isr_expansion(follower)
         if change is not None:
@@ -222,8 +223,12 @@ class ReplicaManager:
             return
         if version is None:
             partition.apply_isr_change(change, None)
-            log.info("ISR update of %s-%s to %s lost a CAS race; awaiting the controller",
-                     tp[0], tp[1], list(change.isr))
+            log.info(
+                "ISR update of %s-%s to %s lost a CAS race; awaiting the controller",
+                tp[0],
+                tp[1],
+                list(change.isr),
+            )
             return
         log.info("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
         self.isr_changed.add(tp)
@@ -238,5 +243,5 @@ class ReplicaManager:
         self.log_manager.write_high_watermarks(dict(self._high_watermarks))
 
     def read_offset_out_of_range(self, tp: TopicPartition, offset: int) -> OffsetOutOfRangeError:
-        """A named error for a fetch at ``offset`` outside ``tp``'s log."""
+        """Return a named error for a fetch at ``offset`` outside ``tp``'s log."""
         return OffsetOutOfRangeError(f"{tp[0]}-{tp[1]}: offset {offset}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -23,8 +24,6 @@ log = logging.getLogger(__name__)
 
 #: Handles one decoded request; returns the response message, or None for no response.
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any | None]]
-#: Builds the error response for a request whose version is unsupported, or None to close.
-UnsupportedHandler = Callable[[framing.UnsupportedVersionError], Any | None]
 
 
 @dataclass(frozen=True)
@@ -43,7 +42,6 @@ class SocketServer:
         listeners: what to bind.
         handler: the request dispatcher.
         supported: api key -> (min, max) versions accepted.
-        on_unsupported: error response for unsupported versions (ApiVersions).
         max_request_bytes: ``socket.request.max.bytes``; larger frames close the connection.
     """
 
@@ -52,13 +50,11 @@ class SocketServer:
         listeners: list[Listener],
         handler: RequestHandler,
         supported: dict[int, tuple[int, int]],
-        on_unsupported: UnsupportedHandler,
         max_request_bytes: int = 104857600,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
         self.supported = supported
-        self.on_unsupported = on_unsupported
         self.max_request_bytes = max_request_bytes
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
@@ -68,7 +64,7 @@ class SocketServer:
         """Bind every listener; return listener name -> bound port."""
         for listener in self.listeners:
             server = await asyncio.start_server(
-                lambda r, w, name=listener.name: self._accept(r, w, name),
+                functools.partial(self._accept, listener=listener.name),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -127,11 +123,11 @@ class SocketServer:
             try:
                 decoded = framing.decode_request(frame, self.supported)
             except framing.UnsupportedVersionError as exc:
-                response = self.on_unsupported(exc)
-                if response is None:
+                answer = framing.encode_unsupported_version_response(exc, self.supported)
+                if answer is None:
                     log.info("closing %s: %s", peer, exc)
                     return
-                writer.write(framing.encode_error_response(exc, response))
+                writer.write(answer)
                 await writer.drain()
                 continue
             except framing.InvalidRequestError as exc:

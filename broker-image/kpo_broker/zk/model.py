@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from kpo_broker.topic_partition import TopicPartition as TopicPartition
+
 #: ``leader`` of a partition that has no leader (Kafka's ``LeaderAndIsr.NoLeader``).
 NO_LEADER = -1
 #: ``leader`` written while a topic is being deleted (Kafka's ``LeaderAndIsr.LeaderDuringDelete``).
@@ -17,22 +19,6 @@ LEADER_DURING_DELETE = -2
 INITIAL_LEADER_EPOCH = 0
 #: Version of a freshly created state znode (Kafka's ``LeaderAndIsr.initialZKVersion``).
 INITIAL_PARTITION_EPOCH = 0
-
-
-@dataclass(frozen=True, order=True)
-class TopicPartition:
-    """One partition of a topic.
-
-    Attributes:
-        topic: topic name.
-        partition: partition index, from 0.
-    """
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from kpo_broker.server import fetch as fetch_module
 from kpo_broker.server import offsets, produce
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.fetch import FetchPartition
+from kpo_broker.topic_partition import TopicPartition
 
 _ProduceTopic = ProduceResponse.TopicProduceResponse
 _ProducePartition = _ProduceTopic.PartitionProduceResponse
@@ -30,10 +31,10 @@ async def handle_produce(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> ProduceResponse | None:
     """Append the records and answer once ``acks`` are satisfied; acks=0 gets no response."""
-    entries: dict[tuple[str, int], bytes] = {}
+    entries: dict[TopicPartition, bytes] = {}
     for topic in request.topic_data:
         for part in topic.partition_data:
-            entries[(topic.name, part.index)] = bytes(part.records or b"")
+            entries[TopicPartition(topic.name, part.index)] = bytes(part.records or b"")
     results = await produce.append_records(
         broker.replica_manager,
         entries,
@@ -66,7 +67,7 @@ async def handle_fetch(broker: BrokerComponents, ctx: RequestContext, request: A
     """Serve consumer and replica fetches (sessionless: session id 0, KIP-227)."""
     partitions = [
         FetchPartition(
-            (topic.topic, part.partition),
+            TopicPartition(topic.topic, part.partition),
             part.fetch_offset,
             part.partition_max_bytes,
             part.current_leader_epoch if ctx.api_version >= 9 else -1,
@@ -117,7 +118,7 @@ async def handle_list_offsets(
             epoch = part.current_leader_epoch if ctx.api_version >= 4 else -1
             result = offsets.list_offset(
                 broker.replica_manager,
-                (topic.name, part.partition_index),
+                TopicPartition(topic.name, part.partition_index),
                 part.timestamp,
                 epoch,
                 request.replica_id,
@@ -145,7 +146,10 @@ async def handle_offset_for_leader_epoch(
         for part in topic.partitions:
             epoch = part.current_leader_epoch if ctx.api_version >= 2 else -1
             result = offsets.offset_for_leader_epoch(
-                broker.replica_manager, (topic.topic, part.partition), epoch, part.leader_epoch
+                broker.replica_manager,
+                TopicPartition(topic.topic, part.partition),
+                epoch,
+                part.leader_epoch,
             )
             parts.append(
                 _EpochPartition(

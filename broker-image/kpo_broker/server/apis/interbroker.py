@@ -1,4 +1,7 @@
-"""LeaderAndIsr, UpdateMetadata, StopReplica (controller -> broker) and ControlledShutdown (broker -> controller).
+"""The inter-broker APIs.
+
+LeaderAndIsr, UpdateMetadata and StopReplica (controller -> broker), and
+ControlledShutdown (broker -> controller).
 
 Every controller request is fenced by the controller epoch (STALE_CONTROLLER_EPOCH for
 an older one) and, from the versions that carry it, by the broker epoch (KIP-380:
@@ -24,6 +27,7 @@ from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError
 from kpo_broker.server.metadata_cache import BrokerInfo, Endpoint, PartitionMetadata
 from kpo_broker.server.partition import PartitionState
+from kpo_broker.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +56,7 @@ async def handle_leader_and_isr(
     if _stale_broker_epoch(broker, request):
         return _leader_and_isr_error(states_in, kafka_errors.StaleBrokerEpochError.errno)
     states = {
-        (topic, p.partition_index): PartitionState(
+        TopicPartition(topic, p.partition_index): PartitionState(
             controller_epoch=p.controller_epoch,
             leader=p.leader,
             leader_epoch=p.leader_epoch,
@@ -73,8 +77,8 @@ async def handle_leader_and_isr(
     addresses = {
         leader.broker_id: (leader.host_name, leader.port) for leader in request.live_leaders
     }
-    to_follow: dict[tuple[str, int], tuple[int, int, tuple[str, int]]] = {}
-    led: list[tuple[str, int]] = []
+    to_follow: dict[TopicPartition, tuple[int, int, tuple[str, int]]] = {}
+    led: list[TopicPartition] = []
     for tp, result in results.items():
         if result.error_code != 0:
             continue
@@ -122,9 +126,7 @@ async def handle_update_metadata(
     brokers = [
         BrokerInfo(
             b.id,
-            tuple(
-                Endpoint(e.listener or "PLAINTEXT", e.host, e.port) for e in (b.endpoints or ())
-            ),
+            tuple(Endpoint(e.listener or "PLAINTEXT", e.host, e.port) for e in (b.endpoints or ())),
             b.rack,
         )
         for b in request.live_brokers
@@ -159,14 +161,22 @@ async def handle_stop_replica(
 ) -> StopReplicaResponse:
     """Stop fetching and serving the partitions, deleting their logs when asked."""
     if ctx.api_version == 0:
-        items = [((p.topic_name, p.partition_index), bool(request.delete_partitions))
-                 for p in request.ungrouped_partitions]
+        items = [
+            (TopicPartition(p.topic_name, p.partition_index), bool(request.delete_partitions))
+            for p in request.ungrouped_partitions
+        ]
     elif ctx.api_version <= 2:
-        items = [((t.name, i), bool(request.delete_partitions))
-                 for t in request.topics for i in t.partition_indexes]
+        items = [
+            (TopicPartition(t.name, i), bool(request.delete_partitions))
+            for t in request.topics
+            for i in t.partition_indexes
+        ]
     else:
-        items = [((t.topic_name, p.partition_index), bool(p.delete_partition))
-                 for t in request.topic_states for p in t.partition_states]
+        items = [
+            (TopicPartition(t.topic_name, p.partition_index), bool(p.delete_partition))
+            for t in request.topic_states
+            for p in t.partition_states
+        ]
     if _stale_broker_epoch(broker, request):
         code = kafka_errors.StaleBrokerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
@@ -179,7 +189,7 @@ async def handle_stop_replica(
     return _stop_replica_response(0, results)
 
 
-def _stop_replica_response(code: int, results: dict[tuple[str, int], int]) -> StopReplicaResponse:
+def _stop_replica_response(code: int, results: dict[TopicPartition, int]) -> StopReplicaResponse:
     return StopReplicaResponse(
         error_code=code,
         partition_errors=[

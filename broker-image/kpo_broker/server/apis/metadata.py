@@ -6,31 +6,16 @@ from typing import Any
 
 from kafka import errors as kafka_errors
 from kafka.protocol.admin import DescribeClusterResponse
-from kafka.protocol.metadata import ApiVersionsResponse, MetadataResponse
+from kafka.protocol.metadata import MetadataResponse
 
+from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
 
-def api_versions_response(
-    supported: dict[int, tuple[int, int]], error_code: int = 0
-) -> ApiVersionsResponse:
-    """Build an ApiVersions response listing ``supported`` (api key -> (min, max))."""
-    return ApiVersionsResponse(
-        error_code=error_code,
-        api_keys=[
-            ApiVersionsResponse.ApiVersion(api_key=key, min_version=lo, max_version=hi)
-            for key, (lo, hi) in sorted(supported.items())
-        ],
-        throttle_time_ms=0,
-    )
-
-
-async def handle_api_versions(
-    broker: BrokerComponents, ctx: RequestContext, request: Any
-) -> ApiVersionsResponse:
+async def handle_api_versions(broker: BrokerComponents, ctx: RequestContext, request: Any) -> Any:
     """Answer ApiVersions with every client and inter-broker API this broker implements."""
     return api_versions_response(broker.supported_apis)
 
@@ -96,7 +81,11 @@ async def handle_metadata(
     allow_create = ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
     topics = []
     for name in names:
-        if name not in cache.partitions and allow_create and broker.config.auto_create_topics_enable:
+        if (
+            name not in cache.partitions
+            and allow_create
+            and broker.config.auto_create_topics_enable
+        ):
             error = await broker.topic_admin.auto_create(name)
             topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
         else:

@@ -44,3 +44,11 @@ API_KEY_CREATE_PARTITIONS = 37
 API_KEY_ELECT_LEADERS = 43
 API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
 API_KEY_DESCRIBE_CLUSTER = 60
+
+#: The controller's requests to brokers and ControlledShutdown (inter-broker only).
+INTER_BROKER_APIS: dict[int, tuple[int, int]] = {
+    API_KEY_LEADER_AND_ISR: (0, 4),
+    API_KEY_STOP_REPLICA: (0, 3),
+    API_KEY_UPDATE_METADATA: (0, 6),
+    API_KEY_CONTROLLED_SHUTDOWN: (1, 3),
+}

@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
+import socket
 import struct
+from pathlib import Path
 
 import crc32c
 import pytest
@@ -76,10 +79,7 @@ def test_read_starts_at_the_batch_containing_the_offset(open_log: OpenLog) -> No
         log.read(-1, 10**6)
 
 
-def test_file_slices_can_be_sent_with_sendfile(open_log: OpenLog, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import os
-    import socket
-
+def test_file_slices_can_be_sent_with_sendfile(open_log: OpenLog) -> None:
     log = open_log(segment_bytes=300)
     for i in range(6):
         log.append_as_leader(make_value_batch(2, 40, tag=i), leader_epoch=0, now_ms=NOW_MS)
@@ -160,7 +160,7 @@ def test_follower_append_keeps_leader_offsets_and_epochs(open_log: OpenLog) -> N
         log.append_as_follower(out_of_order)
 
 
-def test_leader_epoch_cache_follows_appends(open_log: OpenLog, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_leader_epoch_cache_follows_appends(open_log: OpenLog, tmp_path: Path) -> None:
     log = open_log()
     log.append_as_leader(make_value_batch(2), leader_epoch=0, now_ms=NOW_MS)
     log.append_as_leader(make_value_batch(2), leader_epoch=0, now_ms=NOW_MS)
@@ -190,3 +190,19 @@ def test_fetch_offset_by_timestamp(open_log: OpenLog) -> None:
     assert log.fetch_offset_by_timestamp(-2) == (0, -1)
     assert log.fetch_offset_by_timestamp(-1) == (16, -1)
     assert log.max_timestamp_and_offset() == (15, 1750)
+
+
+def test_roll_by_segment_ms_and_explicit_roll(open_log: OpenLog) -> None:
+    log = open_log(segment_ms=1000)
+    log.append_as_leader(make_value_batch(1, timestamp_ms=10_000), 0, NOW_MS)
+    log.append_as_leader(make_value_batch(1, timestamp_ms=10_900), 0, NOW_MS)
+    assert len(log.segments) == 1
+    log.append_as_leader(make_value_batch(1, timestamp_ms=11_001), 0, NOW_MS)
+    assert [s.base_offset for s in log.segments] == [0, 2]
+    # the rolled segment got its final time index entry
+    assert log.segments[0].time_index.last_entry == (10_900, 1)
+    log.roll(NOW_MS)
+    assert [s.base_offset for s in log.segments] == [0, 2, 3]
+    log.roll(NOW_MS)  # an empty active segment is kept
+    assert [s.base_offset for s in log.segments] == [0, 2, 3]
+    assert len(decode_records(log.read(0, 10**6).to_bytes())) == 3

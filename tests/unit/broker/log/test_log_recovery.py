@@ -155,3 +155,16 @@ def test_flush_advances_the_recovery_point(open_log: OpenLog) -> None:
     assert log.recovery_point == log.active_segment.base_offset
     log.flush()
     assert log.recovery_point == log.log_end_offset == 20
+
+
+def test_huge_corrupt_length_in_the_tail_is_truncated(open_log: OpenLog) -> None:
+    log = open_log(CONFIG)
+    before = _fill(log, 3)
+    log.close()
+    header = bytearray(make_value_batch(1)[:61])
+    header[8:12] = (2**31 - 1).to_bytes(4, "big")
+    with _last_log_file(log.dir).open("ab") as f:
+        f.write(bytes(header))
+    again = open_log(CONFIG)
+    assert again.log_end_offset == 6
+    assert again.read(0, 10**9).to_bytes() == before

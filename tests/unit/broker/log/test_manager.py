@@ -68,7 +68,10 @@ def test_startup_loads_every_dir_with_checkpoints(dirs: list[Path]) -> None:
     assert not (dirs[2] / "gone-0.0123456789abcdef0123456789abcdef-delete").exists()
     described = {info.path: info for info in again.describe_log_dirs()}
     assert [p.topic_partition for p in described[dirs[0]].partitions] == [("orders.v1-eu", 0)]
-    assert described[dirs[0]].partitions[0].size_in_bytes == logs[("orders.v1-eu", 0)].size_in_bytes
+    assert (
+        described[dirs[0]].partitions[0].size_in_bytes
+        == logs[TopicPartition("orders.v1-eu", 0)].size_in_bytes
+    )
     assert described[dirs[0]].partitions[0].offset_lag == 0
     assert described[dirs[0]].total_bytes > 0
     again.shutdown()
@@ -119,16 +122,18 @@ def test_cleanup_logs_applies_retention_with_high_watermarks(dirs: list[Path]) -
     manager.startup(NOW_MS)
     _fill(manager, "a", 0, 20)
     _fill(manager, "b", 0, 20)
-    a_segments = len(manager.get_log("a", 0).segments)  # type: ignore[union-attr]
+    log_a, log_b = manager.get_log("a", 0), manager.get_log("b", 0)
+    assert log_a is not None and log_b is not None
+    a_segments = len(log_a.segments)
     deleted = manager.cleanup_logs(NOW_MS, {TopicPartition("a", 0): 40})
     assert deleted > 0
-    assert len(manager.get_log("a", 0).segments) == a_segments - deleted  # type: ignore[union-attr]
-    assert manager.get_log("a", 0).log_start_offset > 0  # type: ignore[union-attr]
-    assert manager.get_log("b", 0).log_start_offset == 0  # type: ignore[union-attr]
+    assert len(log_a.segments) == a_segments - deleted
+    assert log_a.log_start_offset > 0
+    assert log_b.log_start_offset == 0
     manager.checkpoint_recovery_points_and_log_start_offsets()
     a_dir = manager.log_dir_of("a", 0)
     assert a_dir is not None
-    start = manager.get_log("a", 0).log_start_offset  # type: ignore[union-attr]
+    start = log_a.log_start_offset
     assert (a_dir / "log-start-offset-checkpoint").read_text() == f"0\n1\na 0 {start}\n"
     manager.shutdown()
 
@@ -140,5 +145,6 @@ def test_topic_config_provider_and_updates(dirs: list[Path]) -> None:
     assert manager.get_or_create_log("s", 0, now_ms=NOW_MS).config == special
     assert manager.get_or_create_log("o", 0, now_ms=NOW_MS).config == CONFIG
     manager.update_topic_config("o", special)
-    assert manager.get_log("o", 0).config == special  # type: ignore[union-attr]
+    updated = manager.get_log("o", 0)
+    assert updated is not None and updated.config == special
     manager.shutdown()

@@ -1,0 +1,136 @@
+"""The ZooKeeper watches of the active controller, turned into controller events.
+
+Seed 001 §G lists the controller's listeners; each one here only enqueues an event (the
+event thread re-reads ZooKeeper), as Kafka's ``ZNodeChangeHandler``s do:
+
+=================================== =====================================
+znode                               event
+=================================== =====================================
+``/brokers/ids`` children           :class:`BrokerChange`
+``/brokers/ids/<id>``               :class:`BrokerModifications`
+``/brokers/topics`` children        :class:`TopicChange`
+``/brokers/topics/<topic>``         :class:`PartitionModifications`
+``/admin/delete_topics`` children   :class:`TopicDeletion`
+``/isr_change_notification`` child. :class:`IsrChangeNotification`
+``/admin/preferred_replica_election`` :class:`PreferredReplicaElectionZNode`
+=================================== =====================================
+
+They are registered at failover *before* the controller reads ZooKeeper (so no change
+is missed) and cancelled at resignation. The ``/controller`` watch every broker keeps
+is not here: it lives as long as the controller object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Protocol
+
+from kpo_broker.controller.events import (
+    BrokerChange,
+    BrokerModifications,
+    ControllerEvent,
+    IsrChangeNotification,
+    PartitionModifications,
+    PreferredReplicaElectionZNode,
+    TopicChange,
+    TopicDeletion,
+)
+from kpo_broker.zk import paths
+from kpo_broker.zk.watches import WatchCallback, ZkWatch, ZkWatchEvent, ZkWatchEventType
+
+
+class WatchRegistrar(Protocol):
+    """Watch registration of ``KafkaZkClient``."""
+
+    def watch_children(self, path: str, callback: WatchCallback) -> ZkWatch:
+        """Watch a znode's children."""
+        ...
+
+    def watch_data(self, path: str, callback: WatchCallback) -> ZkWatch:
+        """Watch a znode's existence and data."""
+        ...
+
+
+class ControllerWatches:
+    """The active controller's watches (see module docstring).
+
+    Args:
+        zk: registers the watches.
+        put: enqueues an event (``ControllerEventManager.put``); called on kazoo threads.
+    """
+
+    def __init__(self, zk: WatchRegistrar, put: Callable[[ControllerEvent], None]) -> None:
+        self._zk = zk
+        self._put = put
+        self._watches: dict[str, ZkWatch] = {}
+
+    def _enqueue(self, event: ControllerEvent) -> WatchCallback:
+        """Return a watch callback that enqueues ``event`` whatever happened."""
+        return lambda _: self._put(event)
+
+    def _children(self, path: str, event: ControllerEvent) -> None:
+        if path not in self._watches:
+            self._watches[path] = self._zk.watch_children(path, self._enqueue(event))
+
+    def _data(self, path: str, on_event: WatchCallback) -> None:
+        if path not in self._watches:
+            self._watches[path] = self._zk.watch_data(path, on_event)
+
+    def register_failover_watches(self) -> None:
+        """Watch brokers, topics, deletions, ISR notifications and preferred elections."""
+        self._children(paths.BROKER_IDS, BrokerChange())
+        self._children(paths.BROKER_TOPICS, TopicChange())
+        self._children(paths.ADMIN_DELETE_TOPICS, TopicDeletion())
+        self._children(paths.ISR_CHANGE_NOTIFICATION, IsrChangeNotification())
+
+        def on_election(event: ZkWatchEvent) -> None:
+            if event.type is not ZkWatchEventType.DELETED:
+                self._put(PreferredReplicaElectionZNode())
+
+        self._data(paths.ADMIN_PREFERRED_REPLICA_ELECTION, on_election)
+
+    def watch_topics(self, topics: Iterable[str]) -> None:
+        """Watch the assignment znodes of ``topics`` (partition additions)."""
+        for topic in topics:
+            self._data(paths.topic_path(topic), self._enqueue(PartitionModifications(topic)))
+
+    def unwatch_topic(self, topic: str) -> None:
+        """Stop watching a deleted topic's assignment."""
+        self._cancel(paths.topic_path(topic))
+
+    def watch_brokers(self, broker_ids: Iterable[int]) -> None:
+        """Watch the registration znodes of ``broker_ids`` (endpoint changes)."""
+        for broker_id in broker_ids:
+            self._data(
+                paths.broker_path(broker_id), self._on_data_change(BrokerModifications(broker_id))
+            )
+
+    def _on_data_change(self, event: ControllerEvent) -> WatchCallback:
+        """Return a watch callback that enqueues ``event`` when the data changed."""
+
+        def callback(watch_event: ZkWatchEvent) -> None:
+            if watch_event.type is ZkWatchEventType.DATA_CHANGED:
+                self._put(event)
+
+        return callback
+
+    def unwatch_brokers(self, broker_ids: Iterable[int]) -> None:
+        """Stop watching the registrations of dead brokers."""
+        for broker_id in broker_ids:
+            self._cancel(paths.broker_path(broker_id))
+
+    def _cancel(self, path: str) -> None:
+        watch = self._watches.pop(path, None)
+        if watch is not None:
+            watch.cancel()
+
+    def cancel_all(self) -> None:
+        """Cancel every watch (resignation)."""
+        for watch in self._watches.values():
+            watch.cancel()
+        self._watches.clear()
+
+    @property
+    def watched_paths(self) -> set[str]:
+        """The znodes watched now."""
+        return set(self._watches)

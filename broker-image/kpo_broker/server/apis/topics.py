@@ -1,0 +1,82 @@
+"""CreateTopics, DeleteTopics and CreatePartitions.
+
+Validated here, carried out through ZooKeeper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka.protocol.admin import (
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+)
+
+from kpo_broker.server.components import BrokerComponents, RequestContext
+
+_Created = CreateTopicsResponse.CreatableTopicResult
+_Deleted = DeleteTopicsResponse.DeletableTopicResult
+_Partitions = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+
+async def handle_create_topics(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> CreateTopicsResponse:
+    """Create each topic (or only validate it with ``validate_only``, v1+)."""
+    results = []
+    for topic in request.topics:
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or ()}
+        configs = {c.name: c.value for c in topic.configs or () if c.value is not None}
+        result = await broker.topic_admin.create_topic(
+            topic.name,
+            topic.num_partitions,
+            topic.replication_factor,
+            assignments or None,
+            configs,
+            validate_only=bool(request.validate_only),
+            timeout_ms=request.timeout_ms,
+        )
+        results.append(
+            _Created(
+                name=topic.name,
+                error_code=result.error_code,
+                error_message=result.message,
+                topic_config_error_code=0,
+                num_partitions=-1,
+                replication_factor=-1,
+                configs=None,
+            )
+        )
+    return CreateTopicsResponse(throttle_time_ms=0, topics=results)
+
+
+async def handle_delete_topics(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> DeleteTopicsResponse:
+    """Queue the topics for deletion and wait for the controller (``timeout_ms``)."""
+    names = list(request.topic_names or [t.name for t in request.topics or ()])
+    results = await broker.topic_admin.delete_topics(names, request.timeout_ms)
+    return DeleteTopicsResponse(
+        throttle_time_ms=0,
+        responses=[
+            _Deleted(name=name, error_code=r.error_code, error_message=r.message)
+            for name, r in results.items()
+        ],
+    )
+
+
+async def handle_create_partitions(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> CreatePartitionsResponse:
+    """Grow each topic to ``count`` partitions."""
+    results = []
+    for topic in request.topics:
+        assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
+        result = await broker.topic_admin.create_partitions(
+            topic.name, topic.count, assignments, bool(request.validate_only), request.timeout_ms
+        )
+        results.append(
+            _Partitions(name=topic.name, error_code=result.error_code, error_message=result.message)
+        )
+    return CreatePartitionsResponse(throttle_time_ms=0, results=results)

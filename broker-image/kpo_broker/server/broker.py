@@ -1,0 +1,285 @@
+"""The broker process: wires the log manager, ZooKeeper, replica manager, controller and listeners.
+
+Start-up follows Kafka's ``KafkaServer.startup``: load logs (recovering torn tails),
+connect to ZooKeeper, read the cluster id and topic configs, bind the listeners,
+register ``/brokers/ids/<id>`` (its czxid is the broker epoch, KIP-380), start the
+controller component (which competes for ``/controller``), then the periodic tasks
+(ISR shrink, ISR change propagation, HW checkpoint, log retention). Shutdown first
+asks the controller to move leadership away (controlled shutdown, when
+``controlled.shutdown.enable``), then stops everything and checkpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from kpo_broker.config import BrokerConfig
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.manager import LogManager
+from kpo_broker.server import kafka_apis
+from kpo_broker.server.apis import versions
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
+from kpo_broker.server.dynamic_config import TopicConfigs
+from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
+from kpo_broker.server.isr_writer import ZkIsrWriter
+from kpo_broker.server.metadata_cache import MetadataCache
+from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.server.socket_server import Listener, SocketServer
+from kpo_broker.server.topic_admin import TopicAdmin
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.model import BrokerRegistration, EndPoint
+
+log = logging.getLogger(__name__)
+
+#: How often a leader's ISR changes are announced in /isr_change_notification, s (Kafka: 2.5 s).
+ISR_CHANGE_PROPAGATION_INTERVAL_S = 2.5
+
+
+class KafkaServer:
+    """One broker.
+
+    Args:
+        config: the broker configuration.
+    """
+
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.broker_id = config.broker_id
+        self.components: BrokerComponents | None = None
+        self.socket_server: SocketServer | None = None
+        self.zk: KafkaZkClient | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._config_watch: object | None = None
+        self._last_config_change = -1
+        self.shutdown_requested = asyncio.Event()
+
+    def _default_log_config(self) -> LogConfig:
+        c = self.config
+        return LogConfig(
+            segment_bytes=c.log_segment_bytes,
+            segment_ms=c.log_roll_time_ms,
+            retention_ms=c.log_retention_time_ms,
+            retention_bytes=c.log_retention_bytes,
+            index_interval_bytes=c.log_index_interval_bytes,
+            max_message_bytes=c.message_max_bytes,
+        )
+
+    async def startup(self) -> None:
+        """Start every component; raise if any fails (the caller exits non-zero)."""
+        c = self.config
+        log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
+        topic_configs = TopicConfigs(c)
+        log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
+        await asyncio.to_thread(log_manager.startup)
+        zk = KafkaZkClient(
+            c.zookeeper_connect,
+            session_timeout_ms=c.zookeeper_session_timeout_ms,
+            connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+        )
+        self.zk = zk
+        await asyncio.to_thread(zk.connect)
+        cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, _new_cluster_id())
+        await asyncio.to_thread(self._load_topic_configs, topic_configs)
+        metadata_cache = MetadataCache(cluster_id=cluster_id)
+        replica_manager = ReplicaManager(
+            self.broker_id,
+            log_manager,
+            ZkIsrWriter(zk, self.broker_id),
+            c.replica_lag_time_max_ms,
+            topic_configs.log_config,
+        )
+        fetchers = ReplicaFetcherManager(
+            self.broker_id,
+            replica_manager,
+            FetcherSettings(
+                max_wait_ms=c.replica_fetch_wait_max_ms,
+                min_bytes=c.replica_fetch_min_bytes,
+                max_bytes=c.replica_fetch_max_bytes,
+                response_max_bytes=c.replica_fetch_response_max_bytes,
+                backoff_ms=c.replica_fetch_backoff_ms,
+                request_timeout_ms=c.replica_socket_timeout_ms,
+            ),
+            c.num_replica_fetchers,
+        )
+        topic_admin = TopicAdmin(
+            zk,
+            metadata_cache,
+            c.num_partitions,
+            c.default_replication_factor,
+            c.delete_topic_enable,
+        )
+        supported = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
+        components = BrokerComponents(
+            config=c,
+            broker_id=self.broker_id,
+            broker_epoch=-1,
+            log_manager=log_manager,
+            replica_manager=replica_manager,
+            metadata_cache=metadata_cache,
+            zk=zk,
+            topic_configs=topic_configs,
+            topic_admin=topic_admin,
+            fetchers=fetchers,
+            controller=None,
+            supported_apis=supported,
+        )
+        self.components = components
+        apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
+        self.socket_server = SocketServer(
+            [Listener(e.name, e.host, e.port) for e in c.listeners],
+            apis.handle,
+            supported,
+            c.socket_request_max_bytes,
+        )
+        bound = await self.socket_server.start()
+        registration = BrokerRegistration(
+            id=self.broker_id,
+            endpoints=tuple(
+                EndPoint(
+                    e.name,
+                    e.host,
+                    bound.get(e.name, e.port) if e.port == 0 else e.port,
+                    e.security_protocol.name,
+                )
+                for e in c.advertised_listeners
+            ),
+            rack=c.broker_rack,
+        )
+        components.broker_epoch = await asyncio.to_thread(zk.register_broker, registration)
+        log.info("broker %d registered with epoch %d", self.broker_id, components.broker_epoch)
+        components.controller = self._start_controller(components)
+        self._config_watch = zk.watch_config_changes(self._on_config_change_event)
+        self._tasks = [
+            self._every(
+                c.replica_lag_time_max_ms / 2000, replica_manager.shrink_isrs, "isr-shrink"
+            ),
+            self._every(
+                ISR_CHANGE_PROPAGATION_INTERVAL_S, self._propagate_isr_changes, "isr-propagate"
+            ),
+            self._every(
+                c.replica_high_watermark_checkpoint_interval_ms / 1000,
+                self._checkpoint,
+                "hw-checkpoint",
+            ),
+            self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
+        ]
+        log.info("broker %d started, listening on %s", self.broker_id, bound)
+
+    def _start_controller(self, components: BrokerComponents) -> object:
+        from kpo_broker.controller.controller import KafkaController
+
+        controller = KafkaController(
+            self.config, components.zk, self.broker_id, components.broker_epoch
+        )
+        controller.startup()
+        return controller
+
+    # ------------------------------------------------------------ periodic
+    def _every(
+        self, interval_s: float, action: Callable[[], Awaitable[None]], name: str
+    ) -> asyncio.Task[None]:
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(max(interval_s, 0.05))
+                try:
+                    await action()
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("periodic task %s failed", name)
+
+        return asyncio.create_task(loop(), name=name)
+
+    async def _propagate_isr_changes(self) -> None:
+        assert self.components is not None and self.zk is not None
+        changed = self.components.replica_manager.isr_changed
+        if changed:
+            batch = sorted(changed)
+            changed.clear()
+            await asyncio.to_thread(self.zk.propagate_isr_change, batch)
+
+    async def _checkpoint(self) -> None:
+        assert self.components is not None
+        rm = self.components.replica_manager
+        await asyncio.to_thread(rm.checkpoint_high_watermarks)
+
+    async def _cleanup_logs(self) -> None:
+        assert self.components is not None
+        rm = self.components.replica_manager
+        hws = {tp: p.high_watermark for tp, p in rm.partitions.items()}
+        await asyncio.to_thread(self.components.log_manager.cleanup_logs, now_ms(), hws)
+
+    # ------------------------------------------------------------ configs
+    def _load_topic_configs(self, topic_configs: TopicConfigs) -> None:
+        assert self.zk is not None
+        topics = self.zk.get_all_topics()
+        for name, entity in self.zk.get_entity_configs("topics", topics).items():
+            topic_configs.set_overrides(name, entity.config)
+
+    def _on_config_change_event(self, _event: object) -> None:
+        loop = self._loop
+        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_config_changes()))
+
+    async def _apply_config_changes(self) -> None:
+        assert self.zk is not None and self.components is not None
+        changes = await asyncio.to_thread(self.zk.get_config_changes, self._last_config_change)
+        for seq, change in changes:
+            self._last_config_change = max(self._last_config_change, seq)
+            if change.entity_type == "topics":
+                entity = await asyncio.to_thread(
+                    self.zk.get_entity_config, "topics", change.entity_name
+                )
+                self.components.topic_configs.set_overrides(change.entity_name, entity.config)
+
+    # ------------------------------------------------------------ lifecycle
+    async def run(self) -> None:
+        """Start, serve until :attr:`shutdown_requested` is set, then shut down."""
+        self._loop = asyncio.get_running_loop()
+        try:
+            await self.startup()
+            await self.shutdown_requested.wait()
+        finally:
+            await self.shutdown()
+
+    async def shutdown(self) -> None:
+        """Run controlled shutdown (if enabled), then stop every component (idempotent)."""
+        components = self.components
+        if components is not None and self.config.controlled_shutdown_enable:
+            with contextlib.suppress(Exception):
+                await request_controlled_shutdown(components, self.config)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks = []
+        if self.socket_server is not None:
+            await self.socket_server.stop()
+        if components is not None:
+            await components.fetchers.shutdown()
+            if components.controller is not None:
+                await asyncio.to_thread(components.controller.shutdown)
+            with contextlib.suppress(Exception):
+                components.replica_manager.checkpoint_high_watermarks()
+            await asyncio.to_thread(components.log_manager.shutdown)
+        if self.zk is not None:
+            await asyncio.to_thread(self.zk.close)
+        self.components = None
+        self.zk = None
+
+
+def _new_cluster_id() -> str:
+    """Return a new cluster id: 16 random bytes, URL-safe base64, no padding (as Kafka)."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+__all__ = ["KafkaServer", "time"]

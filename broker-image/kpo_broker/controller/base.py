@@ -60,7 +60,7 @@ class ControllerBase:
 
     @property
     def broker_id(self) -> int:
-        """This broker's id (``broker.id``)."""
+        """Return the id of the broker running this controller (``broker.id``)."""
         return self.config.broker_id
 
     @property

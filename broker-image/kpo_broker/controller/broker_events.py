@@ -22,15 +22,15 @@ import logging
 
 from kpo_broker.controller.base import ControllerBase
 from kpo_broker.controller.context import PartitionAndReplica
+from kpo_broker.controller.election_strategies import (
+    ControlledShutdownPartitionLeaderElection,
+)
 from kpo_broker.controller.errors import (
     BrokerNotAvailableError,
     NotControllerError,
     StaleBrokerEpochError,
 )
 from kpo_broker.controller.events import ControlledShutdown
-from kpo_broker.controller.partition_state_machine import (
-    ControlledShutdownPartitionLeaderElection,
-)
 from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.zk.model import TopicPartition
 
@@ -135,7 +135,7 @@ class BrokerEventsMixin(ControllerBase):
             self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
 
     def process_broker_modifications(self, broker_id: int) -> None:
-        """A broker changed its registration: cache it and tell every broker."""
+        """Cache a changed broker registration and tell every broker about it."""
         if not self.is_active:
             return
         new = self.zk.get_broker(broker_id)

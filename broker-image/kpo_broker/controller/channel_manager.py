@@ -80,10 +80,15 @@ class _BrokerSender:
         self._retry_backoff_s = retry_backoff_s
         self.queue: asyncio.Queue[_QueueItem] = asyncio.Queue()
         self.task: asyncio.Task[None] | None = None
+        self._stopping = False
 
     async def run(self) -> None:
-        while True:
+        # The stop flag backs up cancellation: Python 3.11's ``asyncio.wait_for`` (used by
+        # the client) can swallow a cancellation that coincides with a response.
+        while not self._stopping:
             item = await self.queue.get()
+            if self._stopping:
+                return
             try:
                 response = await self._send_until_answered(item)
             except Exception:  # e.g. a request that cannot be encoded: never retried
@@ -91,7 +96,7 @@ class _BrokerSender:
                     "dropping %s to broker %s", type(item.request).__name__, self.broker.id
                 )
                 continue
-            if item.callback is not None:
+            if item.callback is not None and not self._stopping:
                 try:
                     item.callback(response)
                 except Exception:
@@ -102,6 +107,8 @@ class _BrokerSender:
             try:
                 return await self._connection.send(item.request, item.api_version)
             except ProtocolError as exc:
+                if self._stopping:
+                    raise asyncio.CancelledError from exc
                 _log.warning(
                     "controller request %s to broker %s failed (%s); retrying",
                     type(item.request).__name__,
@@ -112,6 +119,7 @@ class _BrokerSender:
                 await asyncio.sleep(self._retry_backoff_s)
 
     async def stop(self) -> None:
+        self._stopping = True
         if self.task is not None:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -186,6 +194,11 @@ class ControllerChannelManager:
 
         async def stop_all() -> None:
             await asyncio.gather(*(s.stop() for s in senders), return_exceptions=True)
+            # Senders of removed brokers may still be stopping: finish every task.
+            others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in others:
+                task.cancel()
+            await asyncio.gather(*others, return_exceptions=True)
 
         with contextlib.suppress(Exception):
             asyncio.run_coroutine_threadsafe(stop_all(), loop).result(_SHUTDOWN_TIMEOUT_S)

@@ -21,13 +21,18 @@ from collections.abc import Callable, Iterable
 from kpo_broker.controller import errors
 from kpo_broker.controller.base import ControllerBase
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.events import ElectionResults, ElectionTrigger, ElectionType, ElectLeaders
-from kpo_broker.controller.partition_state_machine import (
+from kpo_broker.controller.election_strategies import (
     LeaderElectionStrategy,
     OfflinePartitionLeaderElection,
     PreferredReplicaPartitionLeaderElection,
-    StateChangeResults,
 )
+from kpo_broker.controller.events import (
+    ElectionResults,
+    ElectionTrigger,
+    ElectionType,
+    ElectLeaders,
+)
+from kpo_broker.controller.partition_state_machine import StateChangeResults
 from kpo_broker.controller.states import PartitionState
 from kpo_broker.zk.model import NO_LEADER, LeaderAndIsr, TopicPartition
 

@@ -21,11 +21,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Protocol
 
-from kpo_broker.controller import election
 from kpo_broker.controller.context import ControllerContext
+from kpo_broker.controller.election_strategies import (
+    LeaderElectionStrategy,
+    OfflinePartitionLeaderElection,
+    elect_with_strategy,
+    topics_without_live_isr,
+    unclean_allowed_topics,
+)
 from kpo_broker.controller.errors import StateChangeFailedError
 from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch
 from kpo_broker.controller.states import PartitionState, is_valid_transition
@@ -39,46 +44,10 @@ from kpo_broker.zk.model import (
 )
 from kpo_broker.zk.partition_states import PartitionStateWriteResult
 
+__all__ = ["PartitionStateMachine", "PartitionStateStore", "StateChangeResults"]
+
 _log = logging.getLogger(__name__)
 _state_change_log = logging.getLogger("kpo_broker.state.change")
-
-#: Topic config overriding ``unclean.leader.election.enable``.
-UNCLEAN_LEADER_ELECTION_CONFIG = "unclean.leader.election.enable"
-
-
-@dataclass(frozen=True)
-class OfflinePartitionLeaderElection:
-    """Elect from the live ISR, else (when allowed) any live replica (seed 001 §A).
-
-    Attributes:
-        allow_unclean: force unclean elections (ElectLeaders with type UNCLEAN); when
-            False the broker's or topic's ``unclean.leader.election.enable`` decides.
-    """
-
-    allow_unclean: bool = False
-
-
-@dataclass(frozen=True)
-class ReassignPartitionLeaderElection:
-    """Elect among a completed reassignment's target replicas (seed 000 §4.2 step 7)."""
-
-
-@dataclass(frozen=True)
-class PreferredReplicaPartitionLeaderElection:
-    """Move leadership back to the preferred replica (first of AR)."""
-
-
-@dataclass(frozen=True)
-class ControlledShutdownPartitionLeaderElection:
-    """Move leadership off brokers in controlled shutdown."""
-
-
-LeaderElectionStrategy = (
-    OfflinePartitionLeaderElection
-    | ReassignPartitionLeaderElection
-    | PreferredReplicaPartitionLeaderElection
-    | ControlledShutdownPartitionLeaderElection
-)
 
 #: Outcome per partition: its new LeaderAndIsr, or why the change failed.
 StateChangeResults = dict[TopicPartition, LeaderAndIsr | Exception]
@@ -346,7 +315,9 @@ class PartitionStateMachine:
         new_states: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, list[int]] = {}
         for tp, state in readable.items():
-            elected, to = self._elect_one(tp, state.leader_and_isr, strategy, tp.topic in unclean)
+            elected, to = elect_with_strategy(
+                self._context, tp, state.leader_and_isr, strategy, tp.topic in unclean
+            )
             if elected is None:
                 results[tp] = StateChangeFailedError(
                     f"no eligible leader for {tp} ({type(strategy).__name__}, "
@@ -379,36 +350,6 @@ class PartitionStateMachine:
             results[tp] = StateChangeFailedError(f"state znode of {tp} vanished")
         return results, sorted(written.version_conflicts)
 
-    def _elect_one(
-        self,
-        tp: TopicPartition,
-        current: LeaderAndIsr,
-        strategy: LeaderElectionStrategy,
-        unclean: bool,
-    ) -> tuple[election.LeaderElectionResult | None, list[int]]:
-        """Apply ``strategy`` to one partition; returns (result, LeaderAndIsr recipients)."""
-        ctx = self._context
-        assignment = ctx.partition_full_replica_assignment(tp)
-        replicas = () if assignment is None else assignment.replicas
-        live = ctx.live_broker_ids
-        live_replicas = [r for r in replicas if r in live]
-        if isinstance(strategy, OfflinePartitionLeaderElection):
-            result = election.elect_leader_for_offline_partition(
-                replicas, current.isr, live, unclean
-            )
-        elif isinstance(strategy, ReassignPartitionLeaderElection):
-            target = () if assignment is None else assignment.target_replicas
-            result = election.elect_leader_for_reassignment(target, current.isr, live)
-        elif isinstance(strategy, PreferredReplicaPartitionLeaderElection):
-            result = election.elect_preferred_leader(replicas, current.isr, live)
-        else:
-            all_live = ctx.live_or_shutting_down_broker_ids
-            result = election.elect_leader_for_controlled_shutdown(
-                replicas, current.isr, all_live, ctx.shutting_down_broker_ids
-            )
-            live_replicas = [r for r in replicas if r in all_live]
-        return result, live_replicas
-
     def _unclean_allowed(
         self,
         states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
@@ -416,30 +357,13 @@ class PartitionStateMachine:
     ) -> set[str]:
         """Return the topics whose partitions may have unclean elections now.
 
-        Only needed for offline elections of partitions with no live ISR member; the
-        topic config ``unclean.leader.election.enable`` overrides the broker default.
+        Only offline elections of partitions with no live ISR member need it; the topic
+        configs are then read from ZooKeeper in one batch.
         """
         if not isinstance(strategy, OfflinePartitionLeaderElection):
             return set()
-        live = self._context.live_broker_ids
-        topics = {
-            tp.topic
-            for tp, state in states.items()
-            if not any(r in live for r in state.leader_and_isr.isr)
-        }
+        topics = topics_without_live_isr(self._context, states)
         if strategy.allow_unclean or not topics:
             return topics
         configs = self._zk.get_entity_configs("topics", topics)
-        allowed = set()
-        for topic in topics:
-            override = (
-                configs[topic].config.get(UNCLEAN_LEADER_ELECTION_CONFIG)
-                if topic in configs
-                else None
-            )
-            enabled = (
-                self._unclean_default if override is None else override.strip().lower() == "true"
-            )
-            if enabled:
-                allowed.add(topic)
-        return allowed
+        return unclean_allowed_topics(topics, configs, self._unclean_default)

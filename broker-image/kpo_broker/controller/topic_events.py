@@ -22,8 +22,8 @@ from typing import Any
 
 from kpo_broker.controller.base import ControllerBase
 from kpo_broker.controller.context import PartitionAndReplica
+from kpo_broker.controller.election_strategies import OfflinePartitionLeaderElection
 from kpo_broker.controller.events import TopicDeletionStopReplicaResponseReceived
-from kpo_broker.controller.partition_state_machine import OfflinePartitionLeaderElection
 from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.zk.model import TopicPartition
 
@@ -74,7 +74,9 @@ class TopicEventsMixin(ControllerBase):
         if not to_add:
             return
         if self.topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
-            _log.warning("not adding partitions %s of %s: it is being deleted", sorted(to_add), topic)
+            _log.warning(
+                "not adding partitions %s of %s: it is being deleted", sorted(to_add), topic
+            )
             return
         _log.info("new partitions %s", sorted(str(tp) for tp in to_add))
         for tp, replicas in to_add.items():
@@ -106,7 +108,9 @@ class TopicEventsMixin(ControllerBase):
         if not to_delete:
             return
         if not self.topic_deletion_manager.delete_topic_enable:
-            _log.info("removing deletion markers of %s: delete.topic.enable is false", sorted(to_delete))
+            _log.info(
+                "removing deletion markers of %s: delete.topic.enable is false", sorted(to_delete)
+            )
             self.zk.remove_topic_deletion_markers(to_delete, controller_epoch_zk_version=fence)
             return
         _log.info("starting deletion of topics %s", sorted(to_delete))

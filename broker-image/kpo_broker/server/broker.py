@@ -175,9 +175,7 @@ class KafkaServer:
     def _start_controller(self, components: BrokerComponents) -> object:
         from kpo_broker.controller.controller import KafkaController
 
-        controller = KafkaController(
-            self.config, components.zk, self.broker_id, components.broker_epoch
-        )
+        controller = KafkaController(self.config, components.zk)
         controller.startup()
         return controller
 

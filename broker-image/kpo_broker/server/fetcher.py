@@ -21,6 +21,7 @@ from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
 
 from kpo_broker.protocol.client import BrokerClient
+from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.topic_partition import TopicPartition
 
@@ -178,11 +179,16 @@ class ReplicaFetcher:
             if partition is None:
                 self.partitions.pop(tp, None)
                 continue
+            latest_epoch = partition.log.leader_epoch_cache.latest_epoch
+            if latest_epoch is None:
+                # No epoch recorded locally: fall back to the HW (KIP-101).
+                self._truncate_to(tp, partition, partition.high_watermark)
+                continue
             topics.setdefault(tp[0], []).append(
                 OffsetForLeaderEpochRequest.OffsetForLeaderTopic.OffsetForLeaderPartition(
                     partition=tp[1],
                     current_leader_epoch=self.partitions[tp].leader_epoch,
-                    leader_epoch=partition.log.leader_epoch_cache.latest_epoch,
+                    leader_epoch=latest_epoch,
                 )
             )
         if not topics:
@@ -208,20 +214,25 @@ class ReplicaFetcher:
                     continue
                 plog = partition.log
                 if result.leader_epoch == UNDEFINED_EPOCH:
-                    offset = min(partition.high_watermark, plog.log_end_offset)
+                    offset = partition.high_watermark
                 else:
                     _, local_end = plog.leader_epoch_cache.end_offset_for(
                         result.leader_epoch, plog.log_end_offset
                     )
-                    offset = min(result.end_offset, local_end, plog.log_end_offset)
-                if offset < plog.log_end_offset:
-                    log.info(
-                        "truncating %s-%d from %d to %d", tp[0], tp[1], plog.log_end_offset, offset
-                    )
-                    plog.truncate_to(offset)
-                partition.high_watermark = min(partition.high_watermark, plog.log_end_offset)
-                state.fetch_offset = plog.log_end_offset
-                state.truncating = False
+                    offset = min(result.end_offset, local_end)
+                self._truncate_to(tp, partition, offset)
+
+    def _truncate_to(self, tp: TopicPartition, partition: Partition, offset: int) -> None:
+        """Truncate the local log to ``offset`` (if below the LEO) and start fetching there."""
+        plog = partition.log
+        if offset < plog.log_end_offset:
+            log.info("truncating %s from %d to %d", tp, plog.log_end_offset, offset)
+            plog.truncate_to(offset)
+        partition.high_watermark = min(partition.high_watermark, plog.log_end_offset)
+        state = self.partitions.get(tp)
+        if state is not None:
+            state.fetch_offset = plog.log_end_offset
+            state.truncating = False
 
     async def _fetch(self, tps: list[TopicPartition]) -> None:
         topics: dict[str, list[Any]] = {}

@@ -120,5 +120,4 @@ async def handle_describe_cluster(
         cluster_id=cache.cluster_id or "",
         controller_id=cache.controller_id if cache.controller_id is not None else -1,
         brokers=brokers,
-        authorized_operations=-2147483648,
     )

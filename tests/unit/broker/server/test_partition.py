@@ -1,0 +1,130 @@
+"""Partition leader/follower logic (seed 003 §6) over a real log in a temp dir."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.log import Log
+from kpo_broker.server.errors import (
+    FencedLeaderEpochError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    UnknownLeaderEpochError,
+)
+from kpo_broker.server.partition import Partition, PartitionState
+from tests.unit.broker.log.batches import make_value_batch
+
+NOW = 1_700_000_000_000
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[Log]:
+    opened = Log.open(tmp_path / "t-0", LogConfig(), now_ms=NOW)
+    yield opened
+    opened.close()
+
+
+def leader_state(epoch: int = 1, isr: tuple[int, ...] = (1, 2, 3)) -> PartitionState:
+    return PartitionState(
+        controller_epoch=1, leader=1, leader_epoch=epoch, isr=isr, partition_epoch=0,
+        replicas=(1, 2, 3),
+    )
+
+
+def test_leader_hw_is_min_leo_of_isr_after_two_fetch_rounds(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    assert p.make_leader(leader_state(), NOW)
+    p.append_records_to_leader(make_value_batch(5), -1, 2, NOW)
+    assert p.log_end_offset == 5
+    assert p.high_watermark == 0
+    # Round one: followers fetch at 0 and receive the data; the HW cannot move yet.
+    assert not p.update_follower_fetch_state(2, 0, NOW)
+    assert not p.update_follower_fetch_state(3, 0, NOW)
+    # Round two: their fetch offsets (= their LEOs) reveal they have everything.
+    assert not p.update_follower_fetch_state(2, 5, NOW)
+    assert p.high_watermark == 0
+    assert p.update_follower_fetch_state(3, 5, NOW)
+    assert p.high_watermark == 5
+
+
+def test_follower_hw_is_min_of_its_leo_and_leader_hw(log: Log) -> None:
+    p = Partition("t", 0, 2, log)
+    p.make_follower(leader_state())
+    p.append_records_as_follower(_with_offsets(make_value_batch(3), 0), leader_high_watermark=10)
+    assert p.high_watermark == 3
+    p.append_records_as_follower(b"", leader_high_watermark=2)
+    assert p.high_watermark == 3  # never moves backwards
+
+
+def _with_offsets(batch: bytes, base_offset: int) -> bytes:
+    from kpo_broker.log.records import assign_offsets
+
+    records, _ = assign_offsets(batch, base_offset, 1)
+    return bytes(records)
+
+
+def test_acks_all_needs_min_insync_replicas(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(isr=(1,)), NOW)
+    with pytest.raises(NotEnoughReplicasError):
+        p.append_records_to_leader(make_value_batch(1), -1, 2, NOW)
+    p.append_records_to_leader(make_value_batch(1), 1, 2, NOW)  # acks=1 is allowed
+    assert p.high_watermark == 1  # ISR of one: committed at once
+
+
+def test_followers_reject_produce_and_epochs_are_fenced(log: Log) -> None:
+    p = Partition("t", 0, 2, log)
+    p.make_follower(leader_state(epoch=4))
+    with pytest.raises(NotLeaderOrFollowerError):
+        p.append_records_to_leader(make_value_batch(1), 1, 1, NOW)
+    with pytest.raises(FencedLeaderEpochError):
+        p.check_leader_epoch(3)
+    with pytest.raises(UnknownLeaderEpochError):
+        p.check_leader_epoch(5)
+    p.check_leader_epoch(4)
+    p.check_leader_epoch(-1)
+
+
+def test_lagging_follower_is_proposed_out_and_caught_up_one_back_in(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(), NOW)
+    p.append_records_to_leader(make_value_batch(4), 1, 1, NOW)
+    p.update_follower_fetch_state(2, 4, NOW + 100)
+    # Broker 3 never fetches: after replica.lag.time.max.ms it is proposed out.
+    assert p.propose_isr_shrink(NOW + 5_000, 10_000) is None
+    change = p.propose_isr_shrink(NOW + 10_001, 10_000)
+    assert change is not None and change.isr == (1, 2)
+    assert change.expected_partition_epoch == 0
+    assert p.propose_isr_shrink(NOW + 10_002, 10_000) is None  # one change in flight
+    p.apply_isr_change(change, 1)
+    assert p.isr == (1, 2) and p.partition_epoch == 1
+    assert p.high_watermark == 4  # no longer waiting for broker 3
+    # Broker 3 comes back and reaches the HW: proposed back in.
+    p.update_follower_fetch_state(3, 2, NOW + 11_000)
+    assert p.propose_isr_expansion(3) is None
+    p.update_follower_fetch_state(3, 4, NOW + 11_100)
+    expand = p.propose_isr_expansion(3)
+    assert expand is not None and expand.isr == (1, 2, 3)
+
+
+def test_failed_isr_write_keeps_the_old_isr(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(), NOW)
+    change = p.propose_isr_shrink(NOW + 60_000, 10_000)
+    assert change is not None
+    assert not p.apply_isr_change(change, None)
+    assert p.isr == (1, 2, 3) and p.pending_isr is None
+
+
+def test_new_leader_epoch_is_recorded_at_the_leo(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(epoch=1, isr=(1,)), NOW)
+    p.append_records_to_leader(make_value_batch(3), 1, 1, NOW)
+    p.make_follower(
+        PartitionState(1, 2, 2, (1, 2), 1, (1, 2, 3))
+    )
+    p.make_leader(leader_state(epoch=3, isr=(1,)), NOW)
+    assert log.leader_epoch_cache.end_offset_for(1, log.log_end_offset) == (1, 3)
+    assert log.leader_epoch_cache.latest_epoch == 3

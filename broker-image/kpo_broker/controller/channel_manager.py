@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -103,16 +104,18 @@ class _BrokerSender:
                     _log.exception("response callback failed for broker %s", self.broker.id)
 
     async def _send_until_answered(self, item: _QueueItem) -> Any:
-        while True:
+        for attempt in itertools.count(1):
             try:
                 return await self._connection.send(item.request, item.api_version)
             except ProtocolError as exc:
                 if self._stopping:
                     raise asyncio.CancelledError from exc
-                _log.warning(
-                    "controller request %s to broker %s failed (%s); retrying",
+                _log.log(
+                    logging.WARNING if attempt == 1 else logging.DEBUG,
+                    "controller request %s to broker %s failed (attempt %d: %s); retrying",
                     type(item.request).__name__,
                     self.broker.id,
+                    attempt,
                     exc,
                 )
                 await self._connection.close()

@@ -72,6 +72,10 @@ class ControllerContext:
     def __init__(self) -> None:
         self.epoch = INITIAL_CONTROLLER_EPOCH
         self.epoch_zk_version = INITIAL_CONTROLLER_EPOCH_ZK_VERSION
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything but the epoch (resignation; Kafka's ``resetContext``)."""
         self._live_brokers: dict[int, BrokerRegistration] = {}
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
@@ -323,11 +327,3 @@ class ControllerContext:
         return (
             topic in self.topics_to_be_deleted and topic not in self.topics_ineligible_for_deletion
         )
-
-    # --- whole context ---------------------------------------------------------------------
-
-    def reset(self) -> None:
-        """Forget everything but the epoch (resignation; Kafka's ``resetContext``)."""
-        epoch, zk_version = self.epoch, self.epoch_zk_version
-        self.__init__()  # type: ignore[misc]
-        self.epoch, self.epoch_zk_version = epoch, zk_version

@@ -23,14 +23,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from concurrent.futures import Future
-from typing import Any
 
 from kpo_broker.config import BrokerConfig
 from kpo_broker.controller.base import NO_CONTROLLER
 from kpo_broker.controller.broker_events import BrokerEventsMixin
-from kpo_broker.controller.channel_manager import ConnectionFactory, ControllerChannelManager
+from kpo_broker.controller.channel_manager import ConnectionFactory
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.elections import ElectionsMixin
 from kpo_broker.controller.errors import ControllerError, NotControllerError
 from kpo_broker.controller.event_manager import ControllerEventManager
 from kpo_broker.controller.events import (
@@ -41,7 +39,6 @@ from kpo_broker.controller.events import (
     ControllerChange,
     ControllerEvent,
     ElectionResults,
-    ElectionTrigger,
     ElectionType,
     ElectLeaders,
     Expire,
@@ -55,6 +52,7 @@ from kpo_broker.controller.events import (
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
 )
+from kpo_broker.controller.failover import FailoverMixin
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
 from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch, RequestVersions
@@ -74,7 +72,7 @@ _log = logging.getLogger("kpo_broker.controller")
 AUTO_REBALANCE_INITIAL_DELAY_S = 5.0
 
 
-class KafkaController(BrokerEventsMixin, TopicEventsMixin, ElectionsMixin):
+class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
     """The controller of one broker (active or standby).
 
     Args:
@@ -321,90 +319,3 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, ElectionsMixin):
             self.zk.resign_controller(zk_version)
         except Exception:
             _log.exception("could not delete /controller")
-
-    def _on_controller_failover(self) -> None:
-        ctx = self.context
-        self.watches.register_failover_watches()
-        notifications = self.zk.get_isr_change_notifications()
-        if notifications:
-            self.zk.delete_isr_change_notifications(
-                notifications, controller_epoch_zk_version=ctx.epoch_zk_version
-            )
-        self._initialize_controller_context()
-        to_delete, ineligible = self._fetch_topic_deletions_in_progress()
-        self.topic_deletion_manager.init(to_delete, ineligible)
-        self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
-        self.replica_state_machine.startup()
-        self.partition_state_machine.startup()
-        _log.info("ready to serve as the controller with epoch %s", ctx.epoch)
-        self.topic_deletion_manager.resume_deletions()
-        pending = self.zk.get_preferred_replica_election()
-        if pending:
-            self.on_replica_election(
-                pending & ctx.all_partitions(), ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED
-            )
-        if self.config.auto_leader_rebalance_enable:
-            self._rebalance_task = RepeatingTask(
-                f"controller-{self.broker_id}-auto-leader-rebalance",
-                self._auto_rebalance_initial_delay_s,
-                float(self.config.leader_imbalance_check_interval_seconds),
-                lambda: self.event_manager.put(AutoPreferredReplicaLeaderElection()),
-            )
-            self._rebalance_task.start()
-
-    def _initialize_controller_context(self) -> None:
-        """Load brokers, topics, assignments and partition states (seed 001 §D step 2)."""
-        ctx = self.context
-        ctx.set_live_brokers(self.zk.get_live_brokers().values())
-        topics = self.zk.get_all_topics()
-        ctx.set_all_topics(topics)
-        self.watches.watch_topics(sorted(topics))
-        for topic, assignment in self.zk.get_replica_assignments(topics).items():
-            ctx.set_topic_assignment(topic, assignment.partitions)
-        ctx.shutting_down_broker_ids.clear()
-        self.watches.watch_brokers(sorted(ctx.live_or_shutting_down_broker_ids))
-        for tp, state in self.zk.get_partition_states(ctx.all_partitions()).items():
-            ctx.put_partition_leadership(tp, state)
-        self.channel_manager = self._new_channel_manager()
-        self.channel_manager.startup(ctx.live_or_shutting_down_brokers)
-
-    def _new_channel_manager(self) -> ControllerChannelManager:
-        kwargs: dict[str, Any] = {"retry_backoff_ms": self._channel_retry_backoff_ms}
-        if self._connection_factory is not None:
-            kwargs["connection_factory"] = self._connection_factory
-        return ControllerChannelManager(
-            self.broker_id,
-            self.config.inter_broker_listener,
-            self.config.controller_socket_timeout_ms,
-            **kwargs,
-        )
-
-    def _fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
-        """Return (topics queued for deletion, topics that cannot be deleted now)."""
-        ctx = self.context
-        queued = self.zk.get_topics_marked_for_deletion()
-        with_offline_replicas = {
-            topic
-            for topic in ctx.all_topics
-            if any(
-                not ctx.is_replica_online(r.replica, r.topic_partition)
-                for r in ctx.replicas_for_topic(topic)
-            )
-        }
-        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
-        return queued, with_offline_replicas | reassigning
-
-    def _on_controller_resignation(self) -> None:
-        """Drop everything of the active role (Kafka's ``onControllerResignation``)."""
-        self.watches.cancel_all()
-        if self._rebalance_task is not None:
-            self._rebalance_task.cancel()
-            self._rebalance_task = None
-        self.partition_state_machine.shutdown()
-        self.replica_state_machine.shutdown()
-        if self.channel_manager is not None:
-            self.channel_manager.shutdown()
-            self.channel_manager = None
-        self.batch.clear()
-        self.context.reset()
-        _log.info("broker %s is not the controller", self.broker_id)

@@ -74,6 +74,12 @@ def partitions_to_rebalance(
     return candidates
 
 
+def _led_by_preferred_replica(context: ControllerContext, tp: TopicPartition) -> bool:
+    """Whether ``tp``'s leader is its preferred replica (first of AR)."""
+    replicas = context.partition_replica_assignment(tp)
+    return bool(replicas) and context.partition_leader(tp) == replicas[0]
+
+
 class ElectionsMixin(ControllerBase):
     """Handlers of ElectLeaders, preferred replica election znodes and auto rebalance."""
 
@@ -137,9 +143,7 @@ class ElectionsMixin(ControllerBase):
                 results[tp] = (errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
             elif self.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic):
                 results[tp] = (INVALID_TOPIC_EXCEPTION, "The topic is being deleted.")
-            elif election_type is ElectionType.PREFERRED and (
-                leader == ctx.partition_replica_assignment(tp)[0]
-            ):
+            elif election_type is ElectionType.PREFERRED and _led_by_preferred_replica(ctx, tp):
                 results[tp] = (errors.ELECTION_NOT_NEEDED, "Leader is the preferred replica.")
             elif election_type is ElectionType.UNCLEAN and (
                 leader is not None and leader != NO_LEADER and ctx.is_replica_online(leader, tp)
@@ -163,16 +167,21 @@ class ElectionsMixin(ControllerBase):
 
     def process_preferred_replica_election_znode(self) -> None:
         """Run the preferred elections listed in ``/admin/preferred_replica_election``."""
-        if not self.is_active:
-            return
+        if self.is_active:
+            self.elect_preferred_replicas_from_znode(self.zk.get_preferred_replica_election())
+
+    def elect_preferred_replicas_from_znode(self, requested: set[TopicPartition]) -> None:
+        """Elect the preferred leaders of ``requested`` (read from the znode), then delete it.
+
+        Unknown partitions, topics being deleted and partitions already led by their
+        preferred replica are skipped.
+        """
         ctx = self.context
-        requested = self.zk.get_preferred_replica_election()
         deleting = self.topic_deletion_manager.is_topic_queued_up_for_deletion
         valid = {
             tp
             for tp in requested & ctx.all_partitions()
-            if not deleting(tp.topic)
-            and ctx.partition_leader(tp) != ctx.partition_replica_assignment(tp)[0]
+            if not deleting(tp.topic) and not _led_by_preferred_replica(ctx, tp)
         }
         _log.info("preferred replica election for %s", sorted(str(tp) for tp in valid))
         self.on_replica_election(valid, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)

@@ -64,6 +64,10 @@ class LogAppendInfo:
             ``max_timestamp`` (Kafka's "shallow" offset of the max timestamp), -1 if none.
         records_count: number of records (sum of the batches' ``recordsCount``).
         valid_bytes: bytes appended to the log.
+        duplicate: True when an idempotent producer retried batches the log already
+            holds (KIP-98): nothing was appended, the offsets are the original ones,
+            ``records_count`` and ``valid_bytes`` are 0. The producer is answered with
+            ``first_offset`` and no error, as Kafka does.
     """
 
     first_offset: int
@@ -72,6 +76,7 @@ class LogAppendInfo:
     offset_of_max_timestamp: int
     records_count: int
     valid_bytes: int
+    duplicate: bool = False
 
 
 class OffsetAndTimestamp(NamedTuple):

@@ -21,8 +21,9 @@ from kpo_broker.log.errors import (
 from kpo_broker.log.info import FetchDataInfo, LogAppendInfo, OffsetAndTimestamp
 from kpo_broker.log.loader import load_segments
 from kpo_broker.log.local_log import LocalLog
+from kpo_broker.log.log_reads import LogReads
 from kpo_broker.log.names import LEADER_EPOCH_CHECKPOINT, TopicPartition, parse_log_dir_name
-from kpo_broker.log.reads import MAX_TIMESTAMP, offset_for_timestamp
+from kpo_broker.log.producer_state import ProducerStateManager
 from kpo_broker.log.records import BatchHeader, assign_offsets
 from kpo_broker.log.retention import SegmentSummary, deletable_segment_count
 from kpo_broker.log.segment import LogSegment
@@ -42,12 +43,13 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log:
+class Log(LogReads):
     """The log of one partition. Create with ``Log.open``.
 
     Adds to ``LocalLog`` (segments, LEO, recovery point): batch validation and offset
-    assignment, the leader epoch cache, the log start offset and retention.
-    Every method may raise ``OSError`` when the disk fails.
+    assignment, the leader epoch cache, the idempotent producer state (KIP-98), the log
+    start offset and retention; reads come from ``LogReads``. Every method may raise
+    ``OSError`` when the disk fails.
     """
 
     def __init__(
@@ -57,6 +59,7 @@ class Log:
         self._tp = parse_log_dir_name(local.dir.name)
         self._log_start_offset = log_start_offset
         self._epoch_cache = leader_epoch_cache
+        self._producer_state = ProducerStateManager()
 
     @classmethod
     def open(
@@ -68,6 +71,8 @@ class Log:
         log_start_offset: int = 0,
     ) -> Log:
         """Open (creating if needed) the log in ``directory`` and recover it.
+
+        The producer state is rebuilt from the batch headers (there are no snapshot files).
 
         Args:
             directory: ``<log dir>/<topic>-<partition>``.
@@ -81,6 +86,7 @@ class Log:
         Raises:
             LogDirectoryError: the directory name is not ``<topic>-<partition>``.
             CheckpointFormatError: the leader epoch checkpoint is malformed.
+            CorruptRecordError: a batch header below the recovery point is malformed.
         """
         parse_log_dir_name(directory.name)
         now = _now_ms() if now_ms is None else now_ms
@@ -96,6 +102,7 @@ class Log:
             log.truncate_fully_and_start_at(log.log_start_offset)
         cache.truncate_from_end(log.log_end_offset)
         cache.truncate_from_start(log.log_start_offset)
+        log._load_producer_state()
         return log
 
     # ----------------------------------------------------------------- properties
@@ -131,11 +138,6 @@ class Log:
         return self._log_start_offset
 
     @property
-    def log_end_offset(self) -> int:
-        """The LEO: offset the next appended record will get."""
-        return self._local.log_end_offset
-
-    @property
     def recovery_point(self) -> int:
         """Offset below which every byte has been fsynced."""
         return self._local.recovery_point
@@ -149,6 +151,11 @@ class Log:
     def leader_epoch_cache(self) -> LeaderEpochCache:
         """The partition's leader epoch cache (``leader-epoch-checkpoint``)."""
         return self._epoch_cache
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        """The idempotent producers' epochs and last batches (read; the log updates it)."""
+        return self._producer_state
 
     @property
     def segments(self) -> tuple[LogSegment, ...]:
@@ -172,23 +179,31 @@ class Log:
         """Validate a producer's batches, assign offsets from the LEO and append them.
 
         Each batch gets the next offsets and ``partitionLeaderEpoch = leader_epoch``; the
-        epoch cache records where ``leader_epoch`` started.
+        epoch cache records where ``leader_epoch`` started. A retry of batches already
+        appended (KIP-98) appends nothing and returns their original offsets with
+        ``duplicate=True``.
 
         Raises:
             CorruptRecordError, InvalidRecordError, RecordTooLargeError: see
                 ``validate_producer_batches``.
+            InvalidRecordError, InvalidProducerEpochError, OutOfOrderSequenceError:
+                idempotent producer checks, see ``ProducerStateManager.check_leader_append``.
             RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
         """
         headers = validate_producer_batches(records, self.config.max_message_bytes)
         if not headers:
             return summarize_append((), 0)
+        duplicate = self._producer_state.check_leader_append(headers)
+        if duplicate is not None:
+            return duplicate
         data, assigned = assign_offsets(records, self.log_end_offset, leader_epoch, False)
         return self._append(data, assigned, now_ms)
 
     def append_as_follower(self, records: bytes, now_ms: int | None = None) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.
 
-        The epoch cache learns each new ``partitionLeaderEpoch`` at the batch's base offset.
+        The epoch cache learns each new ``partitionLeaderEpoch`` at the batch's base offset;
+        the producer state records the batches without checking them.
 
         Raises:
             CorruptRecordError, RecordTooLargeError, OffsetsOutOfOrderError: see
@@ -221,6 +236,7 @@ class Log:
         )
         for header in headers:
             self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+        self._producer_state.update(headers)
         return info
 
     def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
@@ -231,68 +247,6 @@ class Log:
         """Start a new active segment at the LEO (an empty active segment is kept)."""
         return self._local.roll(_now_ms() if now_ms is None else now_ms)
 
-    # ----------------------------------------------------------------- reads
-
-    def read(
-        self,
-        start_offset: int,
-        max_bytes: int,
-        max_offset: int | None = None,
-        min_one_message: bool = True,
-    ) -> FetchDataInfo:
-        """Read whole batches starting with the batch that contains ``start_offset``.
-
-        Args:
-            start_offset: fetch offset, within ``[log_start_offset, LEO]``.
-            max_bytes: byte budget (the partition's ``max_bytes`` in a Fetch request).
-            max_offset: exclusive upper bound, e.g. the high watermark for consumers; a
-                batch ending at or after it is not returned. None reads up to the LEO.
-            min_one_message: return the first batch even when it exceeds ``max_bytes``
-                (KIP-74), so consumers always make progress.
-
-        Returns:
-            Slices of possibly several segments; empty when reading at the LEO or bound.
-
-        Raises:
-            OffsetOutOfRangeError: ``start_offset`` is outside ``[log_start_offset, LEO]``.
-        """
-        if not self._log_start_offset <= start_offset <= self.log_end_offset:
-            raise OffsetOutOfRangeError(
-                f"{self._tp}: offset {start_offset} is outside "
-                f"[{self._log_start_offset}, {self.log_end_offset}]"
-            )
-        if start_offset == self.log_end_offset or (
-            max_offset is not None and start_offset >= max_offset
-        ):
-            return FetchDataInfo(start_offset)
-        slices = self._local.read(start_offset, max_bytes, max_offset, min_one_message)
-        return FetchDataInfo(start_offset, slices)
-
-    def fetch_offset_by_timestamp(self, timestamp_ms: int) -> OffsetAndTimestamp | None:
-        """Answer ListOffsets: the first record whose timestamp is ``>= timestamp_ms``.
-
-        Searches the time index, then the offset index, then the records (KIP-33).
-        Special values (see ``reads.offset_for_timestamp``): -2 earliest, -1 latest,
-        -3 max timestamp, -4 earliest local.
-
-        Returns:
-            ``(offset, timestamp)``, or None when no record is that recent.
-
-        Raises:
-            CorruptRecordError, UnsupportedCompressionTypeError: a batch's records
-                cannot be decoded.
-        """
-        return offset_for_timestamp(
-            self._local.segments, timestamp_ms, self._log_start_offset, self.log_end_offset
-        )
-
-    def max_timestamp_and_offset(self) -> OffsetAndTimestamp | None:
-        """Return ``(offset, timestamp)`` of the largest timestamp (ListOffsets -3, KIP-734).
-
-        The offset is the last offset of the batch holding it; None if no batch has one.
-        """
-        return self.fetch_offset_by_timestamp(MAX_TIMESTAMP)
-
     # ----------------------------------------------------------------- truncation and retention
 
     def truncate_to(self, offset: int) -> bool:
@@ -302,7 +256,8 @@ class Log:
         The LEO becomes ``offset`` when it is a batch boundary, else the base offset of the
         removed batch (Kafka would report ``offset`` even then; this log keeps the LEO
         equal to where the data really ends). The epoch cache, recovery point and log
-        start offset are lowered to the new LEO if above it.
+        start offset are lowered to the new LEO if above it; the producer state forgets
+        the removed batches (rebuilt from the log if a producer lost all cached ones).
 
         Returns:
             True if anything was removed (False when ``offset >= LEO``).
@@ -320,18 +275,26 @@ class Log:
         self._local.truncate_to(offset, _now_ms())
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epoch_cache.truncate_from_end(self.log_end_offset)
+        if not self._producer_state.truncate_to(self.log_end_offset):
+            self._load_producer_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log empty at ``offset``.
 
         Used when a follower's log is entirely behind the leader's log start offset. The
-        LEO, log start offset and recovery point all become ``offset``; the epoch cache is
-        cleared.
+        LEO, log start offset and recovery point all become ``offset``; the epoch cache and
+        the producer state are cleared.
         """
         self._local.truncate_fully_and_start_at(offset, _now_ms())
         self._log_start_offset = offset
         self._epoch_cache.clear()
+        self._producer_state.clear()
+
+    def _load_producer_state(self) -> None:
+        """Rebuild the producer state from every segment's batch headers (records unread)."""
+        headers = (h for s in self._local.segments for _, h in s.records.batches_from(0))
+        self._producer_state.rebuild(headers, self._log_start_offset)
 
     def maybe_increment_log_start_offset(self, new_offset: int, high_watermark: int) -> bool:
         """Raise the log start offset (DeleteRecords, KIP-107); never lowers it.
@@ -347,6 +310,7 @@ class Log:
             return False
         self._log_start_offset = new_offset
         self._epoch_cache.truncate_from_start(new_offset)
+        self._producer_state.truncate_head(new_offset)
         return True
 
     def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
@@ -372,6 +336,7 @@ class Log:
         if new_start > self._log_start_offset:
             self._log_start_offset = new_start
             self._epoch_cache.truncate_from_start(new_start)
+            self._producer_state.truncate_head(new_start)
         _log.info("%s: retention deleted %d segments", self._tp, count)
         return count
 

@@ -46,7 +46,7 @@ def wait_cluster_ready(cluster: KafkaCluster, timeout_s: float = 60) -> None:
             info = admin.describe_cluster()
         finally:
             admin.close()
-        ids = {b["node_id"] for b in info["brokers"]}
+        ids = {b["broker_id"] for b in info["brokers"]}
         return ids == expected and info["controller_id"] in expected
 
     wait_for(ready, timeout_s, f"brokers {sorted(expected)} and a controller")

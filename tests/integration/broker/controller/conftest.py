@@ -43,7 +43,12 @@ class Cluster:
         return broker
 
     def node(
-        self, broker_id: int, properties: Mapping[str, str] | None = None, *, start: bool = True
+        self,
+        broker_id: int,
+        properties: Mapping[str, str] | None = None,
+        *,
+        start: bool = True,
+        auto_rebalance_initial_delay_s: float = 5.0,
     ) -> tuple[FakeBroker, KafkaController]:
         """Start a fake broker whose ZooKeeper session also runs a real controller."""
         broker = FakeBroker(broker_id, self._loop, self.zk_connect)
@@ -58,7 +63,12 @@ class Cluster:
                 **(properties or {}),
             }
         )
-        controller = KafkaController(config, zk, channel_retry_backoff_ms=20)
+        controller = KafkaController(
+            config,
+            zk,
+            channel_retry_backoff_ms=20,
+            auto_rebalance_initial_delay_s=auto_rebalance_initial_delay_s,
+        )
         self.brokers[broker_id] = broker
         self.controllers[broker_id] = controller
         if start:

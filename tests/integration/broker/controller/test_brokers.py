@@ -20,9 +20,9 @@ TIMEOUT_S = 10
 
 
 def start(
-    cluster: Cluster, properties: dict[str, str] | None = None
+    cluster: Cluster, properties: dict[str, str] | None = None, rebalance_delay_s: float = 5.0
 ) -> tuple[KafkaController, FakeBroker, FakeBroker]:
-    _, controller = cluster.node(1, properties)
+    _, controller = cluster.node(1, properties, auto_rebalance_initial_delay_s=rebalance_delay_s)
     b2, b3 = cluster.broker(2), cluster.broker(3)
     wait_for(lambda: controller.is_active, what="controller")
     return controller, b2, b3
@@ -121,26 +121,35 @@ def test_controlled_shutdown_errors(cluster: Cluster) -> None:
     assert raised.value.error_code == 41
 
 
-def test_preferred_leader_election_after_the_preferred_replica_is_back_in_the_isr(
-    cluster: Cluster,
-) -> None:
-    controller, b2, b3 = start(cluster)
-    create(cluster, {0: [2, 3], 1: [3, 2]})
+def restart_broker_2(cluster: Cluster, b2: FakeBroker) -> None:
+    """Broker 2 dies (3 takes over t-0, ISR [3]) and restarts."""
     b2.kill_session()
     wait_for(lambda: state(cluster, T0).leader == 3, what="failover")
     b2.register()
     wait_for(lambda: T0 in leader_and_isr_states(b2), what="restarted broker informed")
 
-    not_yet = controller.elect_leaders([T0], ElectionType.PREFERRED).result(TIMEOUT_S)
-    assert not_yet[T0][0] == errors.PREFERRED_LEADER_NOT_AVAILABLE
 
-    # Broker 2 caught up: the leader (3) expands the ISR and notifies the controller.
+def rejoin_isr_of_t0(cluster: Cluster) -> None:
+    """Broker 2 caught up: the leader (3) expands the ISR and notifies the controller."""
     current = cluster.admin.get_partition_states([T0])[T0]
     lai = current.leader_and_isr
     expanded = LeaderAndIsr(3, lai.leader_epoch, (3, 2))
     cluster.admin.update_isr(T0, expanded, current.controller_epoch, lai.partition_epoch)
     cluster.admin.propagate_isr_change([T0])
     wait_for(lambda: not cluster.admin.get_isr_change_notifications(), what="ISR notification")
+
+
+def test_preferred_leader_election_after_the_preferred_replica_is_back_in_the_isr(
+    cluster: Cluster,
+) -> None:
+    controller, b2, b3 = start(cluster)
+    create(cluster, {0: [2, 3], 1: [3, 2]})
+    restart_broker_2(cluster, b2)
+
+    not_yet = controller.elect_leaders([T0], ElectionType.PREFERRED).result(TIMEOUT_S)
+    assert not_yet[T0][0] == errors.PREFERRED_LEADER_NOT_AVAILABLE
+
+    rejoin_isr_of_t0(cluster)
 
     results = controller.elect_leaders([T0, T1, TopicPartition("x", 0)], ElectionType.PREFERRED)
     assert results.result(TIMEOUT_S) == {
@@ -154,3 +163,36 @@ def test_preferred_leader_election_after_the_preferred_replica_is_back_in_the_is
     assert state(cluster, T0).leader == 2
     wait_for(lambda: leader_and_isr_states(b3)[T0].leader == 2, what="LeaderAndIsr to 3")
     assert any(r.body.controller_epoch == 1 for r in b3.received(LEADER_AND_ISR))
+
+
+def test_auto_leader_rebalance_moves_leadership_back_to_the_preferred_replica(
+    cluster: Cluster,
+) -> None:
+    properties = {
+        "auto.leader.rebalance.enable": "true",
+        "leader.imbalance.check.interval.seconds": "1",
+        "leader.imbalance.per.broker.percentage": "10",
+    }
+    _, b2, _ = start(cluster, properties, rebalance_delay_s=0.1)
+    create(cluster, {0: [2, 3], 1: [3, 2]})
+
+    restart_broker_2(cluster, b2)
+    rejoin_isr_of_t0(cluster)
+
+    # 1 of broker 2's 1 preferred partitions is led elsewhere: 100% > 10%.
+    wait_for(lambda: state(cluster, T0).leader == 2, what="auto rebalance")
+    assert state(cluster, T0).leader_epoch == 2
+    assert state(cluster, T1).leader == 3
+
+
+def test_preferred_replica_election_znode_is_applied_and_deleted(cluster: Cluster) -> None:
+    _, b2, _ = start(cluster)
+    create(cluster, {0: [2, 3], 1: [3, 2]})
+    restart_broker_2(cluster, b2)
+    rejoin_isr_of_t0(cluster)
+
+    cluster.admin.create_preferred_replica_election([T0, T1])
+
+    wait_for(lambda: state(cluster, T0).leader == 2, what="preferred leader of t-0")
+    wait_for(lambda: not cluster.admin.get_preferred_replica_election(), what="znode deleted")
+    assert state(cluster, T1) == LeaderAndIsr(3, 1, (3,), 1)  # already preferred: untouched

@@ -1,0 +1,86 @@
+"""Helpers shared by the broker cluster tests: topics, leaders, ZooKeeper state, records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.admin import NewTopic
+
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_devenv.kafka_cluster import KafkaCluster
+from tests.integration.broker.conftest import admin_client, wait_for
+
+
+def create_topic(
+    cluster: KafkaCluster,
+    name: str,
+    partitions: int = 3,
+    rf: int = 3,
+    configs: dict[str, str] | None = None,
+    assignment: dict[int, list[int]] | None = None,
+) -> None:
+    """Create a topic through the Admin API and wait until every partition has a leader."""
+    admin = admin_client(cluster)
+    try:
+        if assignment is not None:
+            topic = NewTopic(name, -1, -1, replica_assignments=assignment, topic_configs=configs or {})
+        else:
+            topic = NewTopic(name, partitions, rf, topic_configs=configs or {})
+        admin.create_topics([topic], timeout_ms=30000)
+    finally:
+        admin.close()
+    count = len(assignment) if assignment is not None else partitions
+    wait_for(lambda: len(leaders(cluster, name)) == count, 30, f"leaders of {name}")
+
+
+def describe(cluster: KafkaCluster, topic: str) -> list[dict[str, Any]]:
+    """The partitions of ``topic`` as Metadata reports them (sorted by partition)."""
+    admin = admin_client(cluster)
+    try:
+        info = admin.describe_topics([topic])[0]
+    finally:
+        admin.close()
+    return sorted(info["partitions"], key=lambda p: p["partition_index"])
+
+
+def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
+    """Partition -> leader id for partitions that have a live leader."""
+    return {
+        p["partition_index"]: p["leader_id"]
+        for p in describe(cluster, topic)
+        if p["leader_id"] >= 0 and p["error_code"] == 0
+    }
+
+
+def zk_client(cluster: KafkaCluster) -> KafkaZkClient:
+    """A connected ZooKeeper client on the cluster's chroot (close it after use)."""
+    zk = KafkaZkClient(cluster.zookeeper_connect)
+    zk.connect()
+    return zk
+
+
+def consume_all(
+    cluster: KafkaCluster, topic: str, partitions: int, expected: int, timeout_s: float = 60
+) -> dict[int, list[bytes]]:
+    """Read every partition from offset 0 until ``expected`` records arrived in total."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        request_timeout_ms=10000,
+    )
+    consumer.assign([TopicPartition(topic, p) for p in range(partitions)])
+    got: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
+
+    def done() -> bool:
+        for records in consumer.poll(timeout_ms=500).values():
+            for record in records:
+                got[record.partition].append(record.value)
+        return sum(len(v) for v in got.values()) >= expected
+
+    try:
+        wait_for(done, timeout_s, f"{expected} records of {topic}")
+    finally:
+        consumer.close()
+    return got

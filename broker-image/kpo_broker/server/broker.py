@@ -34,6 +34,7 @@ from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_broker.server.topic_admin import TopicAdmin
 from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
 
 log = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ class KafkaServer:
             ),
             rack=c.broker_rack,
         )
-        components.broker_epoch = await asyncio.to_thread(zk.register_broker, registration)
+        components.broker_epoch = await self._register(zk, registration)
         log.info("broker %d registered with epoch %d", self.broker_id, components.broker_epoch)
         components.controller = self._start_controller(components)
         self._config_watch = zk.watch_config_changes(self._on_config_change_event)
@@ -171,6 +172,27 @@ class KafkaServer:
             self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
         ]
         log.info("broker %d started, listening on %s", self.broker_id, bound)
+
+    async def _register(self, zk: KafkaZkClient, registration: BrokerRegistration) -> int:
+        """Register ``/brokers/ids/<id>``, waiting out the session of a crashed predecessor.
+
+        After a crash the old ephemeral znode lives until its ZooKeeper session expires
+        (``zookeeper.session.timeout.ms``); Kafka fails start-up at once in that case,
+        here the registration is retried until that timeout (plus a margin) has passed.
+
+        Raises:
+            BrokerIdAlreadyRegisteredError: another live broker holds this id.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.config.zookeeper_session_timeout_ms / 1000 + 5
+        while True:
+            try:
+                return await asyncio.to_thread(zk.register_broker, registration)
+            except BrokerIdAlreadyRegisteredError:
+                if loop.time() >= deadline:
+                    raise
+                log.info("broker.id %d is still registered; retrying", self.broker_id)
+                await asyncio.sleep(0.5)
 
     def _start_controller(self, components: BrokerComponents) -> object:
         from kpo_broker.controller.controller import KafkaController

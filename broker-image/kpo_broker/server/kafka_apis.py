@@ -6,7 +6,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kpo_broker.server.apis import data, interbroker, metadata, topics
+from kpo_broker.server.apis import data, elections, interbroker, metadata, topics
 from kpo_broker.server.apis import versions as v
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
@@ -30,6 +30,7 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_CREATE_TOPICS: topics.handle_create_topics,
     v.API_KEY_DELETE_TOPICS: topics.handle_delete_topics,
     v.API_KEY_CREATE_PARTITIONS: topics.handle_create_partitions,
+    v.API_KEY_ELECT_LEADERS: elections.handle_elect_leaders,
 }
 
 

@@ -10,6 +10,7 @@ One class gathers the operations, each group in its own module over the shared
 - :mod:`~kpo_broker.zk.partition_states`: batched LeaderAndIsr reads and writes;
 - :mod:`~kpo_broker.zk.admin`: ISR change notifications, reassignment, preferred election;
 - :mod:`~kpo_broker.zk.configs`: dynamic configs and their change notifications;
+- :mod:`~kpo_broker.zk.producer_ids`: producer id blocks for idempotent producers;
 - :mod:`~kpo_broker.zk.watches`: watches delivering bare events.
 """
 
@@ -20,11 +21,21 @@ from kpo_broker.zk.brokers import BrokerZk
 from kpo_broker.zk.configs import ConfigZk
 from kpo_broker.zk.controller import ControllerZk
 from kpo_broker.zk.partition_states import PartitionStateZk
+from kpo_broker.zk.producer_ids import ProducerIdZk
 from kpo_broker.zk.topics import TopicZk
 from kpo_broker.zk.watches import WatchZk
 
 
-class KafkaZkClient(BrokerZk, ControllerZk, TopicZk, PartitionStateZk, AdminZk, ConfigZk, WatchZk):
+class KafkaZkClient(
+    BrokerZk,
+    ControllerZk,
+    TopicZk,
+    PartitionStateZk,
+    AdminZk,
+    ConfigZk,
+    ProducerIdZk,
+    WatchZk,
+):
     """Kafka's ZooKeeper client, over one kazoo session.
 
     Args:

@@ -37,6 +37,8 @@ CONFIG_CHANGES = "/config/changes"
 CONFIG_CHANGE_PREFIX = "config_change_"
 #: The cluster id, created once by the first broker.
 CLUSTER_ID = "/cluster/id"
+#: The last block of producer ids claimed by a broker (idempotent producers, KIP-98).
+LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 #: Config entity type of topic configs (``/config/topics/<topic>``).
 CONFIG_TYPE_TOPICS = "topics"
@@ -60,6 +62,7 @@ PERSISTENT_PATHS = (
     ADMIN_DELETE_TOPICS,
     BROKER_SEQUENCE_ID,
     ISR_CHANGE_NOTIFICATION,
+    LATEST_PRODUCER_ID_BLOCK,
     *(f"{CONFIG}/{entity_type}" for entity_type in CONFIG_TYPES),
 )
 

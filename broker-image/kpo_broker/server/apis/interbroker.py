@@ -24,7 +24,7 @@ from kpo_broker.protocol.interbroker import (
     UpdateMetadataResponse,
 )
 from kpo_broker.server.components import BrokerComponents, RequestContext
-from kpo_broker.server.errors import StaleControllerEpochError
+from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, Endpoint, PartitionMetadata
 from kpo_broker.server.partition import PartitionState
 from kpo_broker.topic_partition import TopicPartition
@@ -216,8 +216,7 @@ async def handle_controlled_shutdown(
         remaining = await asyncio.wrap_future(future)
     except Exception as exc:
         log.info("controlled shutdown of broker %d failed: %s", request.broker_id, exc)
-        code = getattr(exc, "errno", None) or kafka_errors.UnknownError.errno
-        return ControlledShutdownResponse(error_code=code, remaining_partitions=[])
+        return ControlledShutdownResponse(error_code=error_code_of(exc), remaining_partitions=[])
     return ControlledShutdownResponse(
         error_code=0,
         remaining_partitions=[

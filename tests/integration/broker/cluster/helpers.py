@@ -24,7 +24,9 @@ def create_topic(
     admin = admin_client(cluster)
     try:
         if assignment is not None:
-            topic = NewTopic(name, -1, -1, replica_assignments=assignment, topic_configs=configs or {})
+            topic = NewTopic(
+                name, -1, -1, replica_assignments=assignment, topic_configs=configs or {}
+            )
         else:
             topic = NewTopic(name, partitions, rf, topic_configs=configs or {})
         admin.create_topics([topic], timeout_ms=30000)

@@ -1,0 +1,59 @@
+"""ElectLeaders (KIP-183, KIP-460): preferred or unclean leader elections, run by the controller."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kafka import errors as kafka_errors
+from kafka.protocol.admin import ElectLeadersResponse
+
+from kpo_broker.controller.events import ElectionType
+from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.errors import error_code_of
+from kpo_broker.topic_partition import TopicPartition
+
+_Result = ElectLeadersResponse.ReplicaElectionResult
+_PartitionResult = _Result.PartitionResult
+
+
+async def handle_elect_leaders(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> ElectLeadersResponse:
+    """Forward the election to the active controller; NOT_CONTROLLER (41) elsewhere.
+
+    A null ``topic_partitions`` means every partition. v0 is always a preferred election.
+    """
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return ElectLeadersResponse(
+            throttle_time_ms=0,
+            error_code=int(kafka_errors.NotControllerError.errno),
+            replica_election_results=[],
+        )
+    partitions = (
+        None
+        if request.topic_partitions is None
+        else {TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions}
+    )
+    election_type = (
+        ElectionType(request.election_type) if ctx.api_version >= 1 else (ElectionType.PREFERRED)
+    )
+    try:
+        results = await asyncio.wrap_future(controller.elect_leaders(partitions, election_type))
+    except Exception as exc:
+        return ElectLeadersResponse(
+            throttle_time_ms=0, error_code=error_code_of(exc), replica_election_results=[]
+        )
+    by_topic: dict[str, list[Any]] = {}
+    for tp, (code, message) in sorted(results.items()):
+        by_topic.setdefault(tp.topic, []).append(
+            _PartitionResult(partition_id=tp.partition, error_code=code, error_message=message)
+        )
+    return ElectLeadersResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        replica_election_results=[
+            _Result(topic=topic, partition_result=parts) for topic, parts in by_topic.items()
+        ],
+    )

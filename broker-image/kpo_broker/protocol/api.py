@@ -56,7 +56,12 @@ from kafka.protocol.metadata import (
     MetadataRequest,
     MetadataResponse,
 )
-from kafka.protocol.producer import ProduceRequest, ProduceResponse
+from kafka.protocol.producer import (
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    ProduceRequest,
+    ProduceResponse,
+)
 
 from kpo_broker.protocol.interbroker import (
     ControlledShutdownRequest,
@@ -121,6 +126,7 @@ APIS: Mapping[int, ApiSpec] = {
     spec.api_key: spec
     for spec in (
         _spec(ProduceRequest, ProduceResponse),
+        _spec(InitProducerIdRequest, InitProducerIdResponse),
         _spec(FetchRequest, FetchResponse),
         _spec(ListOffsetsRequest, ListOffsetsResponse),
         _spec(MetadataRequest, MetadataResponse),

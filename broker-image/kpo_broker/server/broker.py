@@ -30,6 +30,7 @@ from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
 from kpo_broker.server.metadata_cache import MetadataCache
+from kpo_broker.server.producer_ids import ProducerIdManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_broker.server.topic_admin import TopicAdmin
@@ -129,6 +130,7 @@ class KafkaServer:
             topic_admin=topic_admin,
             fetchers=fetchers,
             controller=None,
+            producer_ids=ProducerIdManager(self.broker_id, zk),
             supported_apis=supported,
         )
         self.components = components

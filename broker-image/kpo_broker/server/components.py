@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetcher import ReplicaFetcherManager
     from kpo_broker.server.metadata_cache import MetadataCache
+    from kpo_broker.server.producer_ids import ProducerIdManager
     from kpo_broker.server.replica_manager import ReplicaManager
     from kpo_broker.server.topic_admin import TopicAdmin
     from kpo_broker.zk.client import KafkaZkClient
@@ -53,6 +54,7 @@ class BrokerComponents:
         topic_admin: topic creation, deletion and partition additions through ZooKeeper.
         fetchers: replica fetchers for the partitions this broker follows.
         controller: the controller component (active or standby).
+        producer_ids: hands out producer ids (InitProducerId, KIP-98).
         supported_apis: api key -> (min, max) versions this broker serves.
     """
 
@@ -67,4 +69,5 @@ class BrokerComponents:
     topic_admin: TopicAdmin
     fetchers: ReplicaFetcherManager
     controller: Any
+    producer_ids: ProducerIdManager
     supported_apis: dict[int, tuple[int, int]] = field(default_factory=dict)

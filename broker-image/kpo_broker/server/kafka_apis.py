@@ -6,7 +6,15 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kpo_broker.server.apis import data, elections, interbroker, metadata, topics
+from kpo_broker.server.apis import (
+    configs,
+    data,
+    elections,
+    interbroker,
+    metadata,
+    producer,
+    topics,
+)
 from kpo_broker.server.apis import versions as v
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
@@ -31,6 +39,10 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_DELETE_TOPICS: topics.handle_delete_topics,
     v.API_KEY_CREATE_PARTITIONS: topics.handle_create_partitions,
     v.API_KEY_ELECT_LEADERS: elections.handle_elect_leaders,
+    v.API_KEY_INIT_PRODUCER_ID: producer.handle_init_producer_id,
+    v.API_KEY_DESCRIBE_CONFIGS: configs.handle_describe_configs,
+    v.API_KEY_ALTER_CONFIGS: configs.handle_alter_configs,
+    v.API_KEY_INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
 }
 
 

@@ -33,7 +33,7 @@ def _brokers(broker: BrokerComponents, ctx: RequestContext) -> list[Any]:
     return out
 
 
-def _topic_metadata(broker: BrokerComponents, topic: str) -> Any:
+def _topic_metadata(broker: BrokerComponents, topic: str, version: int) -> Any:
     partitions = broker.metadata_cache.partitions.get(topic)
     if partitions is None:
         return _Topic(
@@ -48,7 +48,8 @@ def _topic_metadata(broker: BrokerComponents, topic: str) -> Any:
         error = 0
         if meta.leader < 0 or not broker.metadata_cache.alive(meta.leader):
             error = kafka_errors.LeaderNotAvailableError.errno
-        elif meta.offline_replicas:
+        elif meta.offline_replicas and version == 0:
+            # Only v0 flags missing replicas with an error; later versions list them.
             error = kafka_errors.ReplicaNotAvailableError.errno
         items.append(
             _Partition(
@@ -89,7 +90,7 @@ async def handle_metadata(
             error = await broker.topic_admin.auto_create(name)
             topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
         else:
-            topics.append(_topic_metadata(broker, name))
+            topics.append(_topic_metadata(broker, name, ctx.api_version))
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=_brokers(broker, ctx),

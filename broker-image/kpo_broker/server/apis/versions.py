@@ -23,6 +23,7 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     37: (0, 3),  # CreatePartitions
     43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
+    22: (0, 4),  # InitProducerId
     60: (0, 1),  # DescribeCluster
 }
 
@@ -37,6 +38,7 @@ API_KEY_CONTROLLED_SHUTDOWN = 7
 API_KEY_API_VERSIONS = 18
 API_KEY_CREATE_TOPICS = 19
 API_KEY_DELETE_TOPICS = 20
+API_KEY_INIT_PRODUCER_ID = 22
 API_KEY_OFFSET_FOR_LEADER_EPOCH = 23
 API_KEY_DESCRIBE_CONFIGS = 32
 API_KEY_ALTER_CONFIGS = 33

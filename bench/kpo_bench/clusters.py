@@ -1,0 +1,113 @@
+"""The two systems under benchmark behind one interface, configured alike.
+
+:class:`Cluster` and :class:`Broker` are what both
+:class:`kpo_devenv.kafka_cluster.KafkaCluster` (kpo's Python brokers) and
+:class:`kpo_bench.apache_kafka.ApacheKafkaCluster` (Apache Kafka from Maven Central)
+provide. :data:`COMMON_BROKER_PROPERTIES` is given to both so they replicate, detect
+failures and rebalance leaders with the same settings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Protocol
+
+from kpo_bench.apache_kafka import ApacheKafkaCluster
+from kpo_devenv.kafka_cluster import KafkaCluster
+
+#: Broker settings shared by both systems (Kafka property names). The session timeout
+#: bounds how fast the controller sees a killed broker (both run in ZooKeeper mode);
+#: the replica fetch settings are Kafka's defaults written out, except the shorter
+#: ``replica.fetch.wait.max.ms``/``replica.lag.time.max.ms`` the project's test
+#: clusters use.
+COMMON_BROKER_PROPERTIES: Mapping[str, str] = {
+    "zookeeper.session.timeout.ms": "6000",
+    "replica.lag.time.max.ms": "10000",
+    "replica.fetch.wait.max.ms": "100",
+    "replica.fetch.backoff.ms": "200",
+    "replica.fetch.max.bytes": "1048576",
+    "replica.fetch.response.max.bytes": "10485760",
+    "num.replica.fetchers": "1",
+    "controlled.shutdown.retry.backoff.ms": "200",
+    "leader.imbalance.check.interval.seconds": "5",
+    "auto.create.topics.enable": "false",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+}
+
+
+class Broker(Protocol):
+    """One broker process of either system."""
+
+    @property
+    def port(self) -> int:
+        """The listener's port on 127.0.0.1."""
+        ...
+
+    @property
+    def log_dir(self) -> Path:
+        """The broker's single log dir (``log.dirs``)."""
+        ...
+
+    def start(self, timeout_s: float = ...) -> object:
+        """Start the process and wait until its port accepts connections."""
+        ...
+
+    def stop(self, timeout_s: float = ...) -> None:
+        """Stop with SIGTERM (controlled shutdown)."""
+        ...
+
+    def kill(self) -> None:
+        """Kill with SIGKILL."""
+        ...
+
+    def is_running(self) -> bool:
+        """Whether the process is alive."""
+        ...
+
+
+class Cluster(Protocol):
+    """Brokers ``0..N-1`` of either system on one ZooKeeper chroot."""
+
+    @property
+    def brokers(self) -> Mapping[int, Broker]:
+        """Broker id -> broker."""
+        ...
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """Comma-separated ``host:port`` of the running brokers."""
+        ...
+
+    def stop(self) -> None:
+        """Stop every broker."""
+        ...
+
+
+def kpo_cluster(workdir: Path, zookeeper_connect: str, size: int = 3) -> KafkaCluster:
+    """Return (not started) ``size`` kpo brokers configured with :data:`COMMON_BROKER_PROPERTIES`.
+
+    Args:
+        workdir: parent folder of the brokers' folders.
+        zookeeper_connect: ``zookeeper.connect`` with a chroot used by no other cluster.
+        size: number of brokers.
+    """
+    return KafkaCluster(workdir, zookeeper_connect, size, dict(COMMON_BROKER_PROPERTIES))
+
+
+def apache_cluster(
+    workdir: Path, zookeeper_connect: str, classpath: str, size: int = 3, heap_mb: int = 512
+) -> ApacheKafkaCluster:
+    """Return (not started) ``size`` Apache Kafka brokers configured like :func:`kpo_cluster`.
+
+    Args:
+        workdir: parent folder of the brokers' folders.
+        zookeeper_connect: ``zookeeper.connect`` with a chroot used by no other cluster.
+        classpath: Kafka's class path (:func:`kpo_bench.apache_kafka.kafka_classpath`).
+        size: number of brokers.
+        heap_mb: heap per broker JVM, MiB.
+    """
+    return ApacheKafkaCluster(
+        workdir, zookeeper_connect, classpath, size, dict(COMMON_BROKER_PROPERTIES), heap_mb
+    )

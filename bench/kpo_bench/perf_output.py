@@ -1,0 +1,102 @@
+"""Parse what the Java load generators print (pure logic).
+
+* ``org.apache.kafka.tools.ProducerPerformance`` (kafka-tools) ends with a summary
+  line: ``N records sent, R records/sec (M MB/sec), A ms avg latency, X ms max
+  latency, P50 ms 50th, ...``; earlier progress lines lack the percentiles.
+* ``KpoConsumePerf`` (``java/KpoConsumePerf.java`` in this package) prints one line
+  ``records=N bytes=B elapsed_ms=T``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_PRODUCER_SUMMARY = re.compile(
+    r"(?P<records>\d+) records sent, (?P<rate>[\d.]+) records/sec \((?P<mib>[\d.]+) MB/sec\), "
+    r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
+    r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th"
+)
+_CONSUMER_SUMMARY = re.compile(r"records=(?P<records>\d+) bytes=(?P<bytes>\d+) elapsed_ms=(?P<ms>\d+)")
+
+
+class PerfOutputError(ValueError):
+    """The tool's output has no summary line (it failed or was cut short)."""
+
+
+@dataclass(frozen=True)
+class ProducerSummary:
+    """The summary of one ProducerPerformance run.
+
+    Attributes:
+        records: records acknowledged.
+        records_per_s: records per second over the whole run.
+        avg_latency_ms: mean send-to-ack latency, ms.
+        max_latency_ms: largest latency, ms.
+        p50_ms: median latency, ms.
+        p99_ms: 99th percentile latency, ms.
+    """
+
+    records: int
+    records_per_s: float
+    avg_latency_ms: float
+    max_latency_ms: float
+    p50_ms: int
+    p99_ms: int
+
+    def bytes_per_s(self, record_size: int) -> float:
+        """Return the payload throughput in bytes/s for records of ``record_size`` bytes."""
+        return self.records_per_s * record_size
+
+
+@dataclass(frozen=True)
+class ConsumerSummary:
+    """The summary of one KpoConsumePerf run.
+
+    Attributes:
+        records: records consumed.
+        bytes: payload bytes consumed (record values).
+        elapsed_ms: time from the first poll to the last record, ms.
+    """
+
+    records: int
+    bytes: int
+    elapsed_ms: int
+
+    @property
+    def bytes_per_s(self) -> float:
+        """Payload throughput in bytes/s (``bytes`` over ``elapsed_ms``, at least 1 ms)."""
+        return self.bytes * 1000.0 / max(self.elapsed_ms, 1)
+
+
+def parse_producer_output(text: str) -> ProducerSummary:
+    """Return the last summary line of ProducerPerformance's stdout.
+
+    Raises:
+        PerfOutputError: no summary line in ``text``.
+    """
+    matches = list(_PRODUCER_SUMMARY.finditer(text))
+    if not matches:
+        raise PerfOutputError(f"no ProducerPerformance summary in output: {text[-500:]!r}")
+    m = matches[-1]
+    return ProducerSummary(
+        records=int(m["records"]),
+        records_per_s=float(m["rate"]),
+        avg_latency_ms=float(m["avg"]),
+        max_latency_ms=float(m["max"]),
+        p50_ms=int(m["p50"]),
+        p99_ms=int(m["p99"]),
+    )
+
+
+def parse_consumer_output(text: str) -> ConsumerSummary:
+    """Return the summary line of KpoConsumePerf's stdout.
+
+    Raises:
+        PerfOutputError: no summary line in ``text``.
+    """
+    matches = list(_CONSUMER_SUMMARY.finditer(text))
+    if not matches:
+        raise PerfOutputError(f"no KpoConsumePerf summary in output: {text[-500:]!r}")
+    m = matches[-1]
+    return ConsumerSummary(int(m["records"]), int(m["bytes"]), int(m["ms"]))

@@ -1,0 +1,216 @@
+"""Benchmark results: the metrics, the ratio against the baseline, and the JSON report (pure logic).
+
+The baseline is Apache Kafka measured in the same run on the same machine. A ratio
+above 1.0 always means "kpo is better": ours/Kafka for throughputs, Kafka/ours for
+durations. Targets come from the benchmark issue: catch-up >= 1.0, produce >= 0.5.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Name of the system under test in reports.
+OURS = "kpo"
+#: Name of the baseline in reports.
+BASELINE = "apache-kafka"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One benchmark metric.
+
+    Attributes:
+        key: stable identifier used in the JSON report, e.g. ``"produce_mib_s"``.
+        label: human-readable name for the table.
+        unit: unit of the values, e.g. ``"MiB/s"`` or ``"s"``.
+        higher_is_better: True for throughputs (ratio ours/Kafka), False for
+            durations (ratio Kafka/ours).
+        target_ratio: the smallest acceptable ratio, or None when none is set.
+    """
+
+    key: str
+    label: str
+    unit: str
+    higher_is_better: bool
+    target_ratio: float | None = None
+
+
+PRODUCE = MetricSpec("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", "MiB/s", True, 0.5)
+CONSUME = MetricSpec("consume_mib_s", "consume", "MiB/s", True)
+CATCH_UP = MetricSpec("catch_up_mib_s", "follower catch-up", "MiB/s", True, 1.0)
+FAILOVER = MetricSpec("failover_s", "leader failover after kill -9", "s", False)
+
+#: Every metric, in table order.
+METRICS: tuple[MetricSpec, ...] = (PRODUCE, CONSUME, CATCH_UP, FAILOVER)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One metric's value with the raw numbers it was computed from.
+
+    Attributes:
+        value: the value in the metric's unit.
+        details: raw measurements (bytes, durations in s, tool summaries...), JSON-serialisable.
+    """
+
+    value: float
+    details: dict[str, Any]
+
+
+@dataclass
+class SystemResult:
+    """What one system measured.
+
+    Attributes:
+        system: :data:`OURS` or :data:`BASELINE`.
+        version: the system's version string.
+        values: metric key -> value in the metric's unit; a metric that failed or
+            was skipped is absent.
+        details: raw measurements per metric key (bytes, timestamps, tool output...).
+        errors: metric key -> error message for the metrics that failed.
+    """
+
+    system: str
+    version: str
+    values: dict[str, float] = field(default_factory=dict)
+    details: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    def record(self, metric: MetricSpec, measured: Measured) -> None:
+        """Store ``measured`` as this system's value of ``metric``."""
+        self.values[metric.key] = measured.value
+        self.details[metric.key] = measured.details
+
+    def record_error(self, metric: MetricSpec, error: BaseException) -> None:
+        """Store why ``metric`` could not be measured."""
+        self.errors[metric.key] = f"{type(error).__name__}: {error}"
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One line of the comparison table.
+
+    Attributes:
+        metric: the metric.
+        ours: kpo's value, or None if not measured.
+        baseline: Apache Kafka's value, or None if not measured.
+        ratio: see :func:`ratio`.
+        meets_target: whether ``ratio >= metric.target_ratio``; None without a
+            target or a ratio.
+    """
+
+    metric: MetricSpec
+    ours: float | None
+    baseline: float | None
+    ratio: float | None
+    meets_target: bool | None
+
+
+def ratio(metric: MetricSpec, ours: float | None, baseline: float | None) -> float | None:
+    """Return how kpo compares with the baseline, > 1.0 meaning kpo is better.
+
+    Args:
+        metric: gives the direction (throughput or duration).
+        ours: kpo's value in the metric's unit.
+        baseline: Apache Kafka's value in the same unit.
+
+    Returns:
+        ``ours / baseline`` for throughputs, ``baseline / ours`` for durations, or
+        None when a value is missing, not finite, not positive, or would be divided by.
+    """
+    if ours is None or baseline is None:
+        return None
+    if not (math.isfinite(ours) and math.isfinite(baseline)) or ours <= 0 or baseline <= 0:
+        return None
+    return ours / baseline if metric.higher_is_better else baseline / ours
+
+
+def compare(ours: SystemResult, baseline: SystemResult | None) -> list[ComparisonRow]:
+    """Build one :class:`ComparisonRow` per metric of :data:`METRICS`.
+
+    Args:
+        ours: kpo's results.
+        baseline: Apache Kafka's results, or None when Kafka was not run.
+    """
+    rows = []
+    for metric in METRICS:
+        mine = ours.values.get(metric.key)
+        theirs = baseline.values.get(metric.key) if baseline is not None else None
+        value = ratio(metric, mine, theirs)
+        meets = None
+        if value is not None and metric.target_ratio is not None:
+            meets = value >= metric.target_ratio
+        rows.append(ComparisonRow(metric, mine, theirs, value, meets))
+    return rows
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """Format a measured value for the table: ``"12.3 MiB/s"``, ``"6.41 s"``, or ``"-"``."""
+    if value is None:
+        return "-"
+    digits = 2 if unit == "s" or abs(value) < 10 else 1
+    return f"{value:.{digits}f} {unit}"
+
+
+def format_ratio(value: float | None) -> str:
+    """Format a ratio for the table: ``"0.42x"``, or ``"-"`` when there is none."""
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def format_target(metric: MetricSpec, meets: bool | None) -> str:
+    """Format a target cell: ``">= 0.5: met"``, ``">= 1.0: missed"``, or ``""`` without a target."""
+    if metric.target_ratio is None:
+        return ""
+    verdict = {True: "met", False: "missed", None: "n/a"}[meets]
+    return f">= {metric.target_ratio:g}: {verdict}"
+
+
+def _system_json(result: SystemResult) -> dict[str, Any]:
+    return {
+        "system": result.system,
+        "version": result.version,
+        "values": dict(result.values),
+        "details": result.details,
+        "errors": dict(result.errors),
+    }
+
+
+def report_json(
+    machine: dict[str, Any],
+    settings: dict[str, Any],
+    ours: SystemResult,
+    baseline: SystemResult | None,
+) -> dict[str, Any]:
+    """Return the whole report as JSON-serialisable data.
+
+    Args:
+        machine: machine facts (cores, memory, CPU model, Java and Python versions).
+        settings: the workload sizes and client settings used.
+        ours: kpo's results.
+        baseline: Apache Kafka's results, or None when it was not run.
+
+    Returns:
+        ``{"machine", "settings", "systems": [...], "comparison": [...]}``, where each
+        comparison entry has ``metric``, ``unit``, ``ours``, ``baseline``, ``ratio``,
+        ``ratio_meaning``, ``target_ratio`` and ``meets_target``.
+    """
+    comparison = [
+        {
+            "metric": row.metric.key,
+            "label": row.metric.label,
+            "unit": row.metric.unit,
+            OURS: row.ours,
+            BASELINE: row.baseline,
+            "ratio": row.ratio,
+            "ratio_meaning": (
+                f"{OURS}/{BASELINE}" if row.metric.higher_is_better else f"{BASELINE}/{OURS}"
+            ),
+            "target_ratio": row.metric.target_ratio,
+            "meets_target": row.meets_target,
+        }
+        for row in compare(ours, baseline)
+    ]
+    systems = [_system_json(ours)] + ([_system_json(baseline)] if baseline is not None else [])
+    return {"machine": machine, "settings": settings, "systems": systems, "comparison": comparison}

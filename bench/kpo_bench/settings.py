@@ -1,0 +1,67 @@
+"""Workload sizes and client settings, identical for both systems (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What each system is asked to do.
+
+    Attributes:
+        record_size: value size of every record, bytes (the issue's 1 KiB).
+        produce_records: records for the produce test (then read by the consume test).
+        produce_partitions: partitions of the produce topic (RF 3, spread over 3 brokers).
+        catch_up_records: records filling the catch-up partition before its follower
+            restarts (the issue asks for >= 500 MB).
+        producer_props: ProducerPerformance's producer configs for the produce test.
+        failover_timeout_s: longest wait for a new leader after the kill, s.
+        catch_up_timeout_s: longest wait for the follower to catch up, s.
+    """
+
+    record_size: int = 1024
+    produce_records: int = 512_000
+    produce_partitions: int = 6
+    catch_up_records: int = 512_000
+    producer_props: dict[str, str] = field(
+        default_factory=lambda: {
+            "acks": "all",
+            "enable.idempotence": "true",
+            "batch.size": "131072",
+            "linger.ms": "10",
+            "compression.type": "none",
+        }
+    )
+    failover_timeout_s: float = 90.0
+    catch_up_timeout_s: float = 900.0
+
+    @property
+    def produce_bytes(self) -> int:
+        """Payload bytes of the produce test."""
+        return self.produce_records * self.record_size
+
+    @property
+    def catch_up_bytes(self) -> int:
+        """Payload bytes written to the catch-up partition."""
+        return self.catch_up_records * self.record_size
+
+    def tool_timeout_s(self, payload_bytes: int) -> float:
+        """Return how long a load tool may run for ``payload_bytes``: 5 min plus 1 s per MiB."""
+        return 300.0 + payload_bytes / MIB
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the settings as JSON-serialisable data (sizes in bytes, times in s)."""
+        data = asdict(self)
+        data["produce_bytes"] = self.produce_bytes
+        data["catch_up_bytes"] = self.catch_up_bytes
+        return data
+
+
+#: The issue's sizes: about 500 MiB produced and 500 MiB to catch up.
+DEFAULT = Workload()
+#: ``--quick``: about 50 MiB each, to try things out.
+QUICK = Workload(produce_records=51_200, catch_up_records=51_200, catch_up_timeout_s=300.0)

@@ -1,0 +1,64 @@
+"""Produce and consume throughput (Java load generators against a running cluster)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from kpo_bench.admin import admin_client, create_topic
+from kpo_bench.clusters import Cluster
+from kpo_bench.java_tools import JavaTools, run_consumer_perf, run_producer_perf
+from kpo_bench.results import Measured
+from kpo_bench.settings import MIB, Workload
+
+#: Topic written by the produce test and read back by the consume test.
+PRODUCE_TOPIC = "bench-produce"
+
+
+def measure_produce(cluster: Cluster, tools: JavaTools, workload: Workload) -> Measured:
+    """Create :data:`PRODUCE_TOPIC` (RF 3, ``min.insync.replicas=2``) and fill it with ProducerPerformance.
+
+    Every record is ``workload.record_size`` bytes, sent with ``workload.producer_props``
+    (acks=all, batched). The value is ProducerPerformance's records/s times the record
+    size, in MiB/s of payload.
+
+    Raises:
+        kpo_bench.java_tools.JavaToolError: the producer failed.
+        kpo_bench.admin.BenchTimeoutError: the topic did not become ready.
+    """
+    bootstrap = cluster.bootstrap_servers
+    create_topic(
+        admin_client(bootstrap),
+        PRODUCE_TOPIC,
+        partitions=workload.produce_partitions,
+        replication_factor=3,
+        config={"min.insync.replicas": "2"},
+    )
+    summary = run_producer_perf(
+        tools,
+        bootstrap,
+        PRODUCE_TOPIC,
+        workload.produce_records,
+        workload.record_size,
+        workload.producer_props,
+        workload.tool_timeout_s(workload.produce_bytes),
+    )
+    value = summary.bytes_per_s(workload.record_size) / MIB
+    return Measured(value, {"producer": asdict(summary), "payload_bytes": workload.produce_bytes})
+
+
+def measure_consume(cluster: Cluster, tools: JavaTools, workload: Workload) -> Measured:
+    """Read :data:`PRODUCE_TOPIC` from the start with KpoConsumePerf (group-less consumer).
+
+    The value is record payload bytes over the time from the first poll to the last
+    record, in MiB/s. Run after :func:`measure_produce`.
+
+    Raises:
+        kpo_bench.java_tools.JavaToolError: the consumer failed or timed out.
+    """
+    summary = run_consumer_perf(
+        tools,
+        cluster.bootstrap_servers,
+        PRODUCE_TOPIC,
+        workload.tool_timeout_s(workload.produce_bytes),
+    )
+    return Measured(summary.bytes_per_s / MIB, {"consumer": asdict(summary)})

@@ -80,6 +80,10 @@ class Cluster(Protocol):
         """Comma-separated ``host:port`` of the running brokers."""
         ...
 
+    def start(self) -> object:
+        """Start every broker (each start waits until its port accepts)."""
+        ...
+
     def stop(self) -> None:
         """Stop every broker."""
         ...

@@ -1,0 +1,144 @@
+"""``python -m kpo_bench``: benchmark kpo's brokers against Apache Kafka on this machine.
+
+Starts one ZooKeeper server, then for each system in turn (kpo first, then Apache
+Kafka) a 3-broker cluster on its own ZooKeeper chroot, runs the same workload with
+the same clients, stops it, and prints a table with the ratios. The systems never
+run at the same time. The JSON report goes to ``--output``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from importlib import metadata
+from pathlib import Path
+
+from rich.console import Console
+
+from kpo_bench.apache_kafka import kafka_classpath
+from kpo_bench.clusters import Cluster, apache_cluster, kpo_cluster
+from kpo_bench.java_tools import JavaTools, compile_consumer
+from kpo_bench.machine import machine_info
+from kpo_bench.report import print_report
+from kpo_bench.results import BASELINE, OURS, SystemResult, compare, report_json
+from kpo_bench.runner import run_system
+from kpo_bench.settings import DEFAULT, QUICK, Workload
+from kpo_devenv.zookeeper import ZooKeeperServer
+
+#: ``tools/versions.env`` of the checkout this package lives in.
+VERSIONS_ENV = Path(__file__).resolve().parents[2] / "tools" / "versions.env"
+
+
+class SettingsError(ValueError):
+    """A command-line setting is unusable (e.g. no Kafka version is pinned)."""
+
+
+def read_env_value(text: str, key: str) -> str | None:
+    """Return ``key``'s value in a ``KEY=value`` file's ``text`` (last one wins), or None.
+
+    Blank lines and ``#`` comments are skipped; surrounding quotes are removed.
+    """
+    found = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        if name.strip() == key:
+            found = value.strip().strip("'\"")
+    return found
+
+
+def pinned_kafka_version(path: Path = VERSIONS_ENV) -> str:
+    """Return ``KAFKA_VERSION`` from ``tools/versions.env``.
+
+    Raises:
+        SettingsError: the file or the key is missing.
+    """
+    try:
+        value = read_env_value(path.read_text(), "KAFKA_VERSION")
+    except OSError as exc:
+        raise SettingsError(f"cannot read {path}: {exc}; pass --kafka-version") from exc
+    if not value:
+        raise SettingsError(f"no KAFKA_VERSION in {path}; pass --kafka-version")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the command-line parser."""
+    parser = argparse.ArgumentParser(prog="python -m kpo_bench", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="about 50 MiB instead of 500 MiB")
+    parser.add_argument(
+        "--systems",
+        choices=["both", OURS, BASELINE],
+        default="both",
+        help="which systems to run (default both)",
+    )
+    parser.add_argument("--produce-records", type=int, help="override the produce record count")
+    parser.add_argument("--catch-up-records", type=int, help="override the catch-up record count")
+    parser.add_argument("--kafka-version", help="Apache Kafka version (default: versions.env)")
+    parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp dir)")
+    parser.add_argument("--output", type=Path, help="JSON report (default: WORKDIR/results.json)")
+    parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
+    return parser
+
+
+def workload_from(args: argparse.Namespace) -> Workload:
+    """Return the workload the arguments ask for (``--quick`` and the record overrides)."""
+    base = QUICK if args.quick else DEFAULT
+    return Workload(
+        record_size=base.record_size,
+        produce_records=args.produce_records or base.produce_records,
+        produce_partitions=base.produce_partitions,
+        catch_up_records=args.catch_up_records or base.catch_up_records,
+        producer_props=dict(base.producer_props),
+        failover_timeout_s=base.failover_timeout_s,
+        catch_up_timeout_s=base.catch_up_timeout_s,
+    )
+
+
+def _kpo_version() -> str:
+    try:
+        return metadata.version("kpo")
+    except metadata.PackageNotFoundError:
+        return "dev"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the benchmark; return 0 when every metric was measured on every system run, else 1."""
+    args = build_parser().parse_args(argv)
+    console = Console()
+    workload = workload_from(args)
+    kafka_version = args.kafka_version or pinned_kafka_version()
+    classpath = kafka_classpath(kafka_version)  # the tools are needed for both systems
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    output = args.output or workdir / "results.json"
+    console.print(f"workdir {workdir}; workload {workload.as_json()}")
+    machine = machine_info()
+    tools: JavaTools = compile_consumer(classpath, workdir / "classes")
+    ours = SystemResult(OURS, _kpo_version())
+    baseline: SystemResult | None = None
+    zookeeper = ZooKeeperServer(workdir / "zookeeper")
+    zookeeper.start()
+    try:
+        if args.systems in ("both", OURS):
+            cluster: Cluster = kpo_cluster(workdir / OURS, f"{zookeeper.connect_string}/{OURS}")
+            run_system(ours, cluster, tools, workload, console, args.keep_data)
+        if args.systems in ("both", BASELINE):
+            baseline = SystemResult(BASELINE, kafka_version)
+            cluster = apache_cluster(
+                workdir / BASELINE, f"{zookeeper.connect_string}/{BASELINE}", classpath
+            )
+            run_system(baseline, cluster, tools, workload, console, args.keep_data)
+    finally:
+        zookeeper.stop()
+    settings = {"workload": workload.as_json(), "kafka_version": kafka_version}
+    report = report_json(machine, settings, ours, baseline)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=2) + "\n")
+    print_report(console, machine, compare(ours, baseline), ours, baseline)
+    console.print(f"JSON report: {output}")
+    ran = [r for r in (ours, baseline) if r is not None and (r.values or r.errors)]
+    return 1 if any(r.errors for r in ran) else 0

@@ -1,0 +1,77 @@
+"""The benchmark's printed report: machine facts and the comparison table (rich)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kpo_bench.results import (
+    ComparisonRow,
+    SystemResult,
+    format_ratio,
+    format_target,
+    format_value,
+)
+
+
+def machine_line(machine: dict[str, Any]) -> str:
+    """Return one line describing the machine (CPU, cores, memory, load, runtimes)."""
+    load = machine.get("load_average")
+    load_text = "/".join(f"{x:.2f}" for x in load) if load else "n/a"
+    return (
+        f"{machine.get('cpu')}, {machine.get('cores')} cores, {machine.get('memory_gib')} GiB, "
+        f"Linux {machine.get('kernel')}, Python {machine.get('python')}, {machine.get('java')}, "
+        f"load average at start {load_text}"
+    )
+
+
+def comparison_table(
+    rows: list[ComparisonRow], ours: SystemResult, baseline: SystemResult | None
+) -> Table:
+    """Return the table: one row per metric with kpo, Kafka, ratio and target."""
+    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
+    table = Table(title="kpo vs Apache Kafka, 3 brokers on loopback")
+    table.add_column("metric")
+    table.add_column(f"kpo {ours.version}", justify="right")
+    table.add_column(kafka_title, justify="right")
+    table.add_column("ratio", justify="right")
+    table.add_column("target")
+    for row in rows:
+        unit = row.metric.unit
+        table.add_row(
+            row.metric.label,
+            format_value(row.ours, unit) if row.ours is not None else _failed(ours, row),
+            format_value(row.baseline, unit) if row.baseline is not None else _failed(baseline, row),
+            format_ratio(row.ratio),
+            format_target(row.metric, row.meets_target),
+        )
+    return table
+
+
+def _failed(result: SystemResult | None, row: ComparisonRow) -> str:
+    if result is None:
+        return "not run"
+    return "failed" if row.metric.key in result.errors else "-"
+
+
+def print_report(
+    console: Console,
+    machine: dict[str, Any],
+    rows: list[ComparisonRow],
+    ours: SystemResult,
+    baseline: SystemResult | None,
+) -> None:
+    """Print the machine line, the table, the ratio's meaning and any errors."""
+    console.print(f"machine: {machine_line(machine)}")
+    console.print(comparison_table(rows, ours, baseline))
+    console.print(
+        "ratio > 1 means kpo is better: kpo/Kafka for throughputs (MiB/s of record "
+        "payload), Kafka/kpo for the failover time."
+    )
+    for result in (ours, baseline):
+        if result is None:
+            continue
+        for key, error in result.errors.items():
+            console.print(f"[red]{result.system} {key} failed:[/red] {error}")

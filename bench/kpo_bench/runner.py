@@ -1,0 +1,93 @@
+"""Run every measurement against one system: start its cluster, measure, stop, clean up."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+
+from rich.console import Console
+
+from kpo_bench.admin import admin_client, wait_for_brokers
+from kpo_bench.catch_up import measure_catch_up
+from kpo_bench.clusters import Cluster
+from kpo_bench.failover import measure_failover
+from kpo_bench.java_tools import JavaTools
+from kpo_bench.machine import load_average
+from kpo_bench.results import (
+    CATCH_UP,
+    CONSUME,
+    FAILOVER,
+    PRODUCE,
+    Measured,
+    MetricSpec,
+    SystemResult,
+    format_value,
+)
+from kpo_bench.settings import Workload
+from kpo_bench.throughput import measure_consume, measure_produce
+
+
+def run_system(
+    result: SystemResult,
+    cluster: Cluster,
+    tools: JavaTools,
+    workload: Workload,
+    console: Console,
+    keep_data: bool = False,
+) -> SystemResult:
+    """Start ``cluster``, measure produce, consume, catch-up and failover, then stop it.
+
+    A failing measurement is recorded in ``result.errors`` and the next one still runs;
+    the cluster is always stopped, and its log dirs deleted unless ``keep_data``.
+
+    Args:
+        result: receives the values (its ``system`` and ``version`` already set).
+        cluster: a cluster of 3 brokers (ids 0, 1, 2), not started.
+        tools: the Java load generators.
+        workload: sizes and client settings.
+        console: progress output.
+        keep_data: keep the brokers' log dirs after the run.
+
+    Returns:
+        ``result``, filled in.
+
+    Raises:
+        kpo_devenv.process.ProcessStartError: the cluster did not start.
+        kpo_bench.admin.BenchTimeoutError: the brokers did not all register.
+    """
+    label = f"[bold]{result.system}[/bold]"
+    console.print(f"{label}: starting 3 brokers")
+    result.details["run"] = {"load_average_before": load_average()}
+    cluster.start()
+    try:
+        wait_for_brokers(admin_client(cluster.bootstrap_servers), set(cluster.brokers))
+        steps: list[tuple[MetricSpec, Callable[[], Measured]]] = [
+            (PRODUCE, lambda: measure_produce(cluster, tools, workload)),
+            (CONSUME, lambda: measure_consume(cluster, tools, workload)),
+            (CATCH_UP, lambda: measure_catch_up(cluster, tools, workload)),
+            (FAILOVER, lambda: measure_failover(cluster, workload)),
+        ]
+        for metric, step in steps:
+            console.print(f"{label}: {metric.label} ...")
+            began = time.monotonic()
+            try:
+                measured = step()
+            except Exception as exc:  # record and go on with the next metric
+                result.record_error(metric, exc)
+                console.print(f"{label}: [red]{metric.label} failed[/red]: {exc}")
+                continue
+            result.record(metric, measured)
+            took = time.monotonic() - began
+            console.print(
+                f"{label}: {metric.label} = {format_value(measured.value, metric.unit)}"
+                f" (step took {took:.0f} s)"
+            )
+    finally:
+        cluster.stop()
+        result.details["run"]["load_average_after"] = load_average()
+        if not keep_data:
+            for broker in cluster.brokers.values():
+                shutil.rmtree(broker.log_dir, ignore_errors=True)
+    return result
+

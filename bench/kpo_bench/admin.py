@@ -133,8 +133,11 @@ def create_topic(
         BenchTimeoutError: the partitions did not all get a leader and full ISR in time.
     """
     if assignment is not None:
-        new = NewTopic(topic, replica_assignment=[list(r) for r in assignment], config=config or {})
+        # librdkafka wants the partition count with an assignment, and no replication factor.
         count = len(assignment)
+        new = NewTopic(
+            topic, count, -1, replica_assignment=[list(r) for r in assignment], config=config or {}
+        )
     else:
         new = NewTopic(topic, partitions or 1, replication_factor or 1, config=config or {})
         count = partitions or 1

@@ -17,7 +17,9 @@ _PRODUCER_SUMMARY = re.compile(
     r"(?P<avg>[\d.]+) ms avg latency, (?P<max>[\d.]+) ms max latency, (?P<p50>\d+) ms 50th, "
     r"(?P<p95>\d+) ms 95th, (?P<p99>\d+) ms 99th"
 )
-_CONSUMER_SUMMARY = re.compile(r"records=(?P<records>\d+) bytes=(?P<bytes>\d+) elapsed_ms=(?P<ms>\d+)")
+_CONSUMER_SUMMARY = re.compile(
+    r"records=(?P<records>\d+) bytes=(?P<bytes>\d+) elapsed_ms=(?P<ms>\d+)"
+)
 
 
 class PerfOutputError(ValueError):

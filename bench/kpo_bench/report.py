@@ -43,7 +43,9 @@ def comparison_table(
         table.add_row(
             row.metric.label,
             format_value(row.ours, unit) if row.ours is not None else _failed(ours, row),
-            format_value(row.baseline, unit) if row.baseline is not None else _failed(baseline, row),
+            format_value(row.baseline, unit)
+            if row.baseline is not None
+            else _failed(baseline, row),
             format_ratio(row.ratio),
             format_target(row.metric, row.meets_target),
         )

@@ -90,4 +90,3 @@ def run_system(
             for broker in cluster.brokers.values():
                 shutil.rmtree(broker.log_dir, ignore_errors=True)
     return result
-

@@ -34,8 +34,12 @@ def test_killing_a_leader_under_acks_all_loses_and_duplicates_nothing(
 
     def produce() -> None:
         producer = KafkaProducer(
-            bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=2,
-            retries=2**31 - 1, request_timeout_ms=15000, delivery_timeout_ms=120000,
+            bootstrap_servers=cluster.bootstrap_servers,
+            acks="all",
+            linger_ms=2,
+            retries=2**31 - 1,
+            request_timeout_ms=15000,
+            delivery_timeout_ms=120000,
         )
         i = 0
         try:
@@ -87,8 +91,10 @@ def test_controller_failover_bumps_the_epoch_and_fences_the_old_controller(
         def new_controller() -> bool:
             cid = zk.get_controller_id()
             epoch = zk.get_controller_epoch()
-            return cid not in (None, old_controller) and epoch is not None and (
-                epoch.epoch == old_epoch.epoch + 1
+            return (
+                cid not in (None, old_controller)
+                and epoch is not None
+                and (epoch.epoch == old_epoch.epoch + 1)
             )
 
         wait_for(new_controller, 60, "a new controller with epoch + 1")
@@ -151,11 +157,17 @@ def test_restarted_follower_catches_up_and_rejoins_the_isr(
         producer.send("ledger", value=value, partition=0)
     producer.flush(60)
     producer.close()
-    wait_for(lambda: follower not in describe(cluster, "ledger")[0]["isr_nodes"], 60,
-             "the killed follower out of the ISR")
+    wait_for(
+        lambda: follower not in describe(cluster, "ledger")[0]["isr_nodes"],
+        60,
+        "the killed follower out of the ISR",
+    )
     cluster.brokers[follower].start()
-    wait_for(lambda: follower in describe(cluster, "ledger")[0]["isr_nodes"], 90,
-             "the restarted follower back in the ISR")
+    wait_for(
+        lambda: follower in describe(cluster, "ledger")[0]["isr_nodes"],
+        90,
+        "the restarted follower back in the ISR",
+    )
     # Leave the restarted follower as the only live replica: it must hold everything.
     for broker_id in cluster.brokers:
         if broker_id != follower:

@@ -1,0 +1,123 @@
+"""Admin APIs through kafka-python's KafkaAdminClient against real brokers."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
+from kafka.errors import TopicAlreadyExistsError
+
+from tests.integration.broker.cluster.helpers import create_topic, describe, leaders, zk_client
+from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def _config(admin, resource: ConfigResource) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    result = admin.describe_configs([resource], config_filter="all")
+    [by_name] = result.values()
+    configs = by_name[resource.name]
+    return {name: data["value"] for name, data in configs.items()}
+
+
+def _alter(admin, resource: ConfigResource) -> object:  # type: ignore[no-untyped-def]
+    """Return the per-resource outcome of an IncrementalAlterConfigs call ("OK" or the error)."""
+    result = admin.alter_configs([resource], incremental=True, raise_on_unknown=False)
+    [by_name] = result.values()
+    return by_name[resource.name]
+
+
+def test_topic_lifecycle_and_configs(kafka_cluster_factory: ClusterFactory) -> None:
+    cluster = kafka_cluster_factory(3)
+    create_topic(cluster, "clicks", partitions=2, rf=2, configs={"retention.ms": "3600000"})
+    admin = admin_client(cluster)
+    try:
+        with pytest.raises(TopicAlreadyExistsError):
+            create_topic(cluster, "clicks", partitions=2, rf=2)
+
+        topic = ConfigResource(ConfigResourceType.TOPIC, "clicks")
+        assert _config(admin, topic)["retention.ms"] == "3600000"
+        assert _config(admin, topic)["min.insync.replicas"] == "1"  # inherited default
+        outcome = _alter(
+            admin,
+            ConfigResource(
+                ConfigResourceType.TOPIC,
+                "clicks",
+                {
+                    "min.insync.replicas": "2",
+                    "leader.replication.throttled.replicas": "0:1,1:2",
+                },
+            ),
+        )
+        assert outcome == "OK"
+        assert _config(admin, topic)["min.insync.replicas"] == "2"
+        assert _config(admin, topic)["leader.replication.throttled.replicas"] == "0:1,1:2"
+        zk = zk_client(cluster)
+        try:
+            stored = zk.get_entity_config("topics", "clicks").config
+        finally:
+            zk.close()
+        assert stored["min.insync.replicas"] == "2"
+
+        broker = ConfigResource(
+            ConfigResourceType.BROKER,
+            "0",
+            {
+                "leader.replication.throttled.rate": "1048576",
+            },
+        )
+        outcome = _alter(admin, broker)
+        assert outcome == "OK"
+        described = _config(admin, ConfigResource(ConfigResourceType.BROKER, "0"))
+        assert described["leader.replication.throttled.rate"] == "1048576"
+
+        admin.create_partitions({"clicks": NewPartitions(total_count=4)}, timeout_ms=30000)
+        wait_for(lambda: len(leaders(cluster, "clicks")) == 4, 30, "4 partitions with leaders")
+        assert all(len(p["replica_nodes"]) == 2 for p in describe(cluster, "clicks"))
+
+        admin.delete_topics(["clicks"], timeout_ms=30000)
+        wait_for(lambda: "clicks" not in admin.list_topics(), 30, "the topic gone")
+        for broker_process in cluster.brokers.values():
+            assert not list(broker_process.log_dir.glob("clicks-*[0-9]"))
+    finally:
+        admin.close()
+
+
+def test_bad_config_values_are_rejected_and_change_nothing(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    cluster = kafka_cluster_factory(1)
+    create_topic(cluster, "t", partitions=1, rf=1)
+    admin = admin_client(cluster)
+    try:
+        for bad in (
+            {"min.insync.replicas": "two"},
+            {"follower.replication.throttled.replicas": "x"},
+        ):
+            outcome = _alter(admin, ConfigResource(ConfigResourceType.TOPIC, "t", bad))
+            assert "[Error 40] InvalidConfigurationError" in str(outcome)
+        assert (
+            _config(admin, ConfigResource(ConfigResourceType.TOPIC, "t"))["min.insync.replicas"]
+            == "1"
+        )
+    finally:
+        admin.close()
+
+
+def test_preferred_leader_election_restores_the_preferred_leader(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    cluster = kafka_cluster_factory(3, properties={"auto.leader.rebalance.enable": "false"})
+    create_topic(cluster, "prefs", partitions=3, rf=3)
+    preferred = {p["partition_index"]: p["replica_nodes"][0] for p in describe(cluster, "prefs")}
+    victim = preferred[0]
+    cluster.brokers[victim].stop()
+    wait_for(lambda: leaders(cluster, "prefs").get(0) not in (None, victim), 60, "leader moved")
+    cluster.brokers[victim].start()
+    wait_for(lambda: victim in describe(cluster, "prefs")[0]["isr_nodes"], 60, "victim in ISR")
+    assert leaders(cluster, "prefs")[0] != victim
+    admin = admin_client(cluster)
+    try:
+        admin.elect_leaders(0, {"prefs": [0, 1, 2]}, timeout_ms=30000, raise_errors=False)
+    finally:
+        admin.close()
+    wait_for(lambda: leaders(cluster, "prefs") == preferred, 30, "preferred leaders back")

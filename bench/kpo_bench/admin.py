@@ -1,22 +1,28 @@
-"""Topic creation and metadata look-ups through librdkafka (confluent-kafka), for both systems.
+"""Topic creation and metadata look-ups through kafka-python's admin client, for both systems.
 
 Only APIs both brokers implement are used: Metadata (leader, replicas, ISR,
 controller id) and CreateTopics (with a replica assignment and topic configs).
+kafka-python rather than librdkafka: librdkafka's ``list_topics`` sends a Metadata v12
+request that kpo's broker rejects as malformed (see ``bench/README.md``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient, NewTopic
 
 T = TypeVar("T")
 
-#: librdkafka's log level for the bench's clients: errors only (killed brokers are expected).
-CLIENT_LOG_LEVEL = 3
+#: librdkafka's log level for the bench's producer: critical only (refused
+#: connections to killed brokers are expected).
+CLIENT_LOG_LEVEL = 2
+#: kafka-python admin request timeout, ms (short: a killed broker must not stall polling).
+ADMIN_REQUEST_TIMEOUT_MS = 5000
 
 
 class BenchTimeoutError(TimeoutError):
@@ -69,33 +75,46 @@ def wait_for(
         time.sleep(interval_s)
 
 
-def admin_client(bootstrap_servers: str) -> Any:
-    """Return a librdkafka admin client for ``bootstrap_servers`` (``host:port,...``)."""
-    return AdminClient({"bootstrap.servers": bootstrap_servers, "log_level": CLIENT_LOG_LEVEL})
+@contextmanager
+def admin_session(bootstrap_servers: str) -> Iterator[Any]:
+    """Yield a kafka-python admin client for ``host:port,...``; close it afterwards.
+
+    Raises:
+        kafka.errors.NoBrokersAvailable: no bootstrap server answered.
+    """
+    admin = KafkaAdminClient(
+        bootstrap_servers=bootstrap_servers.split(","),
+        request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS,
+        client_id="kpo-bench",
+    )
+    try:
+        yield admin
+    finally:
+        admin.close()
 
 
-def live_broker_ids(admin: Any, timeout_s: float = 5.0) -> set[int]:
+def live_broker_ids(admin: Any) -> set[int]:
     """Return the broker ids the Metadata API lists (the registered, live brokers)."""
-    return set(admin.list_topics(timeout=timeout_s).brokers)
+    return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
 
 
-def controller_id(admin: Any, timeout_s: float = 5.0) -> int:
+def controller_id(admin: Any) -> int:
     """Return the controller's broker id from Metadata (-1 while there is none)."""
-    return int(admin.list_topics(timeout=timeout_s).controller_id)
+    value = admin.describe_cluster().get("controller_id")
+    return -1 if value is None else int(value)
 
 
-def partition_state(
-    admin: Any, topic: str, partition: int, timeout_s: float = 5.0
-) -> PartitionState | None:
+def partition_state(admin: Any, topic: str, partition: int) -> PartitionState | None:
     """Return ``topic``/``partition`` as Metadata reports it, or None if unknown."""
-    metadata = admin.list_topics(topic=topic, timeout=timeout_s)
-    described = metadata.topics.get(topic)
-    if described is None or described.error is not None:
-        return None
-    part = described.partitions.get(partition)
-    if part is None:
-        return None
-    return PartitionState(int(part.leader), tuple(part.replicas), tuple(part.isrs))
+    for described in admin.describe_topics([topic]):
+        if described.get("topic") != topic or described.get("error_code", 0) != 0:
+            continue
+        for part in described["partitions"]:
+            if part["partition_index"] == partition:
+                return PartitionState(
+                    int(part["leader_id"]), tuple(part["replica_nodes"]), tuple(part["isr_nodes"])
+                )
+    return None
 
 
 def wait_for_brokers(admin: Any, broker_ids: set[int], timeout_s: float = 90.0) -> None:
@@ -106,8 +125,7 @@ def wait_for_brokers(admin: Any, broker_ids: set[int], timeout_s: float = 90.0) 
     """
 
     def ready() -> bool | None:
-        metadata = admin.list_topics(timeout=5)
-        ok = broker_ids <= set(metadata.brokers) and metadata.controller_id >= 0
+        ok = broker_ids <= live_broker_ids(admin) and controller_id(admin) >= 0
         return True if ok else None
 
     wait_for(ready, timeout_s, f"brokers {sorted(broker_ids)} and a controller")
@@ -129,20 +147,17 @@ def create_topic(
     (one replica list per partition, preferred leader first).
 
     Raises:
-        confluent_kafka.KafkaException: the broker refused the topic.
+        kafka.errors.KafkaError: the broker refused the topic.
         BenchTimeoutError: the partitions did not all get a leader and full ISR in time.
     """
     if assignment is not None:
-        # librdkafka wants the partition count with an assignment, and no replication factor.
         count = len(assignment)
-        new = NewTopic(
-            topic, count, -1, replica_assignment=[list(r) for r in assignment], config=config or {}
-        )
+        replicas = {p: list(r) for p, r in enumerate(assignment)}
+        new = NewTopic(topic, -1, -1, replica_assignments=replicas, topic_configs=config or {})
     else:
-        new = NewTopic(topic, partitions or 1, replication_factor or 1, config=config or {})
         count = partitions or 1
-    for future in admin.create_topics([new], request_timeout=timeout_s).values():
-        future.result()
+        new = NewTopic(topic, count, replication_factor or 1, topic_configs=config or {})
+    admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
 
     def all_ready() -> bool | None:
         for p in range(count):

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kpo_bench.admin import (
     BenchTimeoutError,
-    admin_client,
+    admin_session,
     create_topic,
     partition_state,
     wait_for,
@@ -112,20 +112,21 @@ def measure_catch_up(cluster: Cluster, tools: JavaTools, workload: Workload) -> 
     """
     leader = cluster.brokers[LEADER]
     follower = cluster.brokers[FOLLOWER]
-    create_topic(
-        admin_client(cluster.bootstrap_servers),
-        CATCH_UP_TOPIC,
-        assignment=[[LEADER, FOLLOWER]],
-        config={"min.insync.replicas": "1"},
-    )
+    with admin_session(cluster.bootstrap_servers) as admin:
+        create_topic(
+            admin,
+            CATCH_UP_TOPIC,
+            assignment=[[LEADER, FOLLOWER]],
+            config={"min.insync.replicas": "1"},
+        )
     follower.stop()
-    admin = admin_client(cluster.bootstrap_servers)
+    with admin_session(cluster.bootstrap_servers) as admin:
 
-    def isr_shrunk() -> bool | None:
-        state = partition_state(admin, CATCH_UP_TOPIC, 0)
-        return True if state is not None and state.isr == (LEADER,) else None
+        def isr_shrunk() -> bool | None:
+            state = partition_state(admin, CATCH_UP_TOPIC, 0)
+            return True if state is not None and state.isr == (LEADER,) else None
 
-    wait_for(isr_shrunk, 60, f"ISR of {CATCH_UP_TOPIC}-0 to shrink to [{LEADER}]")
+        wait_for(isr_shrunk, 60, f"ISR of {CATCH_UP_TOPIC}-0 to shrink to [{LEADER}]")
     fill = run_producer_perf(
         tools,
         cluster.bootstrap_servers,
@@ -161,16 +162,16 @@ def _restart_and_time(cluster: Cluster, leader_bytes: int, timeout_s: float) -> 
                 f"follower {FOLLOWER} copied {copied} of {leader_bytes} bytes in {timeout_s:.0f} s"
             )
         time.sleep(POLL_INTERVAL_S)
-    admin = admin_client(cluster.bootstrap_servers)
+    with admin_session(cluster.bootstrap_servers) as admin:
 
-    def rejoined() -> float | None:
-        state = partition_state(admin, CATCH_UP_TOPIC, 0)
-        return time.monotonic() if state is not None and FOLLOWER in state.isr else None
+        def rejoined() -> float | None:
+            state = partition_state(admin, CATCH_UP_TOPIC, 0)
+            return time.monotonic() if state is not None and FOLLOWER in state.isr else None
 
-    try:
-        in_isr: float | None = wait_for(rejoined, 60, "the follower back in the ISR", 0.05)
-    except BenchTimeoutError:
-        in_isr = None
+        try:
+            in_isr: float | None = wait_for(rejoined, 60, "the follower back in the ISR", 0.05)
+        except BenchTimeoutError:
+            in_isr = None
     return CatchUpTimeline(
         leader_bytes, started, listening, first_byte or caught_up, caught_up, in_isr
     )

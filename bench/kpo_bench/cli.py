@@ -118,12 +118,13 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"workdir {workdir}; workload {workload.as_json()}")
     machine = machine_info()
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
-    ours = SystemResult(OURS, _kpo_version())
+    ours: SystemResult | None = None
     baseline: SystemResult | None = None
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     zookeeper.start()
     try:
         if args.systems in ("both", OURS):
+            ours = SystemResult(OURS, _kpo_version())
             cluster: Cluster = kpo_cluster(workdir / OURS, f"{zookeeper.connect_string}/{OURS}")
             run_system(ours, cluster, tools, workload, console, args.keep_data)
         if args.systems in ("both", BASELINE):

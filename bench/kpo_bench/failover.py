@@ -16,7 +16,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -25,7 +24,7 @@ from confluent_kafka import Producer
 from kpo_bench.admin import (
     CLIENT_LOG_LEVEL,
     BenchTimeoutError,
-    admin_client,
+    admin_session,
     controller_id,
     create_topic,
     partition_state,
@@ -120,12 +119,15 @@ def measure_failover(cluster: Cluster, workload: Workload) -> Measured:
         kpo_bench.admin.BenchTimeoutError: produce did not start, or did not resume
             within ``workload.failover_timeout_s``.
     """
-    admin = admin_client(cluster.bootstrap_servers)
-    victim = pick_victim(list(cluster.brokers), controller_id(admin))
-    others = sorted(b for b in cluster.brokers if b != victim)
-    create_topic(
-        admin, FAILOVER_TOPIC, assignment=[[victim, *others]], config={"min.insync.replicas": "2"}
-    )
+    with admin_session(cluster.bootstrap_servers) as admin:
+        victim = pick_victim(list(cluster.brokers), controller_id(admin))
+        others = sorted(b for b in cluster.brokers if b != victim)
+        create_topic(
+            admin,
+            FAILOVER_TOPIC,
+            assignment=[[victim, *others]],
+            config={"min.insync.replicas": "2"},
+        )
     probe = ProbeProducer(cluster.bootstrap_servers, FAILOVER_TOPIC)
     probe.start()
     try:
@@ -133,8 +135,10 @@ def measure_failover(cluster: Cluster, workload: Workload) -> Measured:
         time.sleep(STEADY_S)
         killed = time.monotonic()
         cluster.brokers[victim].kill()
-        survivors = admin_client(cluster.bootstrap_servers)
-        new_leader, elected = _wait_for_new_leader(survivors, victim, workload.failover_timeout_s)
+        with admin_session(cluster.bootstrap_servers) as survivors:
+            new_leader, elected = _wait_for_new_leader(
+                survivors, victim, workload.failover_timeout_s
+            )
         resumed = wait_for(
             lambda: first_ack_after(probe.acks, killed),
             max(workload.failover_timeout_s - (time.monotonic() - killed), 1.0),
@@ -156,7 +160,7 @@ def measure_failover(cluster: Cluster, workload: Workload) -> Measured:
 
 def _wait_for_new_leader(admin: Any, old: int, timeout_s: float) -> tuple[int, float]:
     def elected() -> tuple[int, float] | None:
-        state = partition_state(admin, FAILOVER_TOPIC, 0, timeout_s=2.0)
+        state = partition_state(admin, FAILOVER_TOPIC, 0)
         if state is not None and state.leader not in (-1, old):
             return state.leader, time.monotonic()
         return None

@@ -28,13 +28,14 @@ def machine_line(machine: dict[str, Any]) -> str:
 
 
 def comparison_table(
-    rows: list[ComparisonRow], ours: SystemResult, baseline: SystemResult | None
+    rows: list[ComparisonRow], ours: SystemResult | None, baseline: SystemResult | None
 ) -> Table:
     """Return the table: one row per metric with kpo, Kafka, ratio and target."""
     kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
+    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
     table = Table(title="kpo vs Apache Kafka, 3 brokers on loopback")
     table.add_column("metric")
-    table.add_column(f"kpo {ours.version}", justify="right")
+    table.add_column(kpo_title, justify="right")
     table.add_column(kafka_title, justify="right")
     table.add_column("ratio", justify="right")
     table.add_column("target")
@@ -62,7 +63,7 @@ def print_report(
     console: Console,
     machine: dict[str, Any],
     rows: list[ComparisonRow],
-    ours: SystemResult,
+    ours: SystemResult | None,
     baseline: SystemResult | None,
 ) -> None:
     """Print the machine line, the table, the ratio's meaning and any errors."""

@@ -127,16 +127,16 @@ def ratio(metric: MetricSpec, ours: float | None, baseline: float | None) -> flo
     return ours / baseline if metric.higher_is_better else baseline / ours
 
 
-def compare(ours: SystemResult, baseline: SystemResult | None) -> list[ComparisonRow]:
+def compare(ours: SystemResult | None, baseline: SystemResult | None) -> list[ComparisonRow]:
     """Build one :class:`ComparisonRow` per metric of :data:`METRICS`.
 
     Args:
-        ours: kpo's results.
+        ours: kpo's results, or None when kpo was not run.
         baseline: Apache Kafka's results, or None when Kafka was not run.
     """
     rows = []
     for metric in METRICS:
-        mine = ours.values.get(metric.key)
+        mine = ours.values.get(metric.key) if ours is not None else None
         theirs = baseline.values.get(metric.key) if baseline is not None else None
         value = ratio(metric, mine, theirs)
         meets = None
@@ -180,7 +180,7 @@ def _system_json(result: SystemResult) -> dict[str, Any]:
 def report_json(
     machine: dict[str, Any],
     settings: dict[str, Any],
-    ours: SystemResult,
+    ours: SystemResult | None,
     baseline: SystemResult | None,
 ) -> dict[str, Any]:
     """Return the whole report as JSON-serialisable data.
@@ -188,7 +188,7 @@ def report_json(
     Args:
         machine: machine facts (cores, memory, CPU model, Java and Python versions).
         settings: the workload sizes and client settings used.
-        ours: kpo's results.
+        ours: kpo's results, or None when it was not run.
         baseline: Apache Kafka's results, or None when it was not run.
 
     Returns:
@@ -212,5 +212,5 @@ def report_json(
         }
         for row in compare(ours, baseline)
     ]
-    systems = [_system_json(ours)] + ([_system_json(baseline)] if baseline is not None else [])
+    systems = [_system_json(r) for r in (ours, baseline) if r is not None]
     return {"machine": machine, "settings": settings, "systems": systems, "comparison": comparison}

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from rich.console import Console
 
-from kpo_bench.admin import admin_client, wait_for_brokers
+from kpo_bench.admin import admin_session, wait_for_brokers
 from kpo_bench.catch_up import measure_catch_up
 from kpo_bench.clusters import Cluster
 from kpo_bench.failover import measure_failover
@@ -61,7 +61,8 @@ def run_system(
     result.details["run"] = {"load_average_before": load_average()}
     cluster.start()
     try:
-        wait_for_brokers(admin_client(cluster.bootstrap_servers), set(cluster.brokers))
+        with admin_session(cluster.bootstrap_servers) as admin:
+            wait_for_brokers(admin, set(cluster.brokers))
         steps: list[tuple[MetricSpec, Callable[[], Measured]]] = [
             (PRODUCE, lambda: measure_produce(cluster, tools, workload)),
             (CONSUME, lambda: measure_consume(cluster, tools, workload)),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
-from kpo_bench.admin import admin_client, create_topic
+from kpo_bench.admin import admin_session, create_topic
 from kpo_bench.clusters import Cluster
 from kpo_bench.java_tools import JavaTools, run_consumer_perf, run_producer_perf
 from kpo_bench.results import Measured
@@ -15,7 +15,7 @@ PRODUCE_TOPIC = "bench-produce"
 
 
 def measure_produce(cluster: Cluster, tools: JavaTools, workload: Workload) -> Measured:
-    """Create :data:`PRODUCE_TOPIC` (RF 3, ``min.insync.replicas=2``) and fill it with ProducerPerformance.
+    """Create :data:`PRODUCE_TOPIC` (RF 3, min ISR 2) and fill it with ProducerPerformance.
 
     Every record is ``workload.record_size`` bytes, sent with ``workload.producer_props``
     (acks=all, batched). The value is ProducerPerformance's records/s times the record
@@ -26,13 +26,14 @@ def measure_produce(cluster: Cluster, tools: JavaTools, workload: Workload) -> M
         kpo_bench.admin.BenchTimeoutError: the topic did not become ready.
     """
     bootstrap = cluster.bootstrap_servers
-    create_topic(
-        admin_client(bootstrap),
-        PRODUCE_TOPIC,
-        partitions=workload.produce_partitions,
-        replication_factor=3,
-        config={"min.insync.replicas": "2"},
-    )
+    with admin_session(bootstrap) as admin:
+        create_topic(
+            admin,
+            PRODUCE_TOPIC,
+            partitions=workload.produce_partitions,
+            replication_factor=3,
+            config={"min.insync.replicas": "2"},
+        )
     summary = run_producer_perf(
         tools,
         bootstrap,

@@ -107,7 +107,8 @@ def controller_id(admin: Any) -> int:
 def partition_state(admin: Any, topic: str, partition: int) -> PartitionState | None:
     """Return ``topic``/``partition`` as Metadata reports it, or None if unknown."""
     for described in admin.describe_topics([topic]):
-        if described.get("topic") != topic or described.get("error_code", 0) != 0:
+        name = described.get("name", described.get("topic"))
+        if name != topic or described.get("error_code", 0) != 0:
             continue
         for part in described["partitions"]:
             if part["partition_index"] == partition:

@@ -14,6 +14,10 @@ from kpo_bench.settings import MIB, Workload
 PRODUCE_TOPIC = "bench-produce"
 
 
+class EmptyTopicError(RuntimeError):
+    """The consume test found nothing to read (the produce test failed)."""
+
+
 def measure_produce(cluster: Cluster, tools: JavaTools, workload: Workload) -> Measured:
     """Create :data:`PRODUCE_TOPIC` (RF 3, min ISR 2) and fill it with ProducerPerformance.
 
@@ -55,6 +59,7 @@ def measure_consume(cluster: Cluster, tools: JavaTools, workload: Workload) -> M
 
     Raises:
         kpo_bench.java_tools.JavaToolError: the consumer failed or timed out.
+        EmptyTopicError: the topic held no records.
     """
     summary = run_consumer_perf(
         tools,
@@ -62,4 +67,6 @@ def measure_consume(cluster: Cluster, tools: JavaTools, workload: Workload) -> M
         PRODUCE_TOPIC,
         workload.tool_timeout_s(workload.produce_bytes),
     )
+    if summary.records == 0:
+        raise EmptyTopicError(f"{PRODUCE_TOPIC} held no records to consume")
     return Measured(summary.bytes_per_s / MIB, {"consumer": asdict(summary)})

@@ -15,9 +15,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from kafka import errors as kafka_errors
-
-from kpo_broker.server.errors import error_code_of
+from kpo_broker.log.info import FetchDataInfo
+from kpo_broker.server.errors import NotLeaderOrFollowerError, error_code_of
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.topic_partition import TopicPartition
@@ -51,13 +50,13 @@ class FetchPartitionResult:
         error_code: Kafka error code.
         high_watermark: the leader's HW (-1 on error).
         log_start_offset: the leader's log start offset (-1 on error).
-        records: whole v2 record batches, possibly empty.
+        records: whole v2 record batches as file slices (sent with ``sendfile``), or None.
     """
 
     error_code: int = 0
     high_watermark: int = -1
     log_start_offset: int = -1
-    records: bytes = b""
+    records: FetchDataInfo | None = None
 
 
 def _read_once(
@@ -78,13 +77,12 @@ def _read_once(
                 max_offset=None if replica_id >= 0 else partition.high_watermark,
                 min_one_message=total == 0,
             )
-            records = data.to_bytes()
         except Exception as exc:  # every failure becomes a per-partition error code
             results[request.tp] = FetchPartitionResult(error_code_of(exc))
             continue
-        total += len(records)
+        total += data.size_in_bytes
         results[request.tp] = FetchPartitionResult(
-            0, partition.high_watermark, partition.log.log_start_offset, records
+            0, partition.high_watermark, partition.log.log_start_offset, data
         )
     return results, total
 
@@ -147,9 +145,7 @@ async def _record_follower_fetch(
         try:
             if partition.update_follower_fetch_state(replica_id, request.fetch_offset, now):
                 rm.watchers.notify(request.tp)
-        except kafka_errors.KafkaError:
-            continue
-        except Exception:  # a broker that is not (or no longer) a replica: nothing to record
+        except NotLeaderOrFollowerError:  # not (or no longer) a replica: nothing to record
             continue
         if on_follower_caught_up is not None:
             await on_follower_caught_up(request.tp, partition, replica_id)

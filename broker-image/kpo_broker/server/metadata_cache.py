@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-
-@dataclass(frozen=True)
-class Endpoint:
-    """One listener of a broker: name (e.g. ``PLAINTEXT``), host, port, security protocol."""
-
-    listener: str
-    host: str
-    port: int
-    security_protocol: str = "PLAINTEXT"
+from kpo_broker.zk.model import EndPoint
 
 
 @dataclass(frozen=True)
@@ -27,12 +19,12 @@ class BrokerInfo:
     """A live broker: id, its advertised endpoints and optional ``broker.rack``."""
 
     broker_id: int
-    endpoints: tuple[Endpoint, ...]
+    endpoints: tuple[EndPoint, ...]
     rack: str | None = None
 
-    def endpoint(self, listener: str) -> Endpoint | None:
+    def endpoint(self, listener: str) -> EndPoint | None:
         """Return the endpoint of ``listener``, or None if the broker has no such listener."""
-        return next((e for e in self.endpoints if e.listener == listener), None)
+        return next((e for e in self.endpoints if e.listener_name == listener), None)
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from typing import Protocol
 from kafka import errors as kafka_errors
 
 from kpo_broker.log.config import LogConfig
-from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
@@ -241,7 +240,3 @@ class ReplicaManager:
         for tp, partition in self.partitions.items():
             self._high_watermarks[tp] = partition.high_watermark
         self.log_manager.write_high_watermarks(dict(self._high_watermarks))
-
-    def read_offset_out_of_range(self, tp: TopicPartition, offset: int) -> OffsetOutOfRangeError:
-        """Return a named error for a fetch at ``offset`` outside ``tp``'s log."""
-        return OffsetOutOfRangeError(f"{tp[0]}-{tp[1]}: offset {offset}")

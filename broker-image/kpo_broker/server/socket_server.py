@@ -18,7 +18,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from kpo_broker.protocol import framing
+from kpo_broker.protocol.api import api_spec
+from kpo_broker.server import zero_copy
 from kpo_broker.server.components import RequestContext
+from kpo_broker.server.zero_copy import ZeroCopyResponse
 
 log = logging.getLogger(__name__)
 
@@ -144,5 +147,20 @@ class SocketServer:
             response = await self.handler(ctx, decoded.body)
             if response is None:
                 continue
+            if isinstance(response, ZeroCopyResponse):
+                await self._write_zero_copy(writer, decoded, response)
+                continue
             writer.write(framing.encode_response(decoded, response))
             await writer.drain()
+
+    async def _write_zero_copy(
+        self, writer: asyncio.StreamWriter, decoded: Any, response: ZeroCopyResponse
+    ) -> None:
+        framed = framing.encode_response(decoded, response.message)
+        flexible = api_spec(decoded.api_key).request_is_flexible(decoded.api_version)
+        try:
+            parts = zero_copy.assemble(framed, response.splices, flexible)
+        except ValueError:
+            log.warning("zero-copy splice failed; sending the records from memory")
+            parts = [zero_copy.inline(framed, response.splices, flexible)]
+        await zero_copy.write_parts(writer, parts)

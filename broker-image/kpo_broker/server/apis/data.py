@@ -15,6 +15,7 @@ from kpo_broker.server import fetch as fetch_module
 from kpo_broker.server import offsets, produce
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.fetch import FetchPartition
+from kpo_broker.server.zero_copy import ZeroCopyResponse
 from kpo_broker.topic_partition import TopicPartition
 
 _ProduceTopic = ProduceResponse.TopicProduceResponse
@@ -63,8 +64,14 @@ async def handle_produce(
     )
 
 
-async def handle_fetch(broker: BrokerComponents, ctx: RequestContext, request: Any) -> Any:
-    """Serve consumer and replica fetches (sessionless: session id 0, KIP-227)."""
+async def handle_fetch(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> ZeroCopyResponse:
+    """Serve consumer and replica fetches (sessionless: session id 0, KIP-227).
+
+    Record data is sent from the segment files with ``sendfile`` (see
+    :mod:`kpo_broker.server.zero_copy`).
+    """
     partitions = [
         FetchPartition(
             TopicPartition(topic.topic, part.partition),
@@ -85,8 +92,11 @@ async def handle_fetch(broker: BrokerComponents, ctx: RequestContext, request: A
         partitions,
         broker.replica_manager.maybe_expand_isr if replica_id >= 0 else None,
     )
+    response = ZeroCopyResponse(None)
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), result in results.items():
+        data = result.records
+        records = response.placeholder(data.slices) if data and data.slices else b""
         by_topic.setdefault(topic, []).append(
             _FetchPartition(
                 partition_index=index,
@@ -96,15 +106,16 @@ async def handle_fetch(broker: BrokerComponents, ctx: RequestContext, request: A
                 log_start_offset=result.log_start_offset,
                 aborted_transactions=None,
                 preferred_read_replica=-1,
-                records=result.records,
+                records=records,
             )
         )
-    return FetchResponse(
+    response.message = FetchResponse(
         throttle_time_ms=0,
         error_code=0,
         session_id=0,
         responses=[_FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
     )
+    return response
 
 
 async def handle_list_offsets(

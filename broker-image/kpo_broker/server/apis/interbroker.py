@@ -25,9 +25,10 @@ from kpo_broker.protocol.interbroker import (
 )
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
-from kpo_broker.server.metadata_cache import BrokerInfo, Endpoint, PartitionMetadata
+from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import PartitionState
 from kpo_broker.topic_partition import TopicPartition
+from kpo_broker.zk.model import EndPoint
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +127,7 @@ async def handle_update_metadata(
     brokers = [
         BrokerInfo(
             b.id,
-            tuple(Endpoint(e.listener or "PLAINTEXT", e.host, e.port) for e in (b.endpoints or ())),
+            tuple(EndPoint(e.listener or "PLAINTEXT", e.host, e.port) for e in (b.endpoints or ())),
             b.rack,
         )
         for b in request.live_brokers

@@ -91,6 +91,7 @@ def workload_from(args: argparse.Namespace) -> Workload:
         record_size=base.record_size,
         produce_records=args.produce_records or base.produce_records,
         produce_partitions=base.produce_partitions,
+        warmup_records=base.warmup_records,
         catch_up_records=args.catch_up_records or base.catch_up_records,
         producer_props=dict(base.producer_props),
         failover_timeout_s=base.failover_timeout_s,

@@ -29,6 +29,7 @@ class BrokerProcess:
         zookeeper_connect: ``zookeeper.connect`` (may carry a chroot).
         properties: further broker properties (Kafka names), overriding the defaults here.
         rack: ``broker.rack``, if any.
+        log_dir_count: number of log dirs (``data``, ``data-1``, ...; KIP-113 tests).
     """
 
     def __init__(
@@ -38,17 +39,19 @@ class BrokerProcess:
         zookeeper_connect: str,
         properties: Mapping[str, str] | None = None,
         rack: str | None = None,
+        log_dir_count: int = 1,
     ) -> None:
         self.broker_id = broker_id
         self.workdir = workdir
         self.port = free_port()
         self.log_dir = workdir / "data"
+        self.log_dirs = [self.log_dir] + [workdir / f"data-{i}" for i in range(1, log_dir_count)]
         self.config_path = workdir / "server.properties"
         settings = {
             "broker.id": str(broker_id),
             "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
             "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
-            "log.dirs": str(self.log_dir),
+            "log.dirs": ",".join(str(d) for d in self.log_dirs),
             "zookeeper.connect": zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
             "replica.lag.time.max.ms": "10000",
@@ -119,6 +122,7 @@ class KafkaCluster:
         properties: extra properties for every broker.
         racks: optional rack per broker, in id order.
         first_id: id of the first broker.
+        log_dir_count: number of log dirs per broker.
     """
 
     def __init__(
@@ -129,6 +133,7 @@ class KafkaCluster:
         properties: Mapping[str, str] | None = None,
         racks: list[str] | None = None,
         first_id: int = 0,
+        log_dir_count: int = 1,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -139,6 +144,7 @@ class KafkaCluster:
                 zookeeper_connect,
                 properties,
                 racks[i] if racks else None,
+                log_dir_count,
             )
             for i in range(size)
         }

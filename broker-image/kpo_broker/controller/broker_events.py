@@ -6,7 +6,8 @@
 - Broker startup (seed 001 §E): the other brokers get UpdateMetadata with the new
   broker; the new broker gets UpdateMetadata with every partition, then LeaderAndIsr
   for every replica it hosts (OnlineReplica); offline and new partitions are elected
-  (it may lead some now); halted topic deletions with replicas on it resume.
+  (it may lead some now); reassignments with target replicas on it are resumed
+  (KIP-455); halted topic deletions with replicas on it resume.
 - Broker failure (seed 001 §A): partitions it led go OfflinePartition and are elected
   from the live ISR (or unclean, if allowed; else they stay offline with leader -1);
   its replicas go OfflineReplica, which removes it from the ISRs it was in; each write
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import logging
 
-from kpo_broker.controller.base import ControllerBase
 from kpo_broker.controller.context import PartitionAndReplica
 from kpo_broker.controller.election_strategies import (
     ControlledShutdownPartitionLeaderElection,
@@ -31,6 +31,7 @@ from kpo_broker.controller.errors import (
     StaleBrokerEpochError,
 )
 from kpo_broker.controller.events import ControlledShutdown
+from kpo_broker.controller.reassignment import ReassignmentMixin
 from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.zk.model import TopicPartition
 
@@ -40,7 +41,7 @@ _log = logging.getLogger("kpo_broker.controller")
 UNKNOWN_BROKER_EPOCH = -1
 
 
-class BrokerEventsMixin(ControllerBase):
+class BrokerEventsMixin(ReassignmentMixin):
     """Handlers of BrokerChange, BrokerModifications and ControlledShutdown."""
 
     def process_broker_change(self) -> None:
@@ -95,6 +96,10 @@ class BrokerEventsMixin(ControllerBase):
         replicas = ctx.replicas_on_brokers(set(broker_ids))
         self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
         self.partition_state_machine.trigger_online_partition_state_change()
+        started = set(broker_ids)
+        self.maybe_resume_reassignments(
+            lambda _, assignment: any(r in started for r in assignment.target_replicas)
+        )
         to_resume = {
             r.topic
             for r in replicas

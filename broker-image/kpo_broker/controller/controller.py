@@ -21,7 +21,7 @@ the public methods only enqueue events.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 
 from kpo_broker.config import BrokerConfig
@@ -32,6 +32,7 @@ from kpo_broker.controller.context import ControllerContext
 from kpo_broker.controller.errors import ControllerError, NotControllerError
 from kpo_broker.controller.event_manager import ControllerEventManager
 from kpo_broker.controller.events import (
+    AlterPartitionReassignments,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
@@ -43,14 +44,18 @@ from kpo_broker.controller.events import (
     ElectLeaders,
     Expire,
     IsrChangeNotification,
+    ListPartitionReassignments,
     PartitionModifications,
+    PartitionReassignmentIsrChange,
     PreferredReplicaElectionZNode,
+    ReassignmentResults,
     Reelect,
     SessionReestablished,
     Startup,
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
+    ZkPartitionReassignment,
 )
 from kpo_broker.controller.failover import FailoverMixin
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
@@ -62,7 +67,7 @@ from kpo_broker.controller.topic_events import TopicEventsMixin
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import TopicPartition
+from kpo_broker.zk.model import ReplicaAssignment, TopicPartition
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
 
@@ -200,6 +205,43 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
         self.event_manager.put(event)
         return event.result
 
+    def alter_partition_reassignments(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> Future[ReassignmentResults]:
+        """Start, change or cancel reassignments (AlterPartitionReassignments API, KIP-455).
+
+        Args:
+            reassignments: partition -> target replicas (RAR), or None to cancel.
+
+        Returns:
+            a future of partition -> (error code, message): 0, UNKNOWN_TOPIC_OR_PARTITION,
+            INVALID_REPLICA_ASSIGNMENT or NO_REASSIGNMENT_IN_PROGRESS; failed with
+            :class:`NotControllerError` when this broker is not the controller.
+        """
+        event = AlterPartitionReassignments(
+            {tp: None if r is None else tuple(r) for tp, r in reassignments.items()}
+        )
+        self.event_manager.put(event)
+        return event.result
+
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None
+    ) -> Future[dict[TopicPartition, ReplicaAssignment]]:
+        """List running reassignments (ListPartitionReassignments API, KIP-455).
+
+        Args:
+            partitions: the partitions to look at, or None for all.
+
+        Returns:
+            a future of partition -> assignment (AR, adding, removing replicas) of the
+            partitions being reassigned; failed with :class:`NotControllerError` when
+            this broker is not the controller.
+        """
+        wanted = None if partitions is None else frozenset(partitions)
+        event = ListPartitionReassignments(wanted)
+        self.event_manager.put(event)
+        return event.result
+
     # --- event processing (event thread) ------------------------------------------------
 
     def preempt(self, event: ControllerEvent) -> None:
@@ -253,6 +295,14 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             self.process_controlled_shutdown(event)
         elif isinstance(event, ElectLeaders):
             self.process_elect_leaders(event)
+        elif isinstance(event, AlterPartitionReassignments):
+            self.process_alter_partition_reassignments(event)
+        elif isinstance(event, ListPartitionReassignments):
+            self.process_list_partition_reassignments(event)
+        elif isinstance(event, ZkPartitionReassignment):
+            self.process_zk_partition_reassignment()
+        elif isinstance(event, PartitionReassignmentIsrChange):
+            self.process_partition_reassignment_isr_change(event.topic_partition)
         else:
             _log.warning("ignoring unknown controller event %s", event.name)
 

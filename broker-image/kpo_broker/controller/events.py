@@ -20,10 +20,12 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
-from kpo_broker.zk.model import TopicPartition
+from kpo_broker.zk.model import ReplicaAssignment, TopicPartition
 
 #: Answer of an ElectLeaders event: partition -> (Kafka error code, error message or None).
 ElectionResults = dict[TopicPartition, tuple[int, str | None]]
+#: Answer of an AlterPartitionReassignments event: partition -> (error code, message or None).
+ReassignmentResults = dict[TopicPartition, tuple[int, str | None]]
 
 
 class ElectionType(enum.IntEnum):
@@ -171,6 +173,60 @@ class ElectLeaders(ControllerEvent):
     def preempt(self, error: BaseException) -> None:
         """Fail the future with ``error``."""
         _fail(self.result, error)
+
+
+@dataclass(frozen=True)
+class AlterPartitionReassignments(ControllerEvent):
+    """Start, change or cancel partition reassignments (AlterPartitionReassignments, KIP-455).
+
+    Attributes:
+        reassignments: partition -> target replicas (RAR), or None to cancel its
+            running reassignment.
+        result: completed with partition -> (error code, message).
+    """
+
+    reassignments: Mapping[TopicPartition, tuple[int, ...] | None]
+    result: Future[ReassignmentResults] = field(default_factory=Future, compare=False)
+
+    def preempt(self, error: BaseException) -> None:
+        """Fail the future with ``error``."""
+        _fail(self.result, error)
+
+
+@dataclass(frozen=True)
+class ListPartitionReassignments(ControllerEvent):
+    """List the running reassignments (ListPartitionReassignments, KIP-455).
+
+    Attributes:
+        partitions: the partitions to look at, or None for every partition.
+        result: completed with partition -> its assignment (AR, adding and removing
+            replicas) for the partitions being reassigned.
+    """
+
+    partitions: frozenset[TopicPartition] | None
+    result: Future[dict[TopicPartition, ReplicaAssignment]] = field(
+        default_factory=Future, compare=False
+    )
+
+    def preempt(self, error: BaseException) -> None:
+        """Fail the future with ``error``."""
+        _fail(self.result, error)
+
+
+@dataclass(frozen=True)
+class ZkPartitionReassignment(ControllerEvent):
+    """``/admin/reassign_partitions`` was created: start the reassignments it lists (seed 000)."""
+
+
+@dataclass(frozen=True)
+class PartitionReassignmentIsrChange(ControllerEvent):
+    """The state znode of a partition being reassigned changed: maybe all of RAR is in the ISR.
+
+    Attributes:
+        topic_partition: the partition.
+    """
+
+    topic_partition: TopicPartition
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,9 @@ ZooKeeper, deletes stale ISR change notifications, loads brokers, topics, assign
 and partition states into its :class:`ControllerContext`, connects to every live broker,
 queues the pending topic deletions, sends UpdateMetadata to all live brokers (before
 any LeaderAndIsr, so brokers know the live brokers first), starts the replica then the
-partition state machine, resumes deletions and pending preferred elections, and
+partition state machine, resumes reassignments (the ``/admin/reassign_partitions``
+znode's, then those with adding/removing replicas in ZooKeeper, KIP-455), deletions and
+pending preferred elections, and
 schedules the auto leader rebalance. Resigning undoes all of it.
 """
 
@@ -19,12 +21,13 @@ from kpo_broker.controller.elections import ElectionsMixin
 from kpo_broker.controller.events import (
     AutoPreferredReplicaLeaderElection,
 )
+from kpo_broker.controller.reassignment import ReassignmentMixin
 from kpo_broker.controller.scheduler import RepeatingTask
 
 _log = logging.getLogger("kpo_broker.controller")
 
 
-class FailoverMixin(ElectionsMixin):
+class FailoverMixin(ElectionsMixin, ReassignmentMixin):
     """Becoming the active controller and ceasing to be it."""
 
     _connection_factory: ConnectionFactory | None
@@ -47,6 +50,7 @@ class FailoverMixin(ElectionsMixin):
         self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
         self.replica_state_machine.startup()
         self.partition_state_machine.startup()
+        self.initialize_partition_reassignments()
         _log.info("ready to serve as the controller with epoch %s", ctx.epoch)
         self.topic_deletion_manager.resume_deletions()
         pending = self.zk.get_preferred_replica_election()
@@ -70,6 +74,12 @@ class FailoverMixin(ElectionsMixin):
         self.watches.watch_topics(sorted(topics))
         for topic, assignment in self.zk.get_replica_assignments(topics).items():
             ctx.set_topic_assignment(topic, assignment.partitions)
+        ctx.partitions_being_reassigned = {
+            tp
+            for tp in ctx.all_partitions()
+            if (a := ctx.partition_full_replica_assignment(tp)) is not None
+            and a.is_being_reassigned
+        }
         ctx.shutting_down_broker_ids.clear()
         self.watches.watch_brokers(sorted(ctx.live_or_shutting_down_broker_ids))
         for tp, state in self.zk.get_partition_states(ctx.all_partitions()).items():

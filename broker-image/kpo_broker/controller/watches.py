@@ -13,7 +13,13 @@ znode                               event
 ``/admin/delete_topics`` children   :class:`TopicDeletion`
 ``/isr_change_notification`` child. :class:`IsrChangeNotification`
 ``/admin/preferred_replica_election`` :class:`PreferredReplicaElectionZNode`
+``/admin/reassign_partitions``      :class:`ZkPartitionReassignment` (creation)
+``.../partitions/<p>/state``        :class:`PartitionReassignmentIsrChange`
 =================================== =====================================
+
+The state znode watches exist only for partitions being reassigned (Kafka's
+``PartitionReassignmentIsrChangeHandler``): the controller completes a reassignment as
+soon as every target replica is in the ISR.
 
 They are registered at failover *before* the controller reads ZooKeeper (so no change
 is missed) and cancelled at resignation. The ``/controller`` watch every broker keeps
@@ -31,11 +37,14 @@ from kpo_broker.controller.events import (
     ControllerEvent,
     IsrChangeNotification,
     PartitionModifications,
+    PartitionReassignmentIsrChange,
     PreferredReplicaElectionZNode,
     TopicChange,
     TopicDeletion,
+    ZkPartitionReassignment,
 )
 from kpo_broker.zk import paths
+from kpo_broker.zk.model import TopicPartition
 from kpo_broker.zk.watches import WatchCallback, ZkWatch, ZkWatchEvent, ZkWatchEventType
 
 
@@ -88,6 +97,27 @@ class ControllerWatches:
                 self._put(PreferredReplicaElectionZNode())
 
         self._data(paths.ADMIN_PREFERRED_REPLICA_ELECTION, on_election)
+
+        def on_reassignment(event: ZkWatchEvent) -> None:
+            if event.type is ZkWatchEventType.CREATED:
+                self._put(ZkPartitionReassignment())
+
+        self._data(paths.ADMIN_REASSIGN_PARTITIONS, on_reassignment)
+
+    def watch_reassignment_isr(self, tp: TopicPartition) -> None:
+        """Watch the state znode of a partition being reassigned (ISR changes)."""
+        path = paths.partition_state_path(tp.topic, tp.partition)
+        event = PartitionReassignmentIsrChange(tp)
+
+        def on_state(watch_event: ZkWatchEvent) -> None:
+            if watch_event.type is not ZkWatchEventType.DELETED:
+                self._put(event)
+
+        self._data(path, on_state)
+
+    def unwatch_reassignment_isr(self, tp: TopicPartition) -> None:
+        """Stop watching the state znode of a partition whose reassignment ended."""
+        self._cancel(paths.partition_state_path(tp.topic, tp.partition))
 
     def watch_topics(self, topics: Iterable[str]) -> None:
         """Watch the assignment znodes of ``topics`` (partition additions)."""

@@ -6,6 +6,12 @@ Each log dir holds ``<topic>-<partition>`` directories plus three checkpoint fil
 runs, so two brokers cannot share a dir. Deleted logs are renamed
 ``<topic>-<partition>.<uuid hex>-delete`` and removed after ``file.delete.delay.ms``
 (or at the next startup). Single-threaded, plain file I/O.
+
+Intra-broker moves (KIP-113, seed 000 section 4.3): a replica moving to another log dir
+of this broker gets a future log ``<topic>-<partition>.<uuid hex>-future`` there; once
+it has caught up, ``replace_current_with_future_log`` renames it to the partition
+directory and deletes the old one. The old log is renamed ``-delete`` before the future
+log is renamed, so a crash in between leaves only the future log, promoted at startup.
 """
 
 from __future__ import annotations
@@ -17,23 +23,34 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
+from kpo_broker.log.log_dirs import (
+    LogDirInfo,
+    LogDirNotFoundError,
+    PartitionDirInfo,
+    carry_over_current_state,
+    describe_partition_log,
+    promote_future_log,
+)
 from kpo_broker.log.names import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     TopicPartition,
     delete_dir_name,
+    future_dir_name,
     is_delete_dir_name,
+    is_future_dir_name,
     log_dir_name,
     parse_log_dir_name,
 )
+
+__all__ = ["LogDirInfo", "LogDirNotFoundError", "LogManager", "PartitionDirInfo"]
 
 LOCK_FILE = ".lock"
 _log = logging.getLogger(__name__)
@@ -41,40 +58,6 @@ _log = logging.getLogger(__name__)
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True)
-class PartitionDirInfo:
-    """One partition in a DescribeLogDirs answer.
-
-    Attributes:
-        topic_partition: the partition.
-        size_in_bytes: total size of its segments.
-        offset_lag: 0 (only non-zero for ``-future`` logs of intra-broker moves).
-        is_future: False; intra-broker moves (KIP-113) are not supported.
-    """
-
-    topic_partition: TopicPartition
-    size_in_bytes: int
-    offset_lag: int = 0
-    is_future: bool = False
-
-
-@dataclass(frozen=True)
-class LogDirInfo:
-    """One log dir in a DescribeLogDirs answer (KIP-113, totals from KIP-827).
-
-    Attributes:
-        path: the log dir.
-        partitions: its partitions, sorted.
-        total_bytes: size of the file system holding it.
-        usable_bytes: free bytes usable by the broker on that file system.
-    """
-
-    path: Path
-    partitions: tuple[PartitionDirInfo, ...]
-    total_bytes: int
-    usable_bytes: int
 
 
 class LogManager:
@@ -101,6 +84,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._locks: list[int] = []
         self._pending_deletes: list[tuple[int, Log, Path]] = []
+        self._future_logs: dict[TopicPartition, Log] = {}
+        self._preferred_dirs: dict[TopicPartition, Path] = {}
 
     def _lock(self, log_dir: Path) -> None:
         fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -114,9 +99,11 @@ class LogManager:
     def startup(self, now_ms: int | None = None) -> None:
         """Lock every log dir and load every ``<topic>-<partition>`` directory in it.
 
-        Directories ending in ``-delete`` are removed; other directories whose name is not
-        a partition are skipped with a warning. Each log is recovered from its
-        checkpointed recovery point and log start offset.
+        Directories ending in ``-delete`` are removed; ``-future`` directories are loaded
+        as future logs (KIP-113), or promoted to the current log when the partition has
+        none (a crash during the swap); other directories whose name is not a partition
+        are skipped with a warning. Each log is recovered from its checkpointed recovery
+        point and log start offset.
 
         Raises:
             LogDirectoryError: a dir is locked by another process, or a partition exists
@@ -141,17 +128,21 @@ class LogManager:
                 except LogDirectoryError:
                     _log.warning("skipping %s: not a partition directory", child)
                     continue
-                if tp in self._logs:
+                loaded = self._future_logs if is_future_dir_name(child.name) else self._logs
+                if tp in loaded:
                     raise LogDirectoryError(
-                        f"{tp} found in both {self._logs[tp].dir.parent} and {log_dir}"
+                        f"{tp} found in both {loaded[tp].dir.parent} and {log_dir}"
                     )
-                self._logs[tp] = Log.open(
+                loaded[tp] = Log.open(
                     child,
                     self._topic_config(tp.topic),
                     recovery_point=recovery_points.get(tp, 0),
                     now_ms=now,
                     log_start_offset=start_offsets.get(tp, 0),
                 )
+        for tp in [tp for tp in self._future_logs if tp not in self._logs]:
+            _log.info("promoting future log %s: its current log was already removed", tp)
+            self._logs[tp] = promote_future_log(self._future_logs.pop(tp), now)
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         """Return the partition's log, None if this broker has none."""
@@ -186,7 +177,8 @@ class LogManager:
             topic: topic name.
             partition: partition index.
             config: config of a new log (the topic's config if None).
-            log_dir: where to create it; by default the log dir with the fewest
+            log_dir: where to create it; by default the dir an AlterReplicaLogDirs named
+                for it (``set_preferred_log_dir``), else the log dir with the fewest
                 partitions (ties go to the earlier dir in ``log_dirs``), as Kafka does.
             now_ms: creation time in ms.
 
@@ -199,6 +191,8 @@ class LogManager:
         if existing is not None:
             return existing
         if log_dir is None:
+            log_dir = self._preferred_dirs.get(tp)
+        if log_dir is None:
             counts = self._partition_counts()
             log_dir = min(self.log_dirs, key=lambda path: counts[path])
         elif Path(log_dir) not in self.log_dirs:
@@ -207,26 +201,139 @@ class LogManager:
         parse_log_dir_name(directory.name)
         log = Log.open(directory, config or self._topic_config(topic), now_ms=now_ms)
         self._logs[tp] = log
+        self._preferred_dirs.pop(tp, None)
         return log
+
+    # ----------------------------------------------------------- intra-broker moves (KIP-113)
+
+    def _require_log_dir(self, log_dir: Path) -> Path:
+        path = Path(log_dir)
+        if path not in self.log_dirs:
+            raise LogDirNotFoundError(f"{log_dir} is not a log dir of this broker")
+        return path
+
+    def set_preferred_log_dir(self, topic: str, partition: int, log_dir: Path) -> None:
+        """Remember that a not yet created log of the partition goes to ``log_dir``.
+
+        AlterReplicaLogDirs for a replica this broker does not host yet (KIP-113): the log
+        is created there when LeaderAndIsr arrives (see ``get_or_create_log``).
+
+        Raises:
+            LogDirNotFoundError: ``log_dir`` is not one of this broker's log dirs.
+        """
+        self._preferred_dirs[TopicPartition(topic, partition)] = self._require_log_dir(log_dir)
+
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        """Return the partition's future log (a move in progress), None if none."""
+        return self._future_logs.get(TopicPartition(topic, partition))
+
+    def future_logs(self) -> list[Log]:
+        """Every future log, sorted by topic and partition."""
+        return [self._future_logs[tp] for tp in sorted(self._future_logs)]
+
+    def create_future_log(
+        self, topic: str, partition: int, log_dir: Path, now_ms: int | None = None
+    ) -> Log:
+        """Return the partition's future log in ``log_dir``, creating it if needed (KIP-113).
+
+        A future log already in another dir is aborted first (the destination changed).
+        The new future log starts empty at the current log's log start offset.
+
+        Raises:
+            LogDirNotFoundError: ``log_dir`` is not one of this broker's log dirs.
+            LogDirectoryError: the partition has no current log, or it is in ``log_dir``.
+        """
+        tp = TopicPartition(topic, partition)
+        path = self._require_log_dir(log_dir)
+        current = self._logs.get(tp)
+        if current is None:
+            raise LogDirectoryError(f"{tp} has no log on this broker")
+        if current.dir.parent == path:
+            raise LogDirectoryError(f"{tp} is already in {path}")
+        existing = self._future_logs.get(tp)
+        if existing is not None:
+            if existing.dir.parent == path:
+                return existing
+            self.abort_future_log(topic, partition, now_ms)
+        directory = path / future_dir_name(tp, uuid.uuid4().hex)
+        future = Log.open(directory, current.config, now_ms=now_ms)
+        if current.log_start_offset > 0:
+            future.truncate_fully_and_start_at(current.log_start_offset)
+        self._future_logs[tp] = future
+        return future
+
+    def abort_future_log(self, topic: str, partition: int, now_ms: int | None = None) -> bool:
+        """Stop a move: delete the partition's future log (renamed ``-delete`` first).
+
+        Returns:
+            False if there was no future log.
+        """
+        future = self._future_logs.pop(TopicPartition(topic, partition), None)
+        if future is None:
+            return False
+        self._schedule_delete(future, now_ms)
+        return True
+
+    def replace_current_with_future_log(
+        self, topic: str, partition: int, now_ms: int | None = None
+    ) -> Log:
+        """Finish a move (KIP-113): the future log becomes the partition's log.
+
+        The caller checks that the future log's LEO equals the current log's LEO. The
+        current log's leader epoch entries and log start offset are carried over; the
+        current directory is renamed ``-delete`` (its files stay open for in-flight reads
+        until ``file.delete.delay.ms``), then the future directory is renamed
+        ``<topic>-<partition>`` and reopened.
+
+        Returns:
+            The partition's new log (the caller swaps it into the ``Partition``).
+
+        Raises:
+            LogDirectoryError: no current or no future log, or their LEOs differ.
+        """
+        tp = TopicPartition(topic, partition)
+        current, future = self._logs.get(tp), self._future_logs.get(tp)
+        if current is None or future is None:
+            raise LogDirectoryError(f"{tp} has no move in progress")
+        if current.log_end_offset != future.log_end_offset:
+            raise LogDirectoryError(
+                f"{tp}: future LEO {future.log_end_offset} != LEO {current.log_end_offset}"
+            )
+        del self._future_logs[tp]
+        del self._logs[tp]
+        now = _now_ms() if now_ms is None else now_ms
+        self._schedule_delete(current, now)
+        new_log = promote_future_log(future, now)
+        carry_over_current_state(current, new_log)
+        self._logs[tp] = new_log
+        return new_log
 
     def delete_log(self, topic: str, partition: int, now_ms: int | None = None) -> bool:
         """Remove the partition's log (StopReplica with delete, topic deletion).
 
         The directory is renamed ``<topic>-<partition>.<uuid hex>-delete`` at once, then
-        its files are closed and removed after ``file.delete.delay.ms``.
+        its files are closed and removed after ``file.delete.delay.ms``. A future log of
+        the partition is deleted too.
 
         Returns:
             False if there was no such log.
         """
-        log = self._logs.pop(TopicPartition(topic, partition), None)
+        tp = TopicPartition(topic, partition)
+        self._preferred_dirs.pop(tp, None)
+        self.abort_future_log(topic, partition, now_ms)
+        log = self._logs.pop(tp, None)
         if log is None:
             return False
+        self._schedule_delete(log, now_ms)
+        return True
+
+    def _schedule_delete(self, log: Log, now_ms: int | None) -> None:
+        """Rename ``log`` to ``-delete`` now; close and remove it after the delete delay."""
         renamed = log.dir.with_name(delete_dir_name(log.topic_partition, uuid.uuid4().hex))
         os.replace(log.dir, renamed)
         now = _now_ms() if now_ms is None else now_ms
         self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
         self._purge_deleted_logs(now)
-        return True
 
     def _purge_deleted_logs(self, now_ms: int | None) -> None:
         remaining = []
@@ -244,9 +351,10 @@ class LogManager:
             if tp.topic == topic:
                 log.update_config(config)
 
-    def _logs_by_dir(self) -> dict[Path, list[Log]]:
+    def _logs_by_dir(self, with_future: bool = False) -> dict[Path, list[Log]]:
         grouped: dict[Path, list[Log]] = {path: [] for path in self.log_dirs}
-        for log in self._logs.values():
+        futures = list(self._future_logs.values()) if with_future else []
+        for log in [*self._logs.values(), *futures]:
             grouped.setdefault(log.dir.parent, []).append(log)
         return grouped
 
@@ -276,8 +384,11 @@ class LogManager:
             OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(entries)
 
     def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
-        """Write each log dir's recovery point and log start offset checkpoints."""
-        for log_dir, logs in self._logs_by_dir().items():
+        """Write each log dir's recovery point and log start offset checkpoints.
+
+        Future logs are included, in the dir holding them.
+        """
+        for log_dir, logs in self._logs_by_dir(with_future=True).items():
             OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
                 {log.topic_partition: log.recovery_point for log in logs}
             )
@@ -300,18 +411,32 @@ class LogManager:
                 deleted += log.delete_old_segments(now_ms, high_watermarks[tp])
             else:
                 log.purge_deleted_segments(now_ms)
+        for future in self._future_logs.values():
+            future.purge_deleted_segments(now_ms)
         self._purge_deleted_logs(now_ms)
         return deleted
 
     def describe_log_dirs(self) -> list[LogDirInfo]:
-        """Per log dir: each partition's size in bytes and the file system's capacity."""
+        """Per log dir: each partition's size in bytes and the file system's capacity.
+
+        Future logs (KIP-113) are listed in their dir with ``is_future`` and their lag
+        behind the current log's LEO.
+        """
         result = []
-        for log_dir, logs in self._logs_by_dir().items():
+        for log_dir, logs in self._logs_by_dir(with_future=True).items():
             usage = shutil.disk_usage(log_dir)
             partitions = tuple(
                 sorted(
-                    (PartitionDirInfo(log.topic_partition, log.size_in_bytes) for log in logs),
-                    key=lambda info: info.topic_partition,
+                    (
+                        describe_partition_log(
+                            log,
+                            self._logs.get(log.topic_partition)
+                            if self._future_logs.get(log.topic_partition) is log
+                            else None,
+                        )
+                        for log in logs
+                    ),
+                    key=lambda info: (info.topic_partition, info.is_future),
                 )
             )
             result.append(LogDirInfo(log_dir, partitions, usage.total, usage.free))
@@ -323,13 +448,15 @@ class LogManager:
         Writes the recovery point and log start offset checkpoints after the flush, and
         finishes pending log deletions.
         """
-        for log in self._logs.values():
+        every = [*self._logs.values(), *self._future_logs.values()]
+        for log in every:
             log.flush()
         self.checkpoint_recovery_points_and_log_start_offsets()
-        for log in self._logs.values():
+        for log in every:
             log.close()
         self._purge_deleted_logs(None)
         self._logs.clear()
+        self._future_logs.clear()
         for fd in self._locks:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)

@@ -20,6 +20,7 @@ CLEANED_SUFFIX = ".cleaned"
 SWAP_SUFFIX = ".swap"
 TMP_SUFFIX = ".tmp"
 DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
@@ -55,13 +56,20 @@ def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
+# ``.<32 hex digits>-future``: the tail of a future log's directory name (KIP-113).
+_FUTURE_TAIL_RE = re.compile(r"\.[0-9a-f]{32}" + FUTURE_DIR_SUFFIX + "$")
+
+
 def parse_log_dir_name(name: str) -> TopicPartition:
     """Parse ``<topic>-<partition>`` (the topic may contain ``-`` and ``.``).
+
+    A future log's name ``<topic>-<partition>.<uuid hex>-future`` (KIP-113) parses to
+    the same partition.
 
     Raises:
         LogDirectoryError: the name is not a legal topic followed by ``-<int>``.
     """
-    topic, dash, partition = name.rpartition("-")
+    topic, dash, partition = _FUTURE_TAIL_RE.sub("", name).rpartition("-")
     if not dash or not partition.isdigit() or not _TOPIC_RE.match(topic):
         raise LogDirectoryError(f"directory name {name!r} is not of the form <topic>-<partition>")
     if topic in (".", ".."):
@@ -80,3 +88,17 @@ def is_delete_dir_name(name: str) -> bool:
     Such a name can never be a live partition directory, whose name ends in digits.
     """
     return name.endswith(DELETE_DIR_SUFFIX)
+
+
+def future_dir_name(tp: TopicPartition, uuid_hex: str) -> str:
+    """Return ``<topic>-<partition>.<uuid hex>-future``: a replica moving into this dir.
+
+    KIP-113: an intra-broker move copies the replica into a future log under this name
+    and renames it ``<topic>-<partition>`` once it has caught up.
+    """
+    return f"{log_dir_name(tp)}.{uuid_hex}{FUTURE_DIR_SUFFIX}"
+
+
+def is_future_dir_name(name: str) -> bool:
+    """Tell whether ``name`` is a future log directory (``...<uuid hex>-future``)."""
+    return _FUTURE_TAIL_RE.search(name) is not None

@@ -1,7 +1,9 @@
 """The broker process: wires the log manager, ZooKeeper, replica manager, controller and listeners.
 
 Start-up follows Kafka's ``KafkaServer.startup``: load logs (recovering torn tails),
-connect to ZooKeeper, read the cluster id and topic configs, bind the listeners,
+connect to ZooKeeper, read the cluster id, the topic configs and the dynamic
+replication throttle rates (``/config/brokers/<id>`` over ``/config/brokers/<default>``
+over ``server.properties``, KIP-73/KIP-226), bind the listeners,
 register ``/brokers/ids/<id>`` (its czxid is the broker epoch, KIP-380), start the
 controller component (which competes for ``/controller``), then the periodic tasks
 (ISR shrink, ISR change propagation, HW checkpoint, log retention). Shutdown first
@@ -25,13 +27,20 @@ from kpo_broker.log.manager import LogManager
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
 from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
 from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
+from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.server.producer_ids import ProducerIdManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.server.replication_quota import (
+    ReplicationQuotaManager,
+    ReplicationQuotas,
+    effective_throttle_rates,
+)
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_broker.server.topic_admin import TopicAdmin
 from kpo_broker.zk.client import KafkaZkClient
@@ -60,6 +69,7 @@ class KafkaServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._config_watch: object | None = None
         self._last_config_change = -1
+        self._config_lock = asyncio.Lock()
         self.shutdown_requested = asyncio.Event()
 
     def _default_log_config(self) -> LogConfig:
@@ -78,6 +88,8 @@ class KafkaServer:
         c = self.config
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
         topic_configs = TopicConfigs(c)
+        quotas = self._new_replication_quotas()
+        topic_configs.add_listener(quotas.apply_topic_config)
         log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
         await asyncio.to_thread(log_manager.startup)
         zk = KafkaZkClient(
@@ -89,6 +101,7 @@ class KafkaServer:
         await asyncio.to_thread(zk.connect)
         cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, _new_cluster_id())
         await asyncio.to_thread(self._load_topic_configs, topic_configs)
+        await asyncio.to_thread(self._load_throttle_rates, quotas)
         metadata_cache = MetadataCache(cluster_id=cluster_id)
         replica_manager = ReplicaManager(
             self.broker_id,
@@ -109,6 +122,7 @@ class KafkaServer:
                 request_timeout_ms=c.replica_socket_timeout_ms,
             ),
             c.num_replica_fetchers,
+            quotas.follower,
         )
         topic_admin = TopicAdmin(
             zk,
@@ -132,6 +146,10 @@ class KafkaServer:
             controller=None,
             producer_ids=ProducerIdManager(self.broker_id, zk),
             supported_apis=supported,
+            replication_quotas=quotas,
+            log_dir_mover=LogDirMover(
+                log_manager, replica_manager, zk_rate_reader(zk, self.broker_id)
+            ),
         )
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
@@ -158,6 +176,8 @@ class KafkaServer:
         components.broker_epoch = await self._register(zk, registration)
         log.info("broker %d registered with epoch %d", self.broker_id, components.broker_epoch)
         components.controller = self._start_controller(components)
+        if components.log_dir_mover is not None:
+            components.log_dir_mover.start()
         self._config_watch = zk.watch_config_changes(self._on_config_change_event)
         self._tasks = [
             self._every(
@@ -245,13 +265,48 @@ class KafkaServer:
         for name, entity in self.zk.get_entity_configs("topics", topics).items():
             topic_configs.set_overrides(name, entity.config)
 
+    def _new_replication_quotas(self) -> ReplicationQuotas:
+        """Build the leader and follower quota managers at their static rates (KIP-73)."""
+        c = self.config
+
+        def manager(rate: int) -> ReplicationQuotaManager:
+            return ReplicationQuotaManager(
+                rate, c.replication_quota_window_num, c.replication_quota_window_size_seconds
+            )
+
+        return ReplicationQuotas(
+            leader=manager(c.leader_replication_throttled_rate),
+            follower=manager(c.follower_replication_throttled_rate),
+        )
+
+    def _load_throttle_rates(self, quotas: ReplicationQuotas) -> None:
+        """Apply the throttle rates from ZooKeeper: per broker, then default, then static."""
+        assert self.zk is not None
+        own = str(self.broker_id)
+        entities = self.zk.get_entity_configs("brokers", [own, DEFAULT_BROKER_ENTITY])
+        static = {
+            "leader.replication.throttled.rate": self.config.leader_replication_throttled_rate,
+            "follower.replication.throttled.rate": self.config.follower_replication_throttled_rate,
+        }
+        rates = effective_throttle_rates(
+            static, dict(entities[DEFAULT_BROKER_ENTITY].config), dict(entities[own].config)
+        )
+        quotas.apply_broker_rates(rates)
+        log.info("broker %d replication throttle rates: %s", self.broker_id, rates)
+
     def _on_config_change_event(self, _event: object) -> None:
         loop = self._loop
         loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_config_changes()))
 
     async def _apply_config_changes(self) -> None:
+        """Apply the ``/config/changes`` notifications not seen yet, one pass at a time."""
+        async with self._config_lock:
+            await self._apply_config_changes_locked()
+
+    async def _apply_config_changes_locked(self) -> None:
         assert self.zk is not None and self.components is not None
         changes = await asyncio.to_thread(self.zk.get_config_changes, self._last_config_change)
+        rates_changed = False
         for seq, change in changes:
             self._last_config_change = max(self._last_config_change, seq)
             if change.entity_type == "topics":
@@ -259,6 +314,14 @@ class KafkaServer:
                     self.zk.get_entity_config, "topics", change.entity_name
                 )
                 self.components.topic_configs.set_overrides(change.entity_name, entity.config)
+            elif change.entity_type == "brokers" and change.entity_name in (
+                str(self.broker_id),
+                DEFAULT_BROKER_ENTITY,
+            ):
+                rates_changed = True
+        quotas = self.components.replication_quotas
+        if rates_changed and quotas is not None:
+            await asyncio.to_thread(self._load_throttle_rates, quotas)
 
     # ------------------------------------------------------------ lifecycle
     async def run(self) -> None:
@@ -285,6 +348,8 @@ class KafkaServer:
         if self.socket_server is not None:
             await self.socket_server.stop()
         if components is not None:
+            if components.log_dir_mover is not None:
+                await components.log_dir_mover.stop()
             await components.fetchers.shutdown()
             if components.controller is not None:
                 await asyncio.to_thread(components.controller.shutdown)

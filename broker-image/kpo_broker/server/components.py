@@ -10,9 +10,11 @@ if TYPE_CHECKING:
     from kpo_broker.log.manager import LogManager
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetcher import ReplicaFetcherManager
+    from kpo_broker.server.log_dir_mover import LogDirMover
     from kpo_broker.server.metadata_cache import MetadataCache
     from kpo_broker.server.producer_ids import ProducerIdManager
     from kpo_broker.server.replica_manager import ReplicaManager
+    from kpo_broker.server.replication_quota import ReplicationQuotas
     from kpo_broker.server.topic_admin import TopicAdmin
     from kpo_broker.zk.client import KafkaZkClient
 
@@ -56,6 +58,9 @@ class BrokerComponents:
         controller: the controller component (active or standby).
         producer_ids: hands out producer ids (InitProducerId, KIP-98).
         supported_apis: api key -> (min, max) versions this broker serves.
+        log_dir_mover: copies replicas between this broker's log dirs (KIP-113).
+        replication_quotas: leader- and follower-side replication quotas (KIP-73); None
+            means replication is never throttled.
     """
 
     config: BrokerConfig
@@ -71,3 +76,5 @@ class BrokerComponents:
     controller: Any
     producer_ids: ProducerIdManager
     supported_apis: dict[int, tuple[int, int]] = field(default_factory=dict)
+    log_dir_mover: LogDirMover | None = None
+    replication_quotas: ReplicationQuotas | None = None

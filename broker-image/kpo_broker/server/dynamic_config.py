@@ -138,14 +138,27 @@ class TopicConfigs:
     def __init__(self, broker_config: object) -> None:
         self.broker_config = broker_config
         self.overrides: dict[str, dict[str, str]] = {}
+        self._listeners: list[Callable[[str, dict[str, str] | None], None]] = []
+
+    def add_listener(self, listener: Callable[[str, dict[str, str] | None], None]) -> None:
+        """Call ``listener(topic, overrides)`` after each change (overrides None: deleted).
+
+        Used to re-parse derived settings once per change, e.g. the KIP-73 throttled
+        replica lists.
+        """
+        self._listeners.append(listener)
 
     def set_overrides(self, topic: str, config: Mapping[str, str]) -> None:
         """Replace ``topic``'s overrides (from ``/config/topics/<topic>``)."""
         self.overrides[topic] = dict(config)
+        for listener in self._listeners:
+            listener(topic, self.overrides[topic])
 
     def remove(self, topic: str) -> None:
         """Forget a deleted topic."""
         self.overrides.pop(topic, None)
+        for listener in self._listeners:
+            listener(topic, None)
 
     def value(self, topic: str, name: str) -> str:
         """Return the effective value of config ``name`` for ``topic``.

@@ -7,6 +7,13 @@ fetch) or HW moves (consumer fetch) on its partitions. A replica fetch (``replic
 HW and bring the follower back into the ISR (seed 003 §6.2). The response holds at
 most ``max_bytes`` except that the first partition with data returns at least one
 whole batch (KIP-74).
+
+Replication quotas (KIP-73, seed 004): for a replica fetch, a partition throttled on
+this leader's side (``leader.replication.throttled.replicas`` names it on this broker, or
+is ``*``) returns no records while the fetching follower is outside the ISR and the
+leader quota is exceeded; it counts as having no data, so a fetch left with only
+throttled data waits out ``max_wait_ms`` and returns empty. The bytes returned for
+throttled partitions are recorded in the leader quota once, when the response is final.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ from kpo_broker.log.info import FetchDataInfo
 from kpo_broker.server.errors import NotLeaderOrFollowerError, error_code_of
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.server.replication_quota import ReplicationQuotaManager
 from kpo_broker.topic_partition import TopicPartition
 
 #: Replica id of an ordinary consumer (Kafka's CONSUMER_REPLICA_ID).
@@ -59,17 +67,57 @@ class FetchPartitionResult:
     records: FetchDataInfo | None = None
 
 
+def _leader_throttled(
+    quota: ReplicationQuotaManager | None, partition: Partition, replica_id: int
+) -> bool:
+    """Kafka's ``shouldLeaderThrottle``: out-of-ISR follower, throttled, over quota."""
+    if quota is None or replica_id < 0:
+        return False
+    return quota.should_throttle(
+        partition.topic,
+        partition.partition,
+        partition.local_broker_id,
+        in_sync=replica_id in partition.isr,
+    )
+
+
+def _record_throttled_bytes(
+    quota: ReplicationQuotaManager | None,
+    rm: ReplicaManager,
+    replica_id: int,
+    results: dict[TopicPartition, FetchPartitionResult],
+) -> None:
+    """Add the bytes sent for leader-side throttled partitions to the leader quota."""
+    if quota is None or replica_id < 0:
+        return
+    sent = 0
+    for tp, result in results.items():
+        partition = rm.get_partition(tp)
+        if result.records is None or partition is None:
+            continue
+        if quota.is_throttled(tp[0], tp[1], partition.local_broker_id):
+            sent += result.records.size_in_bytes
+    if sent:
+        quota.record(sent)
+
+
 def _read_once(
     rm: ReplicaManager,
     replica_id: int,
     partitions: list[FetchPartition],
     max_bytes: int,
+    quota: ReplicationQuotaManager | None = None,
 ) -> tuple[dict[TopicPartition, FetchPartitionResult], int]:
     results: dict[TopicPartition, FetchPartitionResult] = {}
     total = 0
     for request in partitions:
         try:
             partition = rm.leader_partition(request.tp, request.current_leader_epoch)
+            if _leader_throttled(quota, partition, replica_id):
+                results[request.tp] = FetchPartitionResult(
+                    0, partition.high_watermark, partition.log.log_start_offset, None
+                )
+                continue
             limit = min(request.partition_max_bytes, max(max_bytes - total, 0))
             data = partition.log.read(
                 request.fetch_offset,
@@ -96,6 +144,7 @@ async def fetch_messages(
     partitions: list[FetchPartition],
     on_follower_caught_up: Callable[[TopicPartition, Partition, int], Awaitable[None]]
     | None = None,
+    leader_quota: ReplicationQuotaManager | None = None,
 ) -> dict[TopicPartition, FetchPartitionResult]:
     """Serve a fetch request, waiting up to ``max_wait_ms`` for ``min_bytes``.
 
@@ -108,13 +157,38 @@ async def fetch_messages(
         partitions: the partitions in request order.
         on_follower_caught_up: called for each partition after a replica fetch updated
             the follower's state (the replica manager's ISR expansion hook).
+        leader_quota: the leader-side replication quota (KIP-73); None never throttles.
 
     Returns:
         Result per partition, in request order.
     """
+    results = await _fetch(
+        rm,
+        replica_id,
+        max_wait_ms,
+        min_bytes,
+        max_bytes,
+        partitions,
+        on_follower_caught_up,
+        leader_quota,
+    )
+    _record_throttled_bytes(leader_quota, rm, replica_id, results)
+    return results
+
+
+async def _fetch(
+    rm: ReplicaManager,
+    replica_id: int,
+    max_wait_ms: int,
+    min_bytes: int,
+    max_bytes: int,
+    partitions: list[FetchPartition],
+    on_follower_caught_up: Callable[[TopicPartition, Partition, int], Awaitable[None]] | None,
+    quota: ReplicationQuotaManager | None,
+) -> dict[TopicPartition, FetchPartitionResult]:
     if replica_id >= 0:
         await _record_follower_fetch(rm, replica_id, partitions, on_follower_caught_up)
-    results, total = _read_once(rm, replica_id, partitions, max_bytes)
+    results, total = _read_once(rm, replica_id, partitions, max_bytes, quota)
     if max_wait_ms <= 0 or total >= min_bytes or any(r.error_code for r in results.values()):
         return results
     loop = asyncio.get_running_loop()
@@ -124,10 +198,10 @@ async def fetch_messages(
         remaining = deadline - loop.time()
         if remaining <= 0 or not await rm.watchers.wait(keys, remaining):
             break
-        results, total = _read_once(rm, replica_id, partitions, max_bytes)
+        results, total = _read_once(rm, replica_id, partitions, max_bytes, quota)
         if total >= min_bytes or any(r.error_code for r in results.values()):
             return results
-    results, _ = _read_once(rm, replica_id, partitions, max_bytes)
+    results, _ = _read_once(rm, replica_id, partitions, max_bytes, quota)
     return results
 
 

@@ -7,6 +7,12 @@ A partition joining a fetcher first truncates its log to the point where it dive
 from the leader, found with OffsetForLeaderEpoch (KIP-101, KIP-279), never by the HW
 alone; then it fetches from its LEO. Each fetched batch is appended with the leader's
 offsets, and the follower's HW becomes min(its LEO, the leader's HW) (seed 003 §6.2).
+
+Replication quotas (KIP-73, seed 004): a partition is left out of the Fetch request
+while the follower is out of sync, the partition is throttled on the follower side and
+the follower quota is exceeded; the bytes received for throttled partitions are recorded
+in the follower quota. When every ready partition is left out, the fetcher waits
+``replica.fetch.backoff.ms`` (or until new partitions arrive) before trying again.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
 from kpo_broker.protocol.client import BrokerClient
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
+from kpo_broker.server.replication_quota import ReplicationQuotaManager
 from kpo_broker.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -41,12 +48,14 @@ class FetchState:
         fetch_offset: next offset to fetch (the local LEO).
         truncating: the log must be reconciled with the leader before fetching.
         delayed_until: loop time (s) before which the partition is not fetched (after errors).
+        lag: the leader's HW minus the fetch offset after the last response (None: unknown).
     """
 
     leader_epoch: int
     fetch_offset: int = 0
     truncating: bool = True
     delayed_until: float = 0.0
+    lag: int | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,7 @@ class ReplicaFetcher:
         address: (host, port) of the leader's inter-broker listener.
         replica_manager: where fetched records are appended.
         settings: fetch settings.
+        quota: the follower-side replication quota (None: never throttle).
     """
 
     def __init__(
@@ -88,12 +98,14 @@ class ReplicaFetcher:
         address: tuple[str, int],
         replica_manager: ReplicaManager,
         settings: FetcherSettings,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.leader_id = leader_id
         self.address = address
         self.rm = replica_manager
         self.settings = settings
+        self.quota = quota
         self.partitions: dict[TopicPartition, FetchState] = {}
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -154,7 +166,11 @@ class ReplicaFetcher:
                 if truncating:
                     await self._truncate(truncating)
                     continue
-                await self._fetch(ready)
+                if not await self._fetch(ready):
+                    # Everything ready is throttled (KIP-73): back off as Kafka does.
+                    self._wakeup.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._wakeup.wait(), self.settings.backoff_ms / 1000)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -234,7 +250,19 @@ class ReplicaFetcher:
             state.fetch_offset = plog.log_end_offset
             state.truncating = False
 
-    async def _fetch(self, tps: list[TopicPartition]) -> None:
+    def _should_throttle(self, tp: TopicPartition, partition: Partition, state: FetchState) -> bool:
+        """Kafka's ``shouldFollowerThrottle`` (seed 004).
+
+        The follower is in sync when the last LeaderAndIsr listed it in the ISR, or when
+        its last fetch reached the leader's HW (lag 0, as Kafka's fetch state).
+        """
+        if self.quota is None:
+            return False
+        in_sync = self.broker_id in partition.isr or state.lag == 0
+        return self.quota.should_throttle(tp[0], tp[1], self.broker_id, in_sync)
+
+    async def _fetch(self, tps: list[TopicPartition]) -> bool:
+        """Send one Fetch for the unthrottled partitions; False if none was sent."""
         topics: dict[str, list[Any]] = {}
         for tp in tps:
             partition = self.rm.get_partition(tp)
@@ -242,6 +270,8 @@ class ReplicaFetcher:
                 self.partitions.pop(tp, None)
                 continue
             state = self.partitions[tp]
+            if self._should_throttle(tp, partition, state):
+                continue
             state.fetch_offset = partition.log.log_end_offset
             topics.setdefault(tp[0], []).append(
                 FetchRequest.FetchTopic.FetchPartition(
@@ -253,7 +283,7 @@ class ReplicaFetcher:
                 )
             )
         if not topics:
-            return
+            return False
         request = FetchRequest(
             replica_id=self.broker_id,
             max_wait_ms=self.settings.max_wait_ms,
@@ -271,6 +301,7 @@ class ReplicaFetcher:
         for topic in response.responses:
             for data in topic.partitions:
                 self._process_partition(TopicPartition(topic.topic, data.partition_index), data)
+        return True
 
     def _process_partition(self, tp: TopicPartition, data: Any) -> None:
         state = self.partitions.get(tp)
@@ -280,8 +311,12 @@ class ReplicaFetcher:
         if data.error_code == 0:
             if partition.log.log_end_offset != state.fetch_offset:
                 return  # the log changed under us (truncation, new epoch): refetch
-            partition.append_records_as_follower(bytes(data.records or b""), data.high_watermark)
+            records = bytes(data.records or b"")
+            partition.append_records_as_follower(records, data.high_watermark)
             state.fetch_offset = partition.log.log_end_offset
+            state.lag = max(0, data.high_watermark - state.fetch_offset)
+            if self.quota is not None and self.quota.is_throttled(tp[0], tp[1], self.broker_id):
+                self.quota.record(len(records))
         elif data.error_code == kafka_errors.OffsetOutOfRangeError.errno:
             self._handle_out_of_range(tp, data)
         else:
@@ -313,6 +348,7 @@ class ReplicaFetcherManager:
         replica_manager: where fetched data goes.
         settings: fetch settings.
         num_fetchers: ``num.replica.fetchers`` per source broker.
+        quota: the follower-side replication quota shared by every fetcher (KIP-73).
     """
 
     def __init__(
@@ -321,10 +357,12 @@ class ReplicaFetcherManager:
         replica_manager: ReplicaManager,
         settings: FetcherSettings,
         num_fetchers: int = 1,
+        quota: ReplicationQuotaManager | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.rm = replica_manager
         self.settings = settings
+        self.quota = quota
         self.num_fetchers = max(1, num_fetchers)
         self.fetchers: dict[tuple[int, int, tuple[str, int]], ReplicaFetcher] = {}
 
@@ -342,7 +380,9 @@ class ReplicaFetcherManager:
         for key, epochs in groups.items():
             fetcher = self.fetchers.get(key)
             if fetcher is None:
-                fetcher = ReplicaFetcher(self.broker_id, key[0], key[2], self.rm, self.settings)
+                fetcher = ReplicaFetcher(
+                    self.broker_id, key[0], key[2], self.rm, self.settings, self.quota
+                )
                 self.fetchers[key] = fetcher
             fetcher.add_partitions(epochs)
 

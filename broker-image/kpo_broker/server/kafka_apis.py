@@ -11,8 +11,10 @@ from kpo_broker.server.apis import (
     data,
     elections,
     interbroker,
+    log_dirs,
     metadata,
     producer,
+    reassignments,
     topics,
 )
 from kpo_broker.server.apis import versions as v
@@ -43,6 +45,10 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_DESCRIBE_CONFIGS: configs.handle_describe_configs,
     v.API_KEY_ALTER_CONFIGS: configs.handle_alter_configs,
     v.API_KEY_INCREMENTAL_ALTER_CONFIGS: configs.handle_incremental_alter_configs,
+    v.API_KEY_DESCRIBE_LOG_DIRS: log_dirs.handle_describe_log_dirs,
+    v.API_KEY_ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
+    v.API_KEY_ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
+    v.API_KEY_LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
 }
 
 

@@ -3,7 +3,8 @@ import pytest
 from kpo_bench.perf_output import PerfOutputError, parse_consumer_output, parse_producer_output
 
 PRODUCER_OUTPUT = """\
-98305 records sent, 19661.0 records/sec (19.20 MB/sec), 1200.5 ms avg latency, 1800.0 ms max latency.
+98305 records sent, 19661.0 records/sec (19.20 MB/sec), 1200.5 ms avg latency, \
+1800.0 ms max latency.
 512000 records sent, 21008.403361 records/sec (20.52 MB/sec), 492.60 ms avg latency, \
 1031.00 ms max latency, 444 ms 50th, 963 ms 95th, 1015 ms 99th, 1031 ms 99.9th.
 """

@@ -91,6 +91,7 @@ async def handle_fetch(
         request.max_bytes if request.max_bytes is not None else 2**31 - 1,
         partitions,
         broker.replica_manager.maybe_expand_isr if replica_id >= 0 else None,
+        leader_quota=broker.replication_quotas.leader if broker.replication_quotas else None,
     )
     response = ZeroCopyResponse(None)
     by_topic: dict[str, list[Any]] = {}

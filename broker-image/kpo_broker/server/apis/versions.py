@@ -20,9 +20,13 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     23: (0, 4),  # OffsetForLeaderEpoch
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs
+    34: (0, 2),  # AlterReplicaLogDirs
+    35: (0, 4),  # DescribeLogDirs
     37: (0, 3),  # CreatePartitions
     43: (0, 2),  # ElectLeaders
     44: (0, 1),  # IncrementalAlterConfigs
+    45: (0, 0),  # AlterPartitionReassignments
+    46: (0, 0),  # ListPartitionReassignments
     22: (0, 4),  # InitProducerId
     60: (0, 1),  # DescribeCluster
 }
@@ -42,9 +46,13 @@ API_KEY_INIT_PRODUCER_ID = 22
 API_KEY_OFFSET_FOR_LEADER_EPOCH = 23
 API_KEY_DESCRIBE_CONFIGS = 32
 API_KEY_ALTER_CONFIGS = 33
+API_KEY_ALTER_REPLICA_LOG_DIRS = 34
+API_KEY_DESCRIBE_LOG_DIRS = 35
 API_KEY_CREATE_PARTITIONS = 37
 API_KEY_ELECT_LEADERS = 43
 API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
+API_KEY_ALTER_PARTITION_REASSIGNMENTS = 45
+API_KEY_LIST_PARTITION_REASSIGNMENTS = 46
 API_KEY_DESCRIBE_CLUSTER = 60
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).

@@ -1,0 +1,413 @@
+"""Partition reassignment by the controller (KIP-455, seed 000 §4.2).
+
+Sources of reassignments: the AlterPartitionReassignments API, and the legacy
+``/admin/reassign_partitions`` znode (``{"version":1,"partitions":[...]}``), read when it
+is created and at failover; partitions are removed from the znode as they complete and
+the znode is deleted when empty. An API request for a partition also listed in the
+znode takes precedence and removes it from the znode.
+
+One reassignment (RAR = target, OAR = original replicas, Kafka's
+``onPartitionReassignment``):
+
+1. AR = RAR + OAR with ``adding_replicas`` = RAR - OAR, ``removing_replicas`` = OAR - RAR
+   is written to ``/brokers/topics/<topic>`` (compare-and-set, controller-fenced); when
+   the target changed, replicas no longer in AR are stopped and deleted;
+2. until every replica of RAR is in the ISR: the leader epoch is bumped and
+   LeaderAndIsr (with the adding/removing replicas) goes to RAR + OAR; the added
+   replicas become NewReplica and start fetching;
+3. once RAR is in the ISR (checked on each change of the partition's state znode):
+   RAR replicas go OnlineReplica, AR = RAR in the context, a leader is elected from RAR
+   if the leader is not in RAR or not live (else the leader epoch is bumped), OAR - RAR
+   go OfflineReplica -> StopReplica(delete) -> NonExistentReplica, AR = RAR is written
+   to ZooKeeper, and every broker gets UpdateMetadata.
+
+Every step re-reads what it compares with, so a reassignment resumed after a controller
+failover (from the adding/removing replicas in ZooKeeper), a broker restart or a
+leader change continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from kpo_broker.controller import errors
+from kpo_broker.controller.base import ControllerBase
+from kpo_broker.controller.context import PartitionAndReplica
+from kpo_broker.controller.election_strategies import ReassignPartitionLeaderElection
+from kpo_broker.controller.events import (
+    AlterPartitionReassignments,
+    ListPartitionReassignments,
+    ReassignmentResults,
+)
+from kpo_broker.controller.reassignment_plan import (
+    build_reassignment,
+    is_reassignment_complete,
+    validate_target_replicas,
+)
+from kpo_broker.controller.states import PartitionState, ReplicaState
+from kpo_broker.zk.errors import ControllerMovedError
+from kpo_broker.zk.model import (
+    NO_LEADER,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicPartition,
+)
+
+_log = logging.getLogger("kpo_broker.controller")
+
+#: Compare-and-set attempts on one znode before a reassignment step gives up.
+MAX_CAS_ATTEMPTS = 10
+
+
+class ReassignmentMixin(ControllerBase):
+    """Handlers of reassignment events (see module docstring)."""
+
+    # --- API and znode entry points --------------------------------------------------------
+
+    def process_alter_partition_reassignments(self, event: AlterPartitionReassignments) -> None:
+        """Answer an AlterPartitionReassignments event: partition -> (error code, message).
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+        """
+        if not self.is_active:
+            raise errors.NotControllerError("controller moved to another broker")
+        results = self.alter_partition_reassignments_now(event.reassignments)
+        if not event.result.done():
+            event.result.set_result(results)
+
+    def alter_partition_reassignments_now(
+        self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> ReassignmentResults:
+        """Validate and start (or change, or cancel) reassignments; see the module docstring.
+
+        Invalid partitions get their error and are left unchanged.
+        """
+        results, to_start = self._build_reassignments(reassignments)
+        self._remove_from_zk_reassignment(lambda tp, _: tp in to_start)
+        results.update(self._trigger_reassignments(to_start))
+        return results
+
+    def process_list_partition_reassignments(self, event: ListPartitionReassignments) -> None:
+        """Answer a ListPartitionReassignments event with the running reassignments.
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+        """
+        if not self.is_active:
+            raise errors.NotControllerError("controller moved to another broker")
+        ctx = self.context
+        wanted = ctx.partitions_being_reassigned if event.partitions is None else event.partitions
+        listed: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp in sorted(wanted):
+            assignment = ctx.partition_full_replica_assignment(tp)
+            if assignment is not None and assignment.is_being_reassigned:
+                listed[tp] = assignment
+        if not event.result.done():
+            event.result.set_result(listed)
+
+    def process_zk_partition_reassignment(self) -> set[TopicPartition]:
+        """Start the reassignments listed in ``/admin/reassign_partitions``.
+
+        Partitions that cannot be reassigned are logged and removed from the znode.
+
+        Returns:
+            the partitions whose reassignment started (or completed at once).
+        """
+        if not self.is_active:
+            return set()
+        requested = self.zk.get_partition_reassignment()
+        if not requested:
+            return set()
+        results, to_start = self._build_reassignments(dict(requested))
+        results.update(self._trigger_reassignments(to_start))
+        failed = {tp for tp, (code, _) in results.items() if code != errors.NONE}
+        if failed:
+            _log.warning(
+                "reassignments of %s from the znode failed: %s",
+                sorted(str(tp) for tp in failed),
+                {str(tp): results[tp] for tp in sorted(failed)},
+            )
+            self._remove_from_zk_reassignment(lambda tp, _: tp in failed)
+        return set(results) - failed
+
+    def process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
+        """Complete ``tp``'s reassignment if all of RAR joined the ISR."""
+        if not self.is_active or tp not in self.context.partitions_being_reassigned:
+            return
+        assignment = self.context.partition_full_replica_assignment(tp)
+        if assignment is not None and self._is_complete(tp, assignment):
+            self.on_partition_reassignment(tp, assignment)
+
+    def initialize_partition_reassignments(self) -> None:
+        """Resume reassignments at failover: the znode's, then those found in AR (KIP-455)."""
+        started = self.process_zk_partition_reassignment()
+        self.maybe_resume_reassignments(lambda tp, _: tp not in started)
+
+    def maybe_resume_reassignments(
+        self, should_resume: Callable[[TopicPartition, ReplicaAssignment], bool]
+    ) -> None:
+        """Run the flow again for running reassignments selected by ``should_resume``.
+
+        Used at failover and when brokers hosting target replicas (re)start.
+        """
+        ctx = self.context
+        for tp in sorted(ctx.partitions_being_reassigned):
+            assignment = ctx.partition_full_replica_assignment(tp)
+            if assignment is None or not should_resume(tp, assignment):
+                continue
+            try:
+                self.on_partition_reassignment(tp, assignment)
+            except ControllerMovedError:
+                raise
+            except Exception:
+                _log.exception("could not resume the reassignment of %s", tp)
+
+    # --- the flow -------------------------------------------------------------------------
+
+    def on_partition_reassignment(
+        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    ) -> None:
+        """Advance ``tp`` towards ``reassignment`` (Kafka's ``onPartitionReassignment``).
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
+            StateChangeFailedError: the assignment or the leader epoch could not be written.
+        """
+        self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
+            {tp.topic}, "reassignment in progress"
+        )
+        self._update_current_reassignment(tp, reassignment)
+        if not self._is_complete(tp, reassignment):
+            _log.info("reassignment of %s to %s started", tp, list(reassignment.target_replicas))
+            self._update_leader_epoch_and_send_request(tp, reassignment)
+            self._start_new_replicas(tp, reassignment.adding_replicas)
+            return
+        self._complete_reassignment(tp, reassignment)
+
+    def _complete_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
+        ctx = self.context
+        self.replica_state_machine.handle_state_changes(
+            _replicas(tp, reassignment.adding_replicas), ReplicaState.ONLINE_REPLICA
+        )
+        completed = ReplicaAssignment(reassignment.target_replicas)
+        ctx.update_partition_full_replica_assignment(tp, completed)
+        self._move_leader_if_required(tp, completed)
+        self._stop_removed_replicas(tp, reassignment.removing_replicas)
+        self._write_partition_assignment(tp, completed)
+        self.watches.unwatch_reassignment_isr(tp)
+        ctx.partitions_being_reassigned.discard(tp)
+        self._remove_from_zk_reassignment(
+            lambda p, replicas: p == tp and tuple(replicas) == completed.replicas
+        )
+        self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [tp])
+        self.topic_deletion_manager.resume_deletion_for_topics({tp.topic})
+        _log.info("reassignment of %s to %s completed", tp, list(completed.replicas))
+
+    def _update_current_reassignment(
+        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    ) -> None:
+        """Write the new AR; stop replicas a changed target no longer needs."""
+        ctx = self.context
+        current = ctx.partition_full_replica_assignment(tp)
+        if current != reassignment:
+            self._write_partition_assignment(tp, reassignment)
+            ctx.update_partition_full_replica_assignment(tp, reassignment)
+            if current is not None:
+                unneeded = [r for r in current.replicas if r not in reassignment.replicas]
+                self._stop_removed_replicas(tp, unneeded)
+        self.watches.watch_reassignment_isr(tp)
+        ctx.partitions_being_reassigned.add(tp)
+
+    def _is_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
+        if not assignment.is_being_reassigned:
+            return True
+        state = self.zk.get_partition_states([tp]).get(tp)
+        return is_reassignment_complete(
+            assignment, None if state is None else state.leader_and_isr.isr
+        )
+
+    def _start_new_replicas(self, tp: TopicPartition, adding: Iterable[int]) -> None:
+        """Move the added replicas that have no state yet to NewReplica (they start fetching)."""
+        ctx = self.context
+        new = [
+            r
+            for r in _replicas(tp, adding)
+            if ctx.replica_state(r) in (None, ReplicaState.NON_EXISTENT_REPLICA)
+        ]
+        self.replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
+
+    def _move_leader_if_required(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
+        """Elect a leader from RAR unless the live leader is in RAR (then bump its epoch)."""
+        leader = self.context.partition_leader(tp)
+        if (
+            leader is not None
+            and leader != NO_LEADER
+            and leader in completed.replicas
+            and self.context.is_replica_online(leader, tp)
+        ):
+            self._update_leader_epoch_and_send_request(tp, completed)
+            return
+        results = self.partition_state_machine.handle_state_changes(
+            [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElection()
+        )
+        outcome = results.get(tp)
+        if isinstance(outcome, Exception):
+            _log.error("no leader from %s for %s: %s", list(completed.replicas), tp, outcome)
+
+    def _stop_removed_replicas(self, tp: TopicPartition, removed: Iterable[int]) -> None:
+        """OfflineReplica -> StopReplica(delete) -> NonExistentReplica for ``removed``."""
+        replicas = _replicas(tp, removed)
+        if not replicas:
+            return
+        rsm = self.replica_state_machine
+        rsm.handle_state_changes(replicas, ReplicaState.OFFLINE_REPLICA)
+        rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_STARTED)
+        rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_SUCCESSFUL)
+        rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT_REPLICA)
+
+    # --- ZooKeeper writes and requests -----------------------------------------------------
+
+    def _update_leader_epoch_and_send_request(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
+        """Bump the leader epoch, then send LeaderAndIsr to the live replicas of AR."""
+        leadership = self._bump_leader_epoch(tp)
+        if leadership is None:
+            raise errors.StateChangeFailedError(f"cannot bump the leader epoch of {tp}")
+        ctx = self.context
+        live = ctx.live_or_shutting_down_broker_ids
+        self.batch.new_batch()
+        try:
+            original = [r for r in assignment.original_replicas if r in live]
+            adding = [r for r in assignment.adding_replicas if r in live]
+            self.batch.add_leader_and_isr_request_for_brokers(
+                original, tp, leadership, assignment, is_new=False
+            )
+            self.batch.add_leader_and_isr_request_for_brokers(
+                adding, tp, leadership, assignment, is_new=True
+            )
+            self.batch.send_requests_to_brokers(ctx.epoch)
+        except Exception:
+            self.batch.clear()
+            raise
+
+    def _bump_leader_epoch(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
+        """Rewrite ``tp``'s state with leader epoch + 1 (compare-and-set, fenced).
+
+        Returns:
+            the new state (also cached), or None without a state znode or when a newer
+            controller wrote it.
+        """
+        ctx = self.context
+        for _ in range(MAX_CAS_ATTEMPTS):
+            state = self.zk.get_partition_states([tp]).get(tp)
+            if state is None or state.controller_epoch > ctx.epoch:
+                return None
+            lai = state.leader_and_isr
+            written = self.zk.update_leader_and_isr(
+                {tp: lai.with_new_leader(lai.leader, lai.isr)},
+                ctx.epoch,
+                controller_epoch_zk_version=ctx.epoch_zk_version,
+            )
+            if tp in written.written:
+                leadership = LeaderIsrAndControllerEpoch(written.written[tp], ctx.epoch)
+                ctx.put_partition_leadership(tp, leadership)
+                return leadership
+            if tp in written.missing:
+                return None
+        return None
+
+    def _write_partition_assignment(
+        self, tp: TopicPartition, assignment: ReplicaAssignment
+    ) -> None:
+        """Write one partition's assignment into ``/brokers/topics/<topic>`` (CAS, fenced).
+
+        Raises:
+            StateChangeFailedError: the topic vanished or the writes kept conflicting.
+            ControllerMovedError: the write was fenced.
+        """
+        for _ in range(MAX_CAS_ATTEMPTS):
+            current = self.zk.get_replica_assignments([tp.topic]).get(tp.topic)
+            if current is None:
+                raise errors.StateChangeFailedError(f"topic {tp.topic} does not exist")
+            merged = {**current.partitions, tp.partition: assignment}
+            version = self.zk.set_replica_assignment(
+                tp.topic,
+                merged,
+                current.zk_version,
+                controller_epoch_zk_version=self.context.epoch_zk_version,
+            )
+            if version is not None:
+                return
+        raise errors.StateChangeFailedError(f"could not write the assignment of {tp}")
+
+    def _remove_from_zk_reassignment(
+        self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
+    ) -> None:
+        """Drop matching partitions from ``/admin/reassign_partitions``; delete it when empty."""
+        current = self.zk.get_partition_reassignment()
+        if not current:
+            return
+        remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
+        if len(remaining) == len(current):
+            return
+        fence = self.context.epoch_zk_version
+        if remaining:
+            self.zk.set_partition_reassignment(remaining, controller_epoch_zk_version=fence)
+        else:
+            self.zk.delete_partition_reassignment(controller_epoch_zk_version=fence)
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _build_reassignments(
+        self, requested: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> tuple[ReassignmentResults, dict[TopicPartition, ReplicaAssignment]]:
+        """Validate requests; return (errors, partition -> assignment to reach)."""
+        ctx = self.context
+        results: ReassignmentResults = {}
+        to_start: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, target in sorted(requested.items()):
+            current = ctx.partition_full_replica_assignment(tp)
+            error = validate_target_replicas(
+                current,
+                target,
+                ctx.live_broker_ids,
+                topic_being_deleted=self.topic_deletion_manager.is_topic_queued_up_for_deletion(
+                    tp.topic
+                ),
+            )
+            if error is not None or current is None:
+                results[tp] = error or (errors.UNKNOWN_TOPIC_OR_PARTITION, None)
+                continue
+            built = build_reassignment(current, target)
+            if built is None:
+                results[tp] = (
+                    errors.NO_REASSIGNMENT_IN_PROGRESS,
+                    "No reassignment is in progress for this partition.",
+                )
+            else:
+                to_start[tp] = built
+        return results, to_start
+
+    def _trigger_reassignments(
+        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> ReassignmentResults:
+        results: ReassignmentResults = {}
+        for tp, reassignment in sorted(reassignments.items()):
+            try:
+                self.on_partition_reassignment(tp, reassignment)
+                results[tp] = (errors.NONE, None)
+            except ControllerMovedError:
+                raise
+            except errors.ControllerError as exc:
+                results[tp] = (exc.error_code, str(exc))
+            except Exception as exc:
+                _log.exception("reassignment of %s failed", tp)
+                results[tp] = (errors.UNKNOWN_SERVER_ERROR, repr(exc))
+        return results
+
+
+def _replicas(tp: TopicPartition, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
+    return [PartitionAndReplica(tp, r) for r in broker_ids]

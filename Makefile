@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools lint format typecheck test test-unit test-integration demo sync-crds clean
+.PHONY: all install tools lint format typecheck test test-unit test-integration demo bench sync-crds clean
 
 all: test
 
@@ -46,6 +46,13 @@ test-integration: install tools
 
 demo: install tools
 	$(BIN)/python -m kpo_devenv demo
+
+# Benchmark kpo's brokers against Apache Kafka (not part of the tests): prints ratios
+# measured in the same run. BENCH_ARGS=--quick for a short run.
+bench: install
+	bash tools/install.sh zookeeper
+	bash tools/install-kafka.sh >/dev/null
+	$(BIN)/python -m kpo_bench $(BENCH_ARGS)
 
 # The chart ships the same CRDs as crds/ (tests/unit/crds checks they are identical).
 sync-crds:

@@ -3,8 +3,9 @@
 # idempotently, into a cache folder outside the checkout:
 #   $KPO_TOOLS_DIR/kafka-<KAFKA_VERSION>/libs/*.jar   (default ~/.cache/kpo-tools)
 # It holds org.apache.kafka:kafka_2.13 (the broker, main class kafka.Kafka) and
-# org.apache.kafka:kafka-tools (ProducerPerformance, ConsumerPerformance) with
-# all their runtime dependencies, fetched by `mvn dependency:copy-dependencies`.
+# org.apache.kafka:kafka-tools (ProducerPerformance) with all their runtime
+# dependencies, fetched by `mvn dependency:copy-dependencies`. It also makes sure
+# a JDK's javac is there: the benchmark compiles its consumer (bench/kpo_bench/java).
 # The version is pinned in tools/versions.env (KAFKA_VERSION); 3.9.x is the
 # last Kafka line that still runs with ZooKeeper. A warm run only checks a stamp.
 # Prints the install folder on stdout.
@@ -20,22 +21,25 @@ mkdir -p "$STAMPS"
 
 log() { printf '[tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
+apt_install() {
+  log "kafka: apt-get install $*"
+  local sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+command -v javac >/dev/null || apt_install default-jdk-headless
+
 stamp="kafka_2.13+kafka-tools $KAFKA_VERSION"
 if [[ -f "$STAMPS/kafka" && "$(cat "$STAMPS/kafka")" == "$stamp" ]] \
-  && compgen -G "$DEST/libs/kafka_2.13-$KAFKA_VERSION.jar" >/dev/null \
-  && compgen -G "$DEST/libs/kafka-tools-$KAFKA_VERSION.jar" >/dev/null; then
+  && [[ -f "$DEST/libs/kafka_2.13-$KAFKA_VERSION.jar" ]] \
+  && [[ -f "$DEST/libs/kafka-tools-$KAFKA_VERSION.jar" ]]; then
   log "kafka $KAFKA_VERSION: cached"
   echo "$DEST"
   exit 0
 fi
 
-command -v java >/dev/null || { echo "install-kafka: java not on PATH" >&2; exit 1; }
-if ! command -v mvn >/dev/null; then
-  log "kafka: apt-get install maven"
-  sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends maven >/dev/null
-fi
+command -v mvn >/dev/null || apt_install maven
 
 log "kafka $KAFKA_VERSION: mvn dependency:copy-dependencies (kafka_2.13, kafka-tools)"
 work="$(mktemp -d "$TOOLS_DIR/.kafka-install.XXXXXX")"
@@ -67,8 +71,8 @@ cat >"$work/pom.xml" <<POM
   </dependencies>
 </project>
 POM
-(cd "$work" && mvn -B -q dependency:copy-dependencies \
-  -DincludeScope=runtime -DoutputDirectory="$work/libs")
+(cd "$work" && mvn -B -q -Dstyle.color=never dependency:copy-dependencies \
+  -DincludeScope=runtime -DoutputDirectory="$work/libs") >&2
 rm -rf "$DEST"
 mkdir -p "$DEST"
 mv "$work/libs" "$DEST/libs"

@@ -18,9 +18,6 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 T = TypeVar("T")
 
-#: librdkafka's log level for the bench's producer: critical only (refused
-#: connections to killed brokers are expected).
-CLIENT_LOG_LEVEL = 2
 #: kafka-python admin request timeout, ms (short: a killed broker must not stall polling).
 ADMIN_REQUEST_TIMEOUT_MS = 5000
 

@@ -106,6 +106,22 @@ def _kpo_version() -> str:
         return "dev"
 
 
+def _run_guarded(
+    result: SystemResult,
+    cluster: Cluster,
+    tools: JavaTools,
+    workload: Workload,
+    console: Console,
+    keep_data: bool,
+) -> None:
+    """Run one system; a cluster that does not start is recorded as the ``cluster`` error."""
+    try:
+        run_system(result, cluster, tools, workload, console, keep_data)
+    except Exception as exc:  # report it and still run the other system
+        result.errors["cluster"] = f"{type(exc).__name__}: {exc}"
+        console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 0 when every metric was measured on every system run, else 1."""
     args = build_parser().parse_args(argv)
@@ -127,13 +143,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.systems in ("both", OURS):
             ours = SystemResult(OURS, _kpo_version())
             cluster: Cluster = kpo_cluster(workdir / OURS, f"{zookeeper.connect_string}/{OURS}")
-            run_system(ours, cluster, tools, workload, console, args.keep_data)
+            _run_guarded(ours, cluster, tools, workload, console, args.keep_data)
         if args.systems in ("both", BASELINE):
             baseline = SystemResult(BASELINE, kafka_version)
             cluster = apache_cluster(
                 workdir / BASELINE, f"{zookeeper.connect_string}/{BASELINE}", classpath
             )
-            run_system(baseline, cluster, tools, workload, console, args.keep_data)
+            _run_guarded(baseline, cluster, tools, workload, console, args.keep_data)
     finally:
         zookeeper.stop()
     settings = {"workload": workload.as_json(), "kafka_version": kafka_version}

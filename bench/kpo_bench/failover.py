@@ -22,7 +22,6 @@ from typing import Any
 from confluent_kafka import Producer
 
 from kpo_bench.admin import (
-    CLIENT_LOG_LEVEL,
     BenchTimeoutError,
     admin_session,
     controller_id,
@@ -37,6 +36,9 @@ from kpo_bench.settings import Workload
 FAILOVER_TOPIC = "bench-failover"
 SEND_INTERVAL_S = 0.005
 STEADY_S = 1.0
+#: librdkafka's log level for the probe: critical only (refused connections to the
+#: killed broker are expected).
+CLIENT_LOG_LEVEL = 2
 
 
 def first_ack_after(acks: Sequence[tuple[float, float]], instant: float) -> float | None:

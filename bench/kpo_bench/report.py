@@ -56,7 +56,8 @@ def comparison_table(
 def _failed(result: SystemResult | None, row: ComparisonRow) -> str:
     if result is None:
         return "not run"
-    return "failed" if row.metric.key in result.errors else "-"
+    failed = row.metric.key in result.errors or "cluster" in result.errors
+    return "failed" if failed else "-"
 
 
 def print_report(

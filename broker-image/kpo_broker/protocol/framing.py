@@ -156,7 +156,7 @@ def _decode_body(
 ) -> Any:
     """Decode a request body at ``frame[start:]`` and require it to end the frame."""
     try:
-        return _strict_decode(message_class, version, frame, start)
+        return _strict_decode(message_class, version, frame, start, allow_trailing=True)
     except _MalformedError as exc:
         raise InvalidRequestError(
             f"malformed request body: {exc}",
@@ -169,11 +169,17 @@ class _MalformedError(Exception):
     """Internal: a body that does not decode to exactly the rest of the frame."""
 
 
-def _strict_decode(message_class: Any, version: int, frame: bytes, start: int) -> Any:
-    """Decode ``frame[start:]`` as ``message_class`` at ``version``; it must end the frame.
+def _strict_decode(
+    message_class: Any, version: int, frame: bytes, start: int, allow_trailing: bool = False
+) -> Any:
+    """Decode ``frame[start:]`` as ``message_class`` at ``version``.
+
+    With ``allow_trailing``, bytes left after the body are ignored, as Apache Kafka's
+    request parser does (librdkafka sends some requests with extra trailing bytes).
 
     Raises:
-        _MalformedError: decoding failed, ran past the end, or left trailing bytes.
+        _MalformedError: decoding failed, ran past the end of the frame, or (without
+            ``allow_trailing``) left bytes after the body.
     """
     flexible = bool(message_class.flexible_version_q(version))
     # The same compiled decoder ApiMessage.decode uses, called directly because
@@ -188,7 +194,7 @@ def _strict_decode(message_class: Any, version: int, frame: bytes, start: int) -
         raise _MalformedError(repr(exc)) from exc
     if end > len(frame):
         raise _MalformedError("truncated")
-    if end < len(frame):
+    if end < len(frame) and not allow_trailing:
         raise _MalformedError(f"{len(frame) - end} trailing bytes")
     return body
 

@@ -16,15 +16,21 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kpo_bench.apache_kafka import kafka_classpath
-from kpo_bench.clusters import Cluster, apache_cluster, kpo_cluster
+from kpo_bench.apache_kafka import ApacheKafkaCluster, kafka_classpath
+from kpo_bench.clusters import COMMON_BROKER_PROPERTIES, Cluster
 from kpo_bench.java_tools import JavaTools, compile_consumer
 from kpo_bench.machine import machine_info
 from kpo_bench.report import print_report
 from kpo_bench.results import BASELINE, OURS, SystemResult, compare, report_json
-from kpo_bench.runner import run_system
+from kpo_bench.runner import ONLY_CHOICES, run_system
 from kpo_bench.settings import DEFAULT, QUICK, Workload
+from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
+from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.zookeeper import ZooKeeperServer
+
+#: Broker settings of both clusters: the shared ones plus the quota window seed 004's
+#: experiments need (inert while no replica is throttled).
+BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
 
 #: ``tools/versions.env`` of the checkout this package lives in.
 VERSIONS_ENV = Path(__file__).resolve().parents[2] / "tools" / "versions.env"
@@ -81,6 +87,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp dir)")
     parser.add_argument("--output", type=Path, help="JSON report (default: WORKDIR/results.json)")
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
+    parser.add_argument(
+        "--only",
+        choices=ONLY_CHOICES,
+        help="run only this group: 'throttle' = seed 004's throttled reassignments",
+    )
     return parser
 
 
@@ -96,6 +107,9 @@ def workload_from(args: argparse.Namespace) -> Workload:
         producer_props=dict(base.producer_props),
         failover_timeout_s=base.failover_timeout_s,
         catch_up_timeout_s=base.catch_up_timeout_s,
+        throttle_records=base.throttle_records,
+        throttle_rate_bytes_s=base.throttle_rate_bytes_s,
+        throttle_timeout_s=base.throttle_timeout_s,
     )
 
 
@@ -113,10 +127,11 @@ def _run_guarded(
     workload: Workload,
     console: Console,
     keep_data: bool,
+    only: str | None,
 ) -> None:
     """Run one system; a cluster that does not start is recorded as the ``cluster`` error."""
     try:
-        run_system(result, cluster, tools, workload, console, keep_data)
+        run_system(result, cluster, tools, workload, console, keep_data, only)
     except Exception as exc:  # report it and still run the other system
         result.errors["cluster"] = f"{type(exc).__name__}: {exc}"
         console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
@@ -142,17 +157,28 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.systems in ("both", OURS):
             ours = SystemResult(OURS, _kpo_version())
-            cluster: Cluster = kpo_cluster(workdir / OURS, f"{zookeeper.connect_string}/{OURS}")
-            _run_guarded(ours, cluster, tools, workload, console, args.keep_data)
+            cluster: Cluster = KafkaCluster(
+                workdir / OURS, f"{zookeeper.connect_string}/{OURS}", 3, BROKER_PROPERTIES
+            )
+            _run_guarded(ours, cluster, tools, workload, console, args.keep_data, args.only)
         if args.systems in ("both", BASELINE):
             baseline = SystemResult(BASELINE, kafka_version)
-            cluster = apache_cluster(
-                workdir / BASELINE, f"{zookeeper.connect_string}/{BASELINE}", classpath
+            cluster = ApacheKafkaCluster(
+                workdir / BASELINE,
+                f"{zookeeper.connect_string}/{BASELINE}",
+                classpath,
+                3,
+                BROKER_PROPERTIES,
             )
-            _run_guarded(baseline, cluster, tools, workload, console, args.keep_data)
+            _run_guarded(baseline, cluster, tools, workload, console, args.keep_data, args.only)
     finally:
         zookeeper.stop()
-    settings = {"workload": workload.as_json(), "kafka_version": kafka_version}
+    settings = {
+        "workload": workload.as_json(),
+        "kafka_version": kafka_version,
+        "broker_properties": BROKER_PROPERTIES,
+        "only": args.only,
+    }
     report = report_json(machine, settings, ours, baseline)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")

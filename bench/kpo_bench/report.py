@@ -9,11 +9,15 @@ from rich.table import Table
 
 from kpo_bench.results import (
     ComparisonRow,
+    EstimateRow,
     SystemResult,
+    estimate_rows,
+    format_deviation,
     format_ratio,
     format_target,
     format_value,
 )
+from kpo_bench.throttle_plan import TOLERANCE
 
 
 def machine_line(machine: dict[str, Any]) -> str:
@@ -53,10 +57,43 @@ def comparison_table(
     return table
 
 
+def estimate_table(
+    rows: list[EstimateRow], ours: SystemResult | None, baseline: SystemResult | None
+) -> Table:
+    """Return seed 004's table: per experiment the estimate and each system's duration.
+
+    Each duration is shown with its deviation from the estimate and whether it is
+    within :data:`kpo_bench.throttle_plan.TOLERANCE`.
+    """
+    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
+    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
+    table = Table(title="throttled reassignments vs seed 004's estimate")
+    table.add_column("experiment")
+    table.add_column("estimate", justify="right")
+    table.add_column(kpo_title, justify="right")
+    table.add_column(kafka_title, justify="right")
+    for row in rows:
+        cells = []
+        for result, measured, dev in (
+            (ours, row.ours, row.ours_deviation),
+            (baseline, row.baseline, row.baseline_deviation),
+        ):
+            if measured is None:
+                cells.append(_failed_metric(result, row.metric.key))
+            else:
+                cells.append(f"{measured:.2f} s, {format_deviation(dev, TOLERANCE)}")
+        table.add_row(row.metric.label, format_value(row.estimate_s, "s"), *cells)
+    return table
+
+
 def _failed(result: SystemResult | None, row: ComparisonRow) -> str:
+    return _failed_metric(result, row.metric.key)
+
+
+def _failed_metric(result: SystemResult | None, key: str) -> str:
     if result is None:
         return "not run"
-    failed = row.metric.key in result.errors or "cluster" in result.errors
+    failed = key in result.errors or "cluster" in result.errors
     return "failed" if failed else "-"
 
 
@@ -67,9 +104,10 @@ def print_report(
     ours: SystemResult | None,
     baseline: SystemResult | None,
 ) -> None:
-    """Print the machine line, the table, the ratio's meaning and any errors."""
+    """Print the machine line, the tables, the ratio's meaning and any errors."""
     console.print(f"machine: {machine_line(machine)}")
     console.print(comparison_table(rows, ours, baseline))
+    console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
     console.print(
         "ratio > 1 means kpo is better: kpo/Kafka for throughputs (MiB/s of record "
         "payload), Kafka/kpo for the failover time."

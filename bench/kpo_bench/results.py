@@ -45,6 +45,13 @@ FAILOVER = MetricSpec("failover_s", "leader failover after kill -9", "s", False)
 #: Every metric, in table order.
 METRICS: tuple[MetricSpec, ...] = (PRODUCE, CONSUME, CATCH_UP, FAILOVER)
 
+#: Seed 004's throttled reassignments (``kpo_bench.throttle_plan``): durations, s, judged
+#: against the seed's estimate rather than against Kafka (see :func:`estimate_rows`).
+THROTTLE_A = MetricSpec("throttle_a_s", "(a) same leader, two followers", "s", False)
+THROTTLE_B = MetricSpec("throttle_b_s", "(b) two leaders, same follower", "s", False)
+THROTTLE_C = MetricSpec("throttle_c_s", "(c) distinct leaders and followers", "s", False)
+THROTTLE_METRICS: tuple[MetricSpec, ...] = (THROTTLE_A, THROTTLE_B, THROTTLE_C)
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -146,6 +153,63 @@ def compare(ours: SystemResult | None, baseline: SystemResult | None) -> list[Co
     return rows
 
 
+@dataclass(frozen=True)
+class EstimateRow:
+    """One throttled-reassignment experiment, measured against seed 004's estimate.
+
+    Attributes:
+        metric: the experiment's metric (one of :data:`THROTTLE_METRICS`).
+        estimate_s: the estimate from the run's details (kpo's when both have one), s.
+        ours: kpo's measured duration, s, or None.
+        ours_deviation: ``ours / kpo's estimate - 1``, or None.
+        baseline: Apache Kafka's measured duration, s, or None.
+        baseline_deviation: ``baseline / Kafka's estimate - 1``, or None.
+    """
+
+    metric: MetricSpec
+    estimate_s: float | None
+    ours: float | None
+    ours_deviation: float | None
+    baseline: float | None
+    baseline_deviation: float | None
+
+
+def _against_estimate(
+    result: SystemResult | None, metric: MetricSpec
+) -> tuple[float | None, float | None, float | None]:
+    """Return (measured, its estimate, deviation) of ``metric`` in ``result``."""
+    if result is None or metric.key not in result.values:
+        return None, None, None
+    measured = result.values[metric.key]
+    estimate = result.details.get(metric.key, {}).get("estimate_s")
+    if not isinstance(estimate, int | float) or estimate <= 0:
+        return measured, None, None
+    return measured, float(estimate), measured / estimate - 1.0
+
+
+def estimate_rows(ours: SystemResult | None, baseline: SystemResult | None) -> list[EstimateRow]:
+    """Build one :class:`EstimateRow` per experiment of :data:`THROTTLE_METRICS`.
+
+    Each system is compared with the estimate from its own sizes (its logs' bytes),
+    found in ``details[key]["estimate_s"]``.
+    """
+    rows = []
+    for metric in THROTTLE_METRICS:
+        mine, my_estimate, my_dev = _against_estimate(ours, metric)
+        theirs, their_estimate, their_dev = _against_estimate(baseline, metric)
+        estimate = my_estimate if my_estimate is not None else their_estimate
+        rows.append(EstimateRow(metric, estimate, mine, my_dev, theirs, their_dev))
+    return rows
+
+
+def format_deviation(value: float | None, tolerance: float) -> str:
+    """Format a deviation from the estimate: ``"+3.1% (within ±5%)"``, or ``"-"``."""
+    if value is None:
+        return "-"
+    verdict = "within" if abs(value) <= tolerance else "outside"
+    return f"{value * 100:+.1f}% ({verdict} ±{tolerance * 100:g}%)"
+
+
 def format_value(value: float | None, unit: str) -> str:
     """Format a measured value for the table: ``"12.3 MiB/s"``, ``"6.41 s"``, or ``"-"``."""
     if value is None:
@@ -194,7 +258,9 @@ def report_json(
     Returns:
         ``{"machine", "settings", "systems": [...], "comparison": [...]}``, where each
         comparison entry has ``metric``, ``unit``, ``ours``, ``baseline``, ``ratio``,
-        ``ratio_meaning``, ``target_ratio`` and ``meets_target``.
+        ``ratio_meaning``, ``target_ratio`` and ``meets_target``; plus
+        ``"throttle_vs_estimate"``: per experiment ``estimate_s``, each system's
+        duration (s) and its deviation from the estimate (a fraction).
     """
     comparison = [
         {
@@ -212,5 +278,23 @@ def report_json(
         }
         for row in compare(ours, baseline)
     ]
+    against_estimate = [
+        {
+            "metric": row.metric.key,
+            "label": row.metric.label,
+            "estimate_s": row.estimate_s,
+            OURS: row.ours,
+            f"{OURS}_deviation": row.ours_deviation,
+            BASELINE: row.baseline,
+            f"{BASELINE}_deviation": row.baseline_deviation,
+        }
+        for row in estimate_rows(ours, baseline)
+    ]
     systems = [_system_json(r) for r in (ours, baseline) if r is not None]
-    return {"machine": machine, "settings": settings, "systems": systems, "comparison": comparison}
+    return {
+        "machine": machine,
+        "settings": settings,
+        "systems": systems,
+        "comparison": comparison,
+        "throttle_vs_estimate": against_estimate,
+    }

@@ -19,13 +19,56 @@ from kpo_bench.results import (
     CONSUME,
     FAILOVER,
     PRODUCE,
+    THROTTLE_METRICS,
     Measured,
     MetricSpec,
     SystemResult,
+    format_deviation,
     format_value,
 )
 from kpo_bench.settings import Workload
+from kpo_bench.throttle_experiments import measure_throttled_moves
+from kpo_bench.throttle_plan import EXPERIMENTS, TOLERANCE, ThrottleExperiment
 from kpo_bench.throughput import measure_consume, measure_produce
+
+#: ``--only`` choices: the group of measurements to run instead of all of them.
+ONLY_THROTTLE = "throttle"
+ONLY_CHOICES = (ONLY_THROTTLE,)
+
+Step = tuple[MetricSpec, Callable[[], Measured]]
+
+
+def _throttle_step(
+    cluster: Cluster, tools: JavaTools, workload: Workload, experiment: ThrottleExperiment
+) -> Callable[[], Measured]:
+    return lambda: measure_throttled_moves(cluster, tools, workload, experiment)
+
+
+def plan_steps(
+    cluster: Cluster, tools: JavaTools, workload: Workload, only: str | None = None
+) -> list[Step]:
+    """Return the measurements to run, in order: all of them, or the ``only`` group.
+
+    Seed 004's throttle experiments run before the failover test, which kills a broker.
+
+    Raises:
+        ValueError: ``only`` is not one of :data:`ONLY_CHOICES`.
+    """
+    throttle: list[Step] = [
+        (metric, _throttle_step(cluster, tools, workload, experiment))
+        for metric, experiment in zip(THROTTLE_METRICS, EXPERIMENTS, strict=True)
+    ]
+    if only == ONLY_THROTTLE:
+        return throttle
+    if only is not None:
+        raise ValueError(f"unknown measurement group {only!r}; choose from {ONLY_CHOICES}")
+    return [
+        (PRODUCE, lambda: measure_produce(cluster, tools, workload)),
+        (CONSUME, lambda: measure_consume(cluster, tools, workload)),
+        (CATCH_UP, lambda: measure_catch_up(cluster, tools, workload)),
+        *throttle,
+        (FAILOVER, lambda: measure_failover(cluster, workload)),
+    ]
 
 
 def run_system(
@@ -35,8 +78,9 @@ def run_system(
     workload: Workload,
     console: Console,
     keep_data: bool = False,
+    only: str | None = None,
 ) -> SystemResult:
-    """Start ``cluster``, measure produce, consume, catch-up and failover, then stop it.
+    """Start ``cluster``, run the measurements of :func:`plan_steps`, then stop it.
 
     A failing measurement is recorded in ``result.errors`` and the next one still runs;
     the cluster is always stopped, and its log dirs deleted unless ``keep_data``.
@@ -48,6 +92,7 @@ def run_system(
         workload: sizes and client settings.
         console: progress output.
         keep_data: keep the brokers' log dirs after the run.
+        only: None for every measurement, or one of :data:`ONLY_CHOICES`.
 
     Returns:
         ``result``, filled in.
@@ -63,13 +108,7 @@ def run_system(
     try:
         with admin_session(cluster.bootstrap_servers) as admin:
             wait_for_brokers(admin, set(cluster.brokers))
-        steps: list[tuple[MetricSpec, Callable[[], Measured]]] = [
-            (PRODUCE, lambda: measure_produce(cluster, tools, workload)),
-            (CONSUME, lambda: measure_consume(cluster, tools, workload)),
-            (CATCH_UP, lambda: measure_catch_up(cluster, tools, workload)),
-            (FAILOVER, lambda: measure_failover(cluster, workload)),
-        ]
-        for metric, step in steps:
+        for metric, step in plan_steps(cluster, tools, workload, only):
             console.print(f"{label}: {metric.label} ...")
             began = time.monotonic()
             try:
@@ -80,9 +119,14 @@ def run_system(
                 continue
             result.record(metric, measured)
             took = time.monotonic() - began
+            estimate = measured.details.get("estimate_s")
+            versus = ""
+            if isinstance(estimate, float):
+                deviation = format_deviation(measured.value / estimate - 1.0, TOLERANCE)
+                versus = f", seed 004 estimate {estimate:.2f} s: {deviation}"
             console.print(
                 f"{label}: {metric.label} = {format_value(measured.value, metric.unit)}"
-                f" (step took {took:.0f} s)"
+                f"{versus} (step took {took:.0f} s)"
             )
     finally:
         cluster.stop()

@@ -24,6 +24,11 @@ class Workload:
         producer_props: ProducerPerformance's producer configs for the produce test.
         failover_timeout_s: longest wait for a new leader after the kill, s.
         catch_up_timeout_s: longest wait for the follower to catch up, s.
+        throttle_records: records filling each partition that seed 004's experiments
+            move (20 MiB of 1 KiB values; ``kpo_bench.throttle_plan``).
+        throttle_rate_bytes_s: the throttle R, bytes/s (KIP-73
+            ``leader/follower.replication.throttled.rate``), on every involved broker.
+        throttle_timeout_s: longest wait for one experiment's reassignments, s.
     """
 
     record_size: int = 1024
@@ -42,6 +47,9 @@ class Workload:
     )
     failover_timeout_s: float = 90.0
     catch_up_timeout_s: float = 900.0
+    throttle_records: int = 20_480
+    throttle_rate_bytes_s: int = MIB
+    throttle_timeout_s: float = 300.0
 
     @property
     def produce_bytes(self) -> int:
@@ -53,6 +61,11 @@ class Workload:
         """Payload bytes written to the catch-up partition."""
         return self.catch_up_records * self.record_size
 
+    @property
+    def throttle_bytes(self) -> int:
+        """Payload bytes of each partition moved under a throttle."""
+        return self.throttle_records * self.record_size
+
     def tool_timeout_s(self, payload_bytes: int) -> float:
         """Return how long a load tool may run for ``payload_bytes``: 5 min plus 1 s per MiB."""
         return 300.0 + payload_bytes / MIB
@@ -62,6 +75,7 @@ class Workload:
         data = asdict(self)
         data["produce_bytes"] = self.produce_bytes
         data["catch_up_bytes"] = self.catch_up_bytes
+        data["throttle_bytes"] = self.throttle_bytes
         return data
 
 

@@ -262,8 +262,10 @@ class KafkaServer:
     def _load_topic_configs(self, topic_configs: TopicConfigs) -> None:
         assert self.zk is not None
         topics = self.zk.get_all_topics()
-        for name, entity in self.zk.get_entity_configs("topics", topics).items():
-            topic_configs.set_overrides(name, entity.config)
+        configs = self.zk.get_entity_configs("topics", topics)
+        for name in topics:
+            entity = configs.get(name)
+            topic_configs.set_overrides(name, entity.config if entity is not None else {})
 
     def _new_replication_quotas(self) -> ReplicationQuotas:
         """Build the leader and follower quota managers at their static rates (KIP-73)."""

@@ -154,6 +154,10 @@ class TopicConfigs:
         for listener in self._listeners:
             listener(topic, self.overrides[topic])
 
+    def knows(self, topic: str) -> bool:
+        """Return whether ``topic``'s overrides have been loaded (possibly empty)."""
+        return topic in self.overrides
+
     def remove(self, topic: str) -> None:
         """Forget a deleted topic."""
         self.overrides.pop(topic, None)

@@ -70,6 +70,7 @@ async def handle_leader_and_isr(
         )
         for topic, p in states_in
     }
+    await _load_new_topic_configs(broker, {topic for topic, _ in states_in})
     try:
         results = broker.replica_manager.become_leader_or_follower(request.controller_epoch, states)
     except StaleControllerEpochError as exc:
@@ -101,6 +102,22 @@ async def handle_leader_and_isr(
             for tp, r in results.items()
         ],
     )
+
+
+async def _load_new_topic_configs(broker: BrokerComponents, topics: set[str]) -> None:
+    """Read the configs of topics this broker has not seen yet from ``/config/topics``.
+
+    A topic's configs given at creation carry no ``/config/changes`` notification, so
+    (as Kafka's LogManager does when it creates a log) they are fetched from ZooKeeper
+    before the topic's first replica is created here.
+    """
+    unknown = sorted(t for t in topics if not broker.topic_configs.knows(t))
+    if not unknown:
+        return
+    configs = await asyncio.to_thread(broker.zk.get_entity_configs, "topics", unknown)
+    for topic in unknown:
+        entity = configs.get(topic)
+        broker.topic_configs.set_overrides(topic, entity.config if entity is not None else {})
 
 
 def _leader_and_isr_error(states: list[tuple[str, Any]], code: int) -> LeaderAndIsrResponse:

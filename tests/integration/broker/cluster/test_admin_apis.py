@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from kafka import KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import NotEnoughReplicasError, TopicAlreadyExistsError
 
 from tests.integration.broker.cluster.helpers import create_topic, describe, leaders, zk_client
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
@@ -121,3 +122,26 @@ def test_preferred_leader_election_restores_the_preferred_leader(
     finally:
         admin.close()
     wait_for(lambda: leaders(cluster, "prefs") == preferred, 30, "preferred leaders back")
+
+
+def test_configs_given_at_creation_apply_on_every_broker(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    cluster = kafka_cluster_factory(2)
+    create_topic(cluster, "strict", partitions=1, rf=2, configs={"min.insync.replicas": "2"})
+    leader = leaders(cluster, "strict")[0]
+    follower = next(b for b in cluster.brokers if b != leader)
+    cluster.brokers[follower].kill()
+    wait_for(lambda: describe(cluster, "strict")[0]["isr_nodes"] == [leader], 60, "ISR shrink")
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        acks="all",
+        retries=0,
+        enable_idempotence=False,
+        request_timeout_ms=5000,
+    )
+    try:
+        with pytest.raises(NotEnoughReplicasError):
+            producer.send("strict", value=b"x", partition=0).get(30)
+    finally:
+        producer.close()

@@ -25,8 +25,10 @@ from tests.integration.broker.conftest import ClusterFactory, admin_client, wait
 
 pytestmark = pytest.mark.integration
 
-#: Throttle rate, bytes/s, on both sides: the ~2 MiB backlog takes >= 30 s to move.
-RATE = 64 * 1024
+#: Throttle rate, bytes/s, on both sides: the 2 MiB backlog would take ~60 s to move, far
+#: longer than any fault below takes to inject and detect; each test removes the throttle
+#: once the fault has been checked, so it never waits for the throttled copy.
+RATE = 32 * 1024
 BACKLOG_RECORDS = 256
 RECORD_BYTES = 8 * 1024  # 256 x 8 KiB = 2 MiB
 RATES = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
@@ -34,9 +36,9 @@ THROTTLED_REPLICAS = {
     "leader.replication.throttled.replicas": "*",
     "follower.replication.throttled.replicas": "*",
 }
-#: As in the quota tests: one fetch carries at most 64 KiB (one quota window's worth),
+#: As in the quota tests: one fetch carries at most 32 KiB (one quota window's worth),
 #: and two 1 s samples keep the initial burst ((window.num - 1) windows of quota) small.
-THROTTLE_PROPERTIES = {"replica.fetch.max.bytes": "65536", "replication.quota.window.num": "2"}
+THROTTLE_PROPERTIES = {"replica.fetch.max.bytes": "32768", "replication.quota.window.num": "2"}
 
 
 # --- cluster state --------------------------------------------------------------------------
@@ -302,6 +304,13 @@ def test_throttled_move_survives_a_leader_kill(kafka_cluster_factory: ClusterFac
         wait_for(lambda: len(live.acked) >= count + 20, 60, "records acked by the new leader")
 
         set_throttle_rate(cluster, None)
+        wait_for(
+            lambda: added in describe(cluster, "lead")[0]["isr_nodes"],
+            60,
+            "the added replica in ISR",
+        )
+        # RAR is not all in the ISR while the old leader is down: the move waits for it.
+        assert tp in ongoing(cluster)
         cluster.brokers[leader].start()
         wait_assignment(cluster, tp, [leader, controller, added])
         wait_for(lambda: ongoing(cluster) == {}, 30, "no reassignment listed")
@@ -319,7 +328,9 @@ def test_reassignment_moves_leadership_off_a_broker(kafka_cluster_factory: Clust
     cluster = kafka_cluster_factory(3, {"auto.leader.rebalance.enable": "false"})
     victim, x, y = 0, 1, 2
     topic = "drain"
-    create_topic(cluster, topic, assignment={0: [victim, x, y], 1: [victim, y, x], 2: [x, y, victim]})
+    create_topic(
+        cluster, topic, assignment={0: [victim, x, y], 1: [victim, y, x], 2: [x, y, victim]}
+    )
     assert [p["leader_id"] for p in describe(cluster, topic)] == [victim, victim, x]
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
     sent = {p: [f"d{p}-{i}".encode() for i in range(50)] for p in range(3)}
@@ -377,6 +388,8 @@ def test_second_submission_replaces_an_in_flight_target(
     assert listed["adding_replicas"] == [d]
     assert listed["removing_replicas"] == [a]
     wait_for(lambda: not partition_dir_exists(cluster, c, "twice"), 30, "A's target deleted")
+    wait_move_started(cluster, d, "twice")
+    assert_still_moving(cluster, tp, d)  # B's new replica is throttled too
 
     set_throttle_rate(cluster, None)
     wait_assignment(cluster, tp, [b, d])

@@ -10,13 +10,11 @@ benchmark drives both systems the same way.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
-from kpo_devenv.net import LOOPBACK, free_port, port_accepts
+from kpo_devenv.kafka_cluster import BrokerProcess
+from kpo_devenv.net import LOOPBACK, free_port
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.tools import java_path, tools_dir
 
@@ -96,8 +94,11 @@ def java_command(
     ]
 
 
-class ApacheBroker:
+class ApacheBroker(BrokerProcess):
     """One Apache Kafka broker process in ZooKeeper mode.
+
+    Shares start/stop/kill with our :class:`~kpo_devenv.kafka_cluster.BrokerProcess`;
+    only the command line, its defaults and the log4j file differ.
 
     Args:
         broker_id: ``broker.id``.
@@ -117,7 +118,7 @@ class ApacheBroker:
         classpath: str,
         properties: Mapping[str, str] | None = None,
         heap_mb: int = 512,
-    ) -> None:
+    ) -> None:  # the parent's __init__ is not called: its defaults are ours, not Kafka's
         self.broker_id = broker_id
         self.workdir = workdir
         self.port = free_port()
@@ -148,43 +149,16 @@ class ApacheBroker:
     def _new_process(self) -> ManagedProcess:
         return ManagedProcess(f"kafka-{self.broker_id}", self._argv, self.workdir / "broker.log")
 
-    @property
-    def bootstrap(self) -> str:
-        """``host:port`` of this broker's listener."""
-        return f"{LOOPBACK}:{self.port}"
-
     def start(self, timeout_s: float = 90.0) -> ApacheBroker:
-        """Write the configuration and start the broker; wait until its port accepts.
+        """Write ``log4j.properties`` and start like our brokers (wait for the port).
 
         Raises:
             kpo_devenv.process.ProcessStartError: the JVM exited or never listened.
         """
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
         self.log4j_path.write_text(_LOG4J)
-        if self.process.pid is not None:
-            self.process = self._new_process()
-        self.process.start()
-        self.process.wait_ready(lambda: port_accepts(self.port), timeout_s)
+        super().start(timeout_s)
         return self
-
-    def stop(self, timeout_s: float = 60.0) -> None:
-        """Stop with SIGTERM (controlled shutdown), SIGKILL after ``timeout_s`` s."""
-        self.process.stop(timeout_s=timeout_s)
-
-    def kill(self) -> None:
-        """Kill the JVM with SIGKILL (a crash: no controlled shutdown)."""
-        pid = self.process.pid
-        if pid is not None and self.process.is_running():
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while self.process.is_running() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        self.process.stop(timeout_s=1)
-
-    def is_running(self) -> bool:
-        """Whether the JVM is alive."""
-        return self.process.is_running()
 
 
 class ApacheKafkaCluster:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -51,13 +51,14 @@ class SpecError(ValueError):
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(
-        populate_by_name=True, extra="forbid", frozen=True, str_strict=True
-    )
+    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True, strict=True)
+
+
+_SpecT = TypeVar("_SpecT", bound=_Spec)
 
 
 def _parse(cls: type[_SpecT], kind: str, obj: Mapping[str, Any]) -> _SpecT:
-    spec = obj.get("spec", obj) if "spec" in obj or "kind" in obj else obj
+    spec = obj.get("spec", obj)
     if not isinstance(spec, Mapping):
         raise SpecError(kind, ["spec: must be an object"])
     try:
@@ -188,8 +189,10 @@ class TopicReplicaQuotaSpec(_Spec):
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
-        lists = (self.leader_replication_throttled_replicas,
-                 self.follower_replication_throttled_replicas)
+        lists = (
+            self.leader_replication_throttled_replicas,
+            self.follower_replication_throttled_replicas,
+        )
         rates = (self.leader_replication_throttled_rate, self.follower_replication_throttled_rate)
         if all(v is None for v in (*lists, *rates)):
             raise ValueError("set at least one throttled rate or throttled replica list")
@@ -205,11 +208,6 @@ class TopicReplicaQuotaSpec(_Spec):
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
         return _parse(cls, "TopicReplicaQuota", obj)
-
-
-from typing import TypeVar  # noqa: E402  (after the classes it is bound to)
-
-_SpecT = TypeVar("_SpecT", bound=_Spec)
 
 
 @dataclass(frozen=True)
@@ -256,5 +254,5 @@ class ClusterView:
     reassigning: dict[TopicPartition, str | None] = field(default_factory=dict)
 
     def partition(self, topic: str, partition: int) -> PartitionState | None:
-        """The state of ``topic``/``partition``, or ``None`` if it does not exist."""
+        """Return the state of ``topic``/``partition``, or ``None`` if it does not exist."""
         return self.topics.get(topic, {}).get(partition)

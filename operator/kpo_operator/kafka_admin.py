@@ -1,0 +1,429 @@
+"""The operator's only door to Kafka: a small Admin API interface and its kafka-python client.
+
+:class:`KafkaAdmin` lists the Admin API calls the reconciliation logic uses
+(KIP-455 reassignments, KIP-339 incremental configs for the KIP-73 throttles,
+KIP-113 log dirs, KIP-460 leader election), typed with the plain values of
+:mod:`kpo_operator.kafka_types`. :class:`KafkaPythonAdmin` implements it with
+kafka-python's ``KafkaAdminClient``, so it works with the project's brokers and
+with any Apache Kafka >= 2.4; unit tests use an in-memory fake instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any, Protocol, runtime_checkable
+
+import kafka.errors as kafka_errors
+from kafka import KafkaAdminClient
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import AlterConfigOp, ConfigResourceType
+from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.structs import TopicPartitionReplica
+
+from kpo_operator.kafka_types import (
+    ERROR_ELECTION_NOT_NEEDED,
+    ApiError,
+    ClusterInfo,
+    ConfigResource,
+    ConfigResourceKind,
+    KafkaRequestError,
+    KafkaUnavailableError,
+    KafkaUnsupportedError,
+    PartitionInfo,
+    Reassignment,
+    ReplicaDirInfo,
+    ReplicaKey,
+    TopicPartition,
+)
+
+__all__ = ["KafkaAdmin", "KafkaPythonAdmin", "api_error"]
+
+
+@runtime_checkable
+class KafkaAdmin(Protocol):
+    """The Admin API calls the operator makes; every call may raise a ``KafkaAdminError``.
+
+    ``KafkaUnavailableError`` means "retry later" (connection, timeout, no
+    controller); per-item failures are returned as :class:`ApiError` values.
+    """
+
+    def describe_cluster(self) -> ClusterInfo:
+        """Return the live brokers with their racks and the controller (DescribeCluster)."""
+        ...
+
+    def describe_topics(
+        self, topics: Collection[str] | None = None
+    ) -> dict[str, dict[int, PartitionInfo]]:
+        """Topic -> partition -> replicas, ISR and leader (Metadata).
+
+        ``None`` describes every topic; topics that do not exist are left out.
+        """
+        ...
+
+    def list_partition_reassignments(
+        self, partitions: Collection[TopicPartition] | None = None
+    ) -> dict[TopicPartition, Reassignment]:
+        """List the reassignments in flight (ListPartitionReassignments, KIP-455); ``None``: all."""
+        ...
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ApiError | None]:
+        """Submit target replica lists, or ``None`` to cancel (AlterPartitionReassignments).
+
+        Returns per partition ``None`` when accepted, else the error (e.g.
+        INVALID_REPLICA_ASSIGNMENT, NO_REASSIGNMENT_IN_PROGRESS). Raises
+        ``ValueError`` for an empty replica list.
+        """
+        ...
+
+    def describe_configs(
+        self,
+        brokers: Collection[int] = (),
+        topics: Collection[str] = (),
+        keys: Collection[str] | None = None,
+    ) -> dict[ConfigResource, dict[str, str]]:
+        """Dynamic configs set on each broker (per-broker) and topic (DescribeConfigs).
+
+        Only values set on the resource itself are returned (not defaults,
+        static ``server.properties`` values or cluster-wide broker defaults);
+        ``keys`` limits the answer to those names.
+        """
+        ...
+
+    def incremental_alter_configs(
+        self, changes: Mapping[ConfigResource, Mapping[str, str | None]]
+    ) -> dict[ConfigResource, ApiError | None]:
+        """Set (value) or delete (``None``) dynamic configs (IncrementalAlterConfigs, KIP-339)."""
+        ...
+
+    def describe_log_dirs(
+        self, brokers: Collection[int] | None = None, topics: Collection[str] | None = None
+    ) -> dict[ReplicaKey, ReplicaDirInfo]:
+        """Log dir, size in bytes and lag of each replica on ``brokers`` (DescribeLogDirs).
+
+        ``None`` asks every broker / every topic. A future replica (intra-broker
+        move) is given in the current replica's ``future`` field.
+        """
+        ...
+
+    def elect_preferred_leaders(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, ApiError | None]:
+        """Make the first replica the leader (ElectLeaders, PREFERRED, KIP-460).
+
+        A partition already led by its preferred replica (ELECTION_NOT_NEEDED)
+        counts as success (``None``).
+        """
+        ...
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[ReplicaKey, str]
+    ) -> dict[ReplicaKey, ApiError | None]:
+        """Move replicas to another log dir of their broker (AlterReplicaLogDirs, KIP-113)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connections; the object must not be used afterwards."""
+        ...
+
+
+_ERROR_TEXT = re.compile(r"^\[Error (-?\d+)\] (\w+)(?::\s*(.*))?$", re.DOTALL)
+_DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"}
+_KINDS = {
+    ConfigResourceKind.TOPIC: ConfigResourceType.TOPIC,
+    ConfigResourceKind.BROKER: ConfigResourceType.BROKER,
+}
+
+
+def api_error(code: int, message: str | None = None) -> ApiError | None:
+    """Return the :class:`ApiError` of a Kafka error code, ``None`` for code 0 (NONE)."""
+    if code == 0:
+        return None
+    error_class: Any = kafka_errors.for_code(code)
+    return ApiError(
+        code=code,
+        name=str(getattr(error_class, "message", "UNKNOWN_SERVER_ERROR")),
+        message=message or str(getattr(error_class, "description", "")),
+        retriable=bool(getattr(error_class, "retriable", False)),
+    )
+
+
+def _error_of_class(error_class: Any) -> ApiError | None:
+    return api_error(int(getattr(error_class, "errno", -1)))
+
+
+def _parse_alter_result(text: str) -> ApiError | None:
+    """Parse kafka-python's ``"OK"`` / ``"[Error N] Name: message"`` alter_configs result."""
+    if text == "OK":
+        return None
+    match = _ERROR_TEXT.match(text)
+    if match is None:
+        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
+    return api_error(int(match.group(1)), (match.group(3) or "").strip() or None)
+
+
+@contextmanager
+def _translated(call: str) -> Iterator[None]:
+    """Turn kafka-python's exceptions into the ``KafkaAdminError`` family."""
+    try:
+        yield
+    except kafka_errors.IncompatibleBrokerVersion as exc:
+        raise KafkaUnsupportedError(f"{call}: not supported by the cluster: {exc}") from exc
+    except kafka_errors.UnsupportedVersionError as exc:
+        raise KafkaUnsupportedError(f"{call}: not supported by the cluster: {exc}") from exc
+    except kafka_errors.KafkaError as exc:
+        errno = getattr(exc, "errno", None)
+        error = api_error(errno, str(exc)) if isinstance(errno, int) else None
+        if getattr(exc, "retriable", False):
+            raise KafkaUnavailableError(f"{call}: {exc}", error) from exc
+        raise KafkaRequestError(f"{call}: {exc}", error) from exc
+    except RuntimeError as exc:  # kafka-python: "Failed to find active controller id!"
+        if "controller" in str(exc):
+            raise KafkaUnavailableError(f"{call}: {exc}") from exc
+        raise
+    except OSError as exc:
+        raise KafkaUnavailableError(f"{call}: {exc}") from exc
+
+
+class KafkaPythonAdmin:
+    """:class:`KafkaAdmin` over kafka-python's ``KafkaAdminClient`` (connects on first use).
+
+    Args:
+        bootstrap_servers: comma-separated ``host:port`` list.
+        client_id: the client id the brokers see (quotas, logs).
+        request_timeout_ms: timeout of each request and of the first bootstrap, in ms.
+    """
+
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        client_id: str = "kpo-operator",
+        request_timeout_ms: int = 30000,
+    ) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self._admin: Any = None
+
+    def _client(self) -> Any:
+        if self._admin is None:
+            with _translated("connect"):
+                self._admin = KafkaAdminClient(
+                    bootstrap_servers=self.bootstrap_servers,
+                    client_id=self.client_id,
+                    request_timeout_ms=self.request_timeout_ms,
+                    bootstrap_timeout_ms=self.request_timeout_ms,
+                )
+        return self._admin
+
+    def describe_cluster(self) -> ClusterInfo:
+        """See :meth:`KafkaAdmin.describe_cluster`."""
+        with _translated("DescribeCluster"):
+            info = self._client().describe_cluster()
+        controller = info.get("controller_id", -1)
+        return ClusterInfo(
+            brokers={int(b["broker_id"]): b.get("rack") for b in info["brokers"]},
+            controller_id=controller if controller is not None and controller >= 0 else None,
+            cluster_id=info.get("cluster_id"),
+        )
+
+    def describe_topics(
+        self, topics: Collection[str] | None = None
+    ) -> dict[str, dict[int, PartitionInfo]]:
+        """See :meth:`KafkaAdmin.describe_topics`."""
+        if topics is not None and not topics:
+            return {}
+        with _translated("Metadata"):
+            described = self._client().describe_topics(None if topics is None else list(topics))
+        result: dict[str, dict[int, PartitionInfo]] = {}
+        for topic in described:
+            if topic["error_code"] == kafka_errors.UnknownTopicOrPartitionError.errno:
+                continue
+            result[topic["name"]] = {
+                p["partition_index"]: PartitionInfo(
+                    replicas=tuple(p["replica_nodes"]),
+                    isr=tuple(p["isr_nodes"]),
+                    leader=p["leader_id"] if p["leader_id"] >= 0 else None,
+                )
+                for p in topic["partitions"]
+            }
+        return result
+
+    def list_partition_reassignments(
+        self, partitions: Collection[TopicPartition] | None = None
+    ) -> dict[TopicPartition, Reassignment]:
+        """See :meth:`KafkaAdmin.list_partition_reassignments`."""
+        if partitions is not None and not partitions:
+            return {}
+        wanted = None if partitions is None else [KafkaTopicPartition(t, p) for t, p in partitions]
+        with _translated("ListPartitionReassignments"):
+            listed = self._client().list_partition_reassignments(wanted)
+        return {
+            (tp.topic, tp.partition): Reassignment(
+                replicas=tuple(info["replicas"]),
+                adding=tuple(info["adding_replicas"]),
+                removing=tuple(info["removing_replicas"]),
+            )
+            for tp, info in listed.items()
+        }
+
+    def alter_partition_reassignments(
+        self, targets: Mapping[TopicPartition, Sequence[int] | None]
+    ) -> dict[TopicPartition, ApiError | None]:
+        """See :meth:`KafkaAdmin.alter_partition_reassignments`."""
+        if not targets:
+            return {}
+        for tp, replicas in targets.items():
+            if replicas is not None and not replicas:
+                raise ValueError(f"empty replica list for {tp}; use None to cancel")
+        request = {
+            KafkaTopicPartition(t, p): None if replicas is None else list(replicas)
+            for (t, p), replicas in targets.items()
+        }
+        with _translated("AlterPartitionReassignments"):
+            answer = self._client().alter_partition_reassignments(request)
+        return {
+            (tp.topic, tp.partition): None if err is None else _error_of_class(err)
+            for tp, err in answer.items()
+        }
+
+    def describe_configs(
+        self,
+        brokers: Collection[int] = (),
+        topics: Collection[str] = (),
+        keys: Collection[str] | None = None,
+    ) -> dict[ConfigResource, dict[str, str]]:
+        """See :meth:`KafkaAdmin.describe_configs`."""
+        wanted = [ConfigResource.broker(b) for b in brokers] + [
+            ConfigResource.topic(t) for t in topics
+        ]
+        if not wanted:
+            return {}
+        names = None if keys is None else list(keys)
+        request = [KafkaConfigResource(_KINDS[r.kind], r.name, names) for r in wanted]
+        with _translated("DescribeConfigs"):
+            answer = self._client().describe_configs(request, config_filter="all")
+        result: dict[ConfigResource, dict[str, str]] = {}
+        for resource in wanted:
+            entries = answer.get(resource.kind.value, {}).get(resource.name, {})
+            result[resource] = {
+                name: entry["value"]
+                for name, entry in entries.items()
+                if entry.get("config_source") in _DYNAMIC_SOURCES and entry.get("value") is not None
+            }
+        return result
+
+    def incremental_alter_configs(
+        self, changes: Mapping[ConfigResource, Mapping[str, str | None]]
+    ) -> dict[ConfigResource, ApiError | None]:
+        """See :meth:`KafkaAdmin.incremental_alter_configs`."""
+        request = [
+            KafkaConfigResource(
+                _KINDS[resource.kind],
+                resource.name,
+                {k: (AlterConfigOp.DELETE, None) if v is None else v for k, v in entries.items()},
+            )
+            for resource, entries in changes.items()
+            if entries
+        ]
+        if not request:
+            return {}
+        with _translated("IncrementalAlterConfigs"):
+            answer = self._client().alter_configs(request, raise_on_unknown=False, incremental=True)
+        result: dict[ConfigResource, ApiError | None] = {}
+        for resource, entries in changes.items():
+            if entries:
+                text = answer.get(resource.kind.value, {}).get(resource.name)
+                result[resource] = (
+                    ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message="no answer")
+                    if text is None
+                    else _parse_alter_result(text)
+                )
+        return result
+
+    def describe_log_dirs(
+        self, brokers: Collection[int] | None = None, topics: Collection[str] | None = None
+    ) -> dict[ReplicaKey, ReplicaDirInfo]:
+        """See :meth:`KafkaAdmin.describe_log_dirs`."""
+        if (brokers is not None and not brokers) or (topics is not None and not topics):
+            return {}
+        with _translated("DescribeLogDirs"):
+            answers = self._client().describe_log_dirs(
+                topic_partitions=None if topics is None else list(topics),
+                brokers=None if brokers is None else list(brokers),
+            )
+        current: dict[ReplicaKey, ReplicaDirInfo] = {}
+        futures: dict[ReplicaKey, ReplicaDirInfo] = {}
+        for answer in answers:
+            broker_id = int(answer["broker"])
+            for log_dir in answer["log_dirs"]:
+                if log_dir["error_code"] != 0:  # an offline log dir hosts nothing readable
+                    continue
+                for topic in log_dir["topics"]:
+                    for part in topic["partitions"]:
+                        info = ReplicaDirInfo(
+                            log_dir=log_dir["log_dir"],
+                            size_bytes=part["partition_size"],
+                            offset_lag=part["offset_lag"],
+                            is_future=part["is_future_key"],
+                        )
+                        key = (broker_id, topic["name"], part["partition_index"])
+                        (futures if info.is_future else current)[key] = info
+        return {
+            key: ReplicaDirInfo(
+                info.log_dir, info.size_bytes, info.offset_lag, False, futures.get(key)
+            )
+            for key, info in current.items()
+        }
+
+    def elect_preferred_leaders(
+        self, partitions: Collection[TopicPartition]
+    ) -> dict[TopicPartition, ApiError | None]:
+        """See :meth:`KafkaAdmin.elect_preferred_leaders`."""
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for topic, partition in partitions:
+            by_topic[topic].append(partition)
+        if not by_topic:
+            return {}
+        with _translated("ElectLeaders"):
+            response = self._client().elect_leaders(0, dict(by_topic), raise_errors=False)
+        top = getattr(response, "error_code", 0) or 0
+        if top != 0:
+            error = api_error(top)
+            kind = KafkaUnavailableError if error and error.retriable else KafkaRequestError
+            raise kind(f"ElectLeaders: {error}", error)
+        result: dict[TopicPartition, ApiError | None] = {}
+        for topic in response.replica_election_results:
+            for part in topic.partition_result:
+                code = 0 if part.error_code == ERROR_ELECTION_NOT_NEEDED else part.error_code
+                result[(topic.topic, part.partition_id)] = api_error(code, part.error_message)
+        return result
+
+    def alter_replica_log_dirs(
+        self, moves: Mapping[ReplicaKey, str]
+    ) -> dict[ReplicaKey, ApiError | None]:
+        """See :meth:`KafkaAdmin.alter_replica_log_dirs`."""
+        if not moves:
+            return {}
+        request = {TopicPartitionReplica(t, p, b): d for (b, t, p), d in moves.items()}
+        with _translated("AlterReplicaLogDirs"):
+            answer = self._client().alter_replica_log_dirs(request)
+        return {
+            (tpr.broker_id, tpr.topic, tpr.partition): _error_of_class(err)
+            for tpr, err in answer.items()
+        }
+
+    def close(self) -> None:
+        """See :meth:`KafkaAdmin.close`."""
+        if self._admin is not None:
+            admin, self._admin = self._admin, None
+            admin.close()
+
+
+def _conforms(admin: KafkaPythonAdmin) -> KafkaAdmin:
+    """Let mypy check that :class:`KafkaPythonAdmin` implements :class:`KafkaAdmin`."""
+    return admin

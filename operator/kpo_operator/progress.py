@@ -1,0 +1,238 @@
+"""Progress of a reassignment: per-partition bytes, totals, rate, ETA and conditions.
+
+Bytes are measured as Kafka users do with ``kafka-log-dirs`` (DescribeLogDirs): a
+partition's adding replicas (RAR - OAR, KIP-455) must each copy the leader's log,
+so ``bytesTotal`` is the leader's replica size times the number of adding replicas
+and ``bytesDone`` the sum of the adding replicas' sizes, each capped at the leader's.
+The rate is measured over a sliding window of samples taken with an injectable
+clock; the ETA divides the remaining bytes by that rate. Conditions follow kstatus
+(``Reconciling``, ``Stalled``, ``Ready``) plus ``Completed`` for ``kubectl wait``,
+keeping ``lastTransitionTime`` while a condition's status does not change.
+All dicts returned match the CRDs' status schemas (camelCase keys).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kpo_operator.model import ClusterView, PartitionTarget
+
+ReplicaSizes = Mapping[tuple[int, str, int], int]
+"""(broker id, topic, partition) -> replica size in bytes, from DescribeLogDirs."""
+
+
+@dataclass(frozen=True)
+class PartitionProgress:
+    """One partition's state in a reassignment (an entry of ``status.partitions``).
+
+    Attributes:
+        topic: Topic name.
+        partition: Partition index.
+        state: ``Pending`` (not submitted), ``Moving`` or ``Completed``.
+        original_replicas: OAR.
+        target_replicas: RAR.
+        adding: Replicas still being added; empty once completed.
+        removing: Replicas still to be removed; empty once completed.
+        isr: The in-sync replicas.
+        leader: The leader's broker id, -1 if none.
+        bytes_done: Bytes copied to the adding replicas.
+        bytes_total: Bytes the adding replicas must copy.
+    """
+
+    topic: str
+    partition: int
+    state: str
+    original_replicas: tuple[int, ...]
+    target_replicas: tuple[int, ...]
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    isr: tuple[int, ...]
+    leader: int
+    bytes_done: int
+    bytes_total: int
+
+    def to_status(self) -> dict[str, Any]:
+        """Return the ``status.partitions[]`` entry."""
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "state": self.state,
+            "originalReplicas": list(self.original_replicas),
+            "targetReplicas": list(self.target_replicas),
+            "addingReplicas": list(self.adding),
+            "removingReplicas": list(self.removing),
+            "isr": list(self.isr),
+            "leader": self.leader,
+            "bytesDone": self.bytes_done,
+            "bytesTotal": self.bytes_total,
+        }
+
+
+def partition_progress(
+    target: PartitionTarget,
+    original: Sequence[int],
+    view: ClusterView,
+    sizes: ReplicaSizes,
+) -> PartitionProgress:
+    """Measure one partition of a reassignment.
+
+    Args:
+        target: The spec entry (RAR).
+        original: OAR, recorded in status when the reassignment was submitted.
+        view: The cluster now; the partition is in flight if it is in
+            ``view.reassigning`` or has adding/removing replicas.
+        sizes: Replica sizes in bytes; a missing entry counts as 0 bytes.
+
+    Returns:
+        ``Completed`` once Kafka's AR equals the target and nothing is in flight (then
+        ``bytes_done == bytes_total``), ``Moving`` while in flight, else ``Pending``.
+    """
+    tp = (target.topic, target.partition)
+    state = view.partition(*tp)
+    replicas = state.replicas if state else ()
+    leader = state.leader if state else -1
+    in_flight = tp in view.reassigning or bool(state and (state.adding or state.removing))
+    new = tuple(b for b in target.replicas if b not in original)
+    leader_size = sizes.get((leader, *tp), 0) if leader >= 0 else 0
+    adding: tuple[int, ...]
+    removing: tuple[int, ...]
+    if not in_flight and list(replicas) == list(target.replicas):
+        phase, adding, removing = "Completed", (), ()
+        done = total = leader_size * len(new)
+    else:
+        phase = "Moving" if in_flight else "Pending"
+        if state is not None and in_flight:
+            adding, removing = state.adding, state.removing
+        else:
+            adding = new
+            removing = tuple(b for b in original if b not in target.replicas)
+        total = leader_size * len(adding)
+        done = sum(min(sizes.get((b, *tp), 0), leader_size) for b in adding)
+    return PartitionProgress(
+        target.topic,
+        target.partition,
+        phase,
+        tuple(original),
+        tuple(target.replicas),
+        tuple(adding),
+        tuple(removing),
+        state.isr if state else (),
+        leader,
+        done,
+        total,
+    )
+
+
+@dataclass(frozen=True)
+class Totals:
+    """``status.totals``: sums over partitions and the progress string."""
+
+    partitions: int
+    partitions_done: int
+    bytes_done: int
+    bytes_total: int
+
+    @property
+    def progress(self) -> str:
+        """Return ``bytes_done / bytes_total`` as a whole percentage, rounded down ("42%").
+
+        With nothing to copy it is "100%" once every partition is done, else "0%".
+        """
+        if self.bytes_total <= 0:
+            done = self.partitions_done == self.partitions
+            return "100%" if done else "0%"
+        return f"{min(100, self.bytes_done * 100 // self.bytes_total)}%"
+
+    def to_status(self, rate: float | None = None) -> dict[str, Any]:
+        """Return the ``status.totals`` object; ``rate`` in bytes/s is included if known."""
+        out: dict[str, Any] = {
+            "partitions": self.partitions,
+            "partitionsDone": self.partitions_done,
+            "bytesDone": self.bytes_done,
+            "bytesTotal": self.bytes_total,
+            "progress": self.progress,
+        }
+        if rate is not None:
+            out["rate"] = int(rate)
+        return out
+
+
+def totals(parts: Iterable[PartitionProgress]) -> Totals:
+    """Sum partitions, completed partitions and bytes."""
+    items = list(parts)
+    return Totals(
+        len(items),
+        sum(p.state == "Completed" for p in items),
+        sum(p.bytes_done for p in items),
+        sum(p.bytes_total for p in items),
+    )
+
+
+class RateEstimator:
+    """Replication rate in bytes/s over a sliding time window of ``bytes_done`` samples.
+
+    The rate is (newest - oldest bytes) / (newest - oldest time) over the samples no
+    older than ``window_s`` seconds. A sample with fewer bytes than the previous one
+    (a log truncated by retention, a restarted move) starts the window afresh.
+
+    Args:
+        window_s: Window length in seconds (> 0).
+        clock: Monotonic seconds; :func:`time.monotonic` by default.
+
+    Raises:
+        ValueError: ``window_s`` is not positive.
+    """
+
+    def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+        if window_s <= 0:
+            raise ValueError(f"window_s must be > 0, got {window_s}")
+        self._window = window_s
+        self._clock = clock
+        self._samples: deque[tuple[float, int]] = deque()
+
+    def observe(self, bytes_done: int) -> None:
+        """Record the total bytes copied so far, at the clock's current time."""
+        now = self._clock()
+        if self._samples and bytes_done < self._samples[-1][1]:
+            self._samples.clear()
+        self._samples.append((now, bytes_done))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self._window:
+            self._samples.popleft()
+
+    def rate(self) -> float | None:
+        """Return bytes/s over the window, or ``None`` with fewer than two samples."""
+        if len(self._samples) < 2:
+            return None
+        (t0, b0), (t1, b1) = self._samples[0], self._samples[-1]
+        if t1 <= t0:
+            return None
+        return (b1 - b0) / (t1 - t0)
+
+
+def eta(bytes_remaining: int, rate: float | None, now: datetime) -> datetime | None:
+    """Predict completion: ``now`` + remaining / rate; ``now`` when nothing remains.
+
+    Returns ``None`` when the rate is unknown or not positive (no prediction possible).
+    """
+    if bytes_remaining <= 0:
+        return now
+    if rate is None or rate <= 0:
+        return None
+    return now + timedelta(seconds=bytes_remaining / rate)
+
+
+def predicted_duration(bytes_total: int, rate: int | None) -> timedelta | None:
+    """Time to copy ``bytes_total`` at a throttle of ``rate`` bytes/s (``None``: unthrottled)."""
+    if rate is None or rate <= 0:
+        return None
+    return timedelta(seconds=max(0, bytes_total) / rate)
+
+
+def format_time(moment: datetime) -> str:
+    """RFC 3339 UTC with second precision, as Kubernetes writes times ("...T06:40:08Z")."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -10,7 +10,7 @@ preferred leader.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 TopicPartition = tuple[str, int]
 """A partition as ``(topic, partition)``."""
@@ -105,7 +105,7 @@ class ReplicaDirInfo:
     future: ReplicaDirInfo | None = None
 
 
-class ConfigResourceKind(Enum):
+class ConfigResourceKind(StrEnum):
     """The kinds of config resources the operator writes (Kafka's ConfigResource.Type)."""
 
     TOPIC = "topic"

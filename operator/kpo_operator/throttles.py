@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from kpo_operator.kafka_types import ConfigResourceKind
 from kpo_operator.model import (
     ANY_LOG_DIR,
     ClusterView,
@@ -282,13 +283,6 @@ def merge(contributions: Iterable[Contribution]) -> EffectiveThrottles:
     return result
 
 
-class ResourceType(IntEnum):
-    """Kafka's ConfigResource types used by the operator."""
-
-    TOPIC = 2
-    BROKER = 4
-
-
 class OpType(IntEnum):
     """IncrementalAlterConfigs operation types (KIP-339)."""
 
@@ -308,7 +302,7 @@ class ConfigChange:
         value: The new value for SET, ``None`` for DELETE.
     """
 
-    resource_type: ResourceType
+    resource_type: ConfigResourceKind
     resource_name: str
     key: str
     op: OpType
@@ -337,17 +331,19 @@ def diff(effective: EffectiveThrottles, current: ThrottleConfigs) -> list[Config
     """
     wanted = effective.render()
     changes: list[ConfigChange] = []
-    sides: tuple[tuple[ResourceType, dict[str, dict[str, str]], dict[str, dict[str, str]]], ...]
+    sides: tuple[
+        tuple[ConfigResourceKind, dict[str, dict[str, str]], dict[str, dict[str, str]]], ...
+    ]
     sides = (
         (
-            ResourceType.BROKER,
+            ConfigResourceKind.BROKER,
             {str(b): c for b, c in wanted.brokers.items()},
             {str(b): c for b, c in current.brokers.items()},
         ),
-        (ResourceType.TOPIC, wanted.topics, current.topics),
+        (ConfigResourceKind.TOPIC, wanted.topics, current.topics),
     )
     for rtype, want_side, have_side in sides:
-        owned = BROKER_KEYS if rtype is ResourceType.BROKER else TOPIC_KEYS
+        owned = BROKER_KEYS if rtype is ConfigResourceKind.BROKER else TOPIC_KEYS
         for name in sorted(set(want_side) | set(have_side)):
             want, have = want_side.get(name, {}), have_side.get(name, {})
             for key in owned:

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kpo_operator.kafka_types import ConfigResourceKind
 from kpo_operator.model import (
     ClusterView,
     PartitionReassignmentSpec,
@@ -20,7 +21,6 @@ from kpo_operator.throttles import (
     Contribution,
     EffectiveThrottles,
     OpType,
-    ResourceType,
     ThrottleConfigs,
     ThrottleConflict,
     ThrottledReplicas,
@@ -207,13 +207,13 @@ def test_diff_sets_deletes_and_ignores_foreign_keys() -> None:
             "v": {FOLLOWER_REPLICAS: "garbage"},
         },
     )
-    b, t = ResourceType.BROKER, ResourceType.TOPIC
-    # Sorted by (resource type, name, key); BROKER (4) sorts after TOPIC (2).
+    b, t = ConfigResourceKind.BROKER, ConfigResourceKind.TOPIC
+    # Sorted by (resource kind, name, key): brokers before topics.
     assert diff(eff, current) == [
-        ConfigChange(t, "v", FOLLOWER_REPLICAS, OpType.DELETE),
         ConfigChange(b, "2", FOLLOWER_RATE, OpType.SET, "5"),
         ConfigChange(b, "2", LEADER_RATE, OpType.DELETE),
         ConfigChange(b, "3", LOG_DIR_MOVE_RATE, OpType.DELETE),
+        ConfigChange(t, "v", FOLLOWER_REPLICAS, OpType.DELETE),
     ]
 
 
@@ -221,7 +221,7 @@ def test_diff_repairs_garbled_value() -> None:
     eff = EffectiveThrottles(topics={"t": {LEADER_REPLICAS: _tr("0:1")}})
     current = ThrottleConfigs(topics={"t": {LEADER_REPLICAS: "0:x"}})
     assert diff(eff, current) == [
-        ConfigChange(ResourceType.TOPIC, "t", LEADER_REPLICAS, OpType.SET, "0:1")
+        ConfigChange(ConfigResourceKind.TOPIC, "t", LEADER_REPLICAS, OpType.SET, "0:1")
     ]
 
 
@@ -256,7 +256,7 @@ def _apply(configs: ThrottleConfigs, changes: list[ConfigChange]) -> ThrottleCon
     topics = {t: dict(c) for t, c in configs.topics.items()}
     for ch in changes:
         side: dict[Any, dict[str, str]]
-        if ch.resource_type is ResourceType.BROKER:
+        if ch.resource_type is ConfigResourceKind.BROKER:
             side, name = brokers, int(ch.resource_name)
         else:
             side, name = topics, ch.resource_name

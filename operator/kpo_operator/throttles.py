@@ -327,7 +327,7 @@ def diff(effective: EffectiveThrottles, current: ThrottleConfigs) -> list[Config
     order) is left alone; keys the operator does not own are never touched.
 
     Returns:
-        Changes sorted by resource type, name and key.
+        Changes sorted by resource kind (brokers, then topics), name and key.
     """
     wanted = effective.render()
     changes: list[ConfigChange] = []

@@ -3,9 +3,9 @@
 ``tools/install-kafka.sh`` puts ``kafka_2.13`` and ``kafka-tools`` with their
 dependencies in ``$KPO_TOOLS_DIR/kafka-<version>/libs``; each broker here is
 ``java -cp '<libs>/*' kafka.Kafka server.properties``, with its own loopback port,
-log dir, log4j file and heap. The class mirrors :class:`kpo_devenv.kafka_cluster.KafkaCluster`
-(``brokers[id]`` with ``start``/``stop``/``kill``, ``port``, ``log_dir``) so the
-benchmark drives both systems the same way.
+log dir, log4j file and heap. The classes subclass :class:`kpo_devenv.kafka_cluster.KafkaCluster`
+and ``BrokerProcess`` (``brokers[id]`` with ``start``/``stop``/``kill``, ``port``,
+``log_dir``), so the benchmark drives both systems the same way.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from kpo_devenv.kafka_cluster import BrokerProcess
+from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_devenv.net import LOOPBACK, free_port
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.tools import java_path, tools_dir
@@ -161,7 +161,7 @@ class ApacheBroker(BrokerProcess):
         return self
 
 
-class ApacheKafkaCluster:
+class ApacheKafkaCluster(KafkaCluster):
     """``size`` Apache Kafka brokers with ids ``0..size-1`` on one ZooKeeper chroot.
 
     Args:
@@ -173,6 +173,8 @@ class ApacheKafkaCluster:
         heap_mb: heap of each broker JVM, MiB.
     """
 
+    stop_timeout_s = 30.0
+
     def __init__(
         self,
         workdir: Path,
@@ -181,31 +183,12 @@ class ApacheKafkaCluster:
         size: int = 3,
         properties: Mapping[str, str] | None = None,
         heap_mb: int = 512,
-    ) -> None:
+    ) -> None:  # the parent's __init__ is not called: it builds our broker processes
         self.workdir = workdir
+        self.zookeeper_connect = zookeeper_connect
         self.brokers = {
             i: ApacheBroker(
                 i, workdir / f"broker-{i}", zookeeper_connect, classpath, properties, heap_mb
             )
             for i in range(size)
         }
-
-    @property
-    def bootstrap_servers(self) -> str:
-        """Comma-separated ``host:port`` of the running brokers."""
-        return ",".join(b.bootstrap for b in self.brokers.values() if b.is_running())
-
-    def start(self) -> ApacheKafkaCluster:
-        """Start every broker (stopping all of them if one fails)."""
-        try:
-            for broker in self.brokers.values():
-                broker.start()
-        except BaseException:
-            self.stop()
-            raise
-        return self
-
-    def stop(self) -> None:
-        """Stop every broker (SIGTERM, then SIGKILL)."""
-        for broker in self.brokers.values():
-            broker.process.stop(timeout_s=30)

@@ -164,10 +164,13 @@ class KafkaCluster:
             raise
         return self
 
+    #: How long a broker may take to stop cleanly before SIGKILL, s.
+    stop_timeout_s = 20.0
+
     def stop(self) -> None:
-        """Stop every broker (SIGTERM, then SIGKILL)."""
+        """Stop every broker (SIGTERM, then SIGKILL after :attr:`stop_timeout_s`)."""
         for broker in self.brokers.values():
-            broker.process.stop(timeout_s=20)
+            broker.process.stop(timeout_s=self.stop_timeout_s)
 
     def __enter__(self) -> KafkaCluster:
         return self.start()

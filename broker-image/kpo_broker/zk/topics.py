@@ -87,19 +87,22 @@ class TopicZk(ZkSession):
         if isinstance(result, ZookeeperError):
             raise ZkOperationError(path, type(result).__name__)
 
-    def get_all_topics(self) -> set[str]:
-        """Return the names of all topics (children of ``/brokers/topics``).
-
-        Raises:
-            ZkConnectionLossError: the session failed.
-        """
-        path = paths.BROKER_TOPICS
+    def _children(self, path: str) -> set[str]:
+        """Return the children of ``path``; an absent znode has none."""
         result = self._call("get_children_async", path)
         if isinstance(result, NoNodeError):
             return set()
         if isinstance(result, ZookeeperError):
             raise ZkOperationError(path, type(result).__name__)
         return set(result)
+
+    def get_all_topics(self) -> set[str]:
+        """Return the names of all topics (children of ``/brokers/topics``).
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self._children(paths.BROKER_TOPICS)
 
     def get_replica_assignments(self, topics: Iterable[str]) -> dict[str, TopicAssignment]:
         """Read the replica assignments of many topics, pipelined.
@@ -184,13 +187,7 @@ class TopicZk(ZkSession):
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        path = paths.ADMIN_DELETE_TOPICS
-        result = self._call("get_children_async", path)
-        if isinstance(result, NoNodeError):
-            return set()
-        if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
-        return set(result)
+        return self._children(paths.ADMIN_DELETE_TOPICS)
 
     def remove_topic_deletion_markers(
         self, topics: Iterable[str], *, controller_epoch_zk_version: int

@@ -110,6 +110,10 @@ class KafkaAdmin(Protocol):
         """
         ...
 
+    def log_dir_paths(self, brokers: Collection[int]) -> dict[int, frozenset[str]]:
+        """Absolute paths of the online log dirs of each broker (DescribeLogDirs, KIP-113)."""
+        ...
+
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]
     ) -> dict[TopicPartition, ApiError | None]:
@@ -379,6 +383,19 @@ class KafkaPythonAdmin:
             )
             for key, info in current.items()
         }
+
+    def log_dir_paths(self, brokers: Collection[int]) -> dict[int, frozenset[str]]:
+        """See :meth:`KafkaAdmin.log_dir_paths`."""
+        if not brokers:
+            return {}
+        with _translated("DescribeLogDirs"):
+            answers = self._client().describe_log_dirs(brokers=list(brokers))
+        paths: dict[int, set[str]] = {int(b): set() for b in brokers}
+        for answer in answers:
+            paths.setdefault(int(answer["broker"]), set()).update(
+                d["log_dir"] for d in answer["log_dirs"] if d["error_code"] == 0
+            )
+        return {b: frozenset(p) for b, p in paths.items()}
 
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]

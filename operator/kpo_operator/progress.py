@@ -236,3 +236,41 @@ def predicted_duration(bytes_total: int, rate: int | None) -> timedelta | None:
 def format_time(moment: datetime) -> str:
     """RFC 3339 UTC with second precision, as Kubernetes writes times ("...T06:40:08Z")."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def throttled_duration(parts: Iterable[PartitionProgress], rate: int | None) -> timedelta | None:
+    """Predict how long copying ``parts`` takes at a replication throttle of ``rate`` bytes/s.
+
+    The throttle applies on each broker separately (seed 004: a leader sends at
+    most ``leader.replication.throttled.rate``, a follower fetches at most
+    ``follower.replication.throttled.rate``), so the busiest broker sets the pace:
+    the result is the largest of each leader's bytes to send and each adding
+    replica's broker's bytes to receive, divided by ``rate``. ``None`` when
+    unthrottled (the pace is then the hardware's, not predictable here).
+    """
+    if rate is None or rate <= 0:
+        return None
+    sent: dict[int, int] = {}
+    received: dict[int, int] = {}
+    for part in parts:
+        remaining = max(0, part.bytes_total - part.bytes_done)
+        if not part.adding or remaining == 0:
+            continue
+        sent[part.leader] = sent.get(part.leader, 0) + remaining
+        for broker in part.adding:
+            share = remaining // len(part.adding)
+            received[broker] = received.get(broker, 0) + share
+    busiest = max([*sent.values(), *received.values(), 0])
+    return timedelta(seconds=busiest / rate)
+
+
+def format_duration(span: timedelta) -> str:
+    """Format a duration as Kubernetes prints ages: ``"45s"``, ``"3m20s"``, ``"2h5m"``."""
+    seconds = max(0, round(span.total_seconds()))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"

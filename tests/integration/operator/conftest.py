@@ -1,3 +1,157 @@
-"""Fixtures for the operator's tests on real brokers (shared with the broker tests)."""
+"""Fixtures for the operator's tests on real parts.
 
-from tests.integration.broker.conftest import kafka_cluster_factory  # noqa: F401
+``stack`` gives each test a fresh namespace on the session's real kube-apiserver,
+a fresh cluster of real broker processes on the session's real ZooKeeper, and
+the operator as a real process (``python -m kpo_operator``) watching that
+namespace; tests drive it with ``kubectl`` as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kpo_devenv.controlplane import ControlPlane
+from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.operator_process import OperatorProcess
+from tests.integration.broker.conftest import ClusterFactory, kafka_cluster_factory, wait_for
+
+__all__ = ["kafka_cluster_factory"]
+
+
+@dataclass
+class Stack:
+    """One test's cluster, namespace and operator."""
+
+    cluster: KafkaCluster
+    plane: ControlPlane
+    namespace: str
+    operator: OperatorProcess
+
+    def kubectl(self, *args: str, input_text: str | None = None, check: bool = True) -> str:
+        result = self.plane.kubectl("-n", self.namespace, *args, input_text=input_text, check=check)
+        return result.stdout if result.returncode == 0 or check else result.stderr
+
+    def apply(self, manifest: dict[str, Any]) -> None:
+        self.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(manifest))
+
+    def get(self, plural: str, name: str) -> dict[str, Any]:
+        found: dict[str, Any] = json.loads(self.kubectl("get", plural, name, "-o", "json"))
+        return found
+
+    def exists(self, plural: str, name: str) -> bool:
+        out = self.plane.kubectl(
+            "-n",
+            self.namespace,
+            "get",
+            plural,
+            name,
+            "--ignore-not-found",
+            "-o",
+            "name",
+            check=False,
+        )
+        return bool(out.stdout.strip())
+
+    def status(self, name: str) -> dict[str, Any]:
+        status: dict[str, Any] = self.get("partitionreassignments", name).get("status") or {}
+        return status
+
+    def wait_phase(self, name: str, phase: str, timeout_s: float = 90) -> dict[str, Any]:
+        seen: dict[str, Any] = {}
+
+        def reached() -> bool:
+            seen.update(self.status(name))
+            return seen.get("phase") == phase
+
+        try:
+            wait_for(reached, timeout_s, f"{name} phase {phase}")
+        except AssertionError as exc:
+            raise AssertionError(
+                f"{exc}; last status: {json.dumps(seen)[:2000]}\n"
+                f"operator log:\n{self.operator.log_tail(40)}"
+            ) from exc
+        return self.status(name)
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        listed = json.loads(
+            self.kubectl(
+                "get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json"
+            )
+        )
+        items: list[dict[str, Any]] = listed["items"]
+        return items
+
+
+def reassignment(name: str, partitions: list[dict[str, Any]], **spec: Any) -> dict[str, Any]:
+    """A PartitionReassignment manifest."""
+    return {
+        "apiVersion": "kpo.dev/v1alpha1",
+        "kind": "PartitionReassignment",
+        "metadata": {"name": name},
+        "spec": {"partitions": partitions, **spec},
+    }
+
+
+StackFactory = Callable[..., Stack]
+
+
+@pytest.fixture
+def stack_factory(
+    control_plane: ControlPlane, kafka_cluster_factory: ClusterFactory, tmp_path: Path
+) -> Iterator[StackFactory]:
+    """Make stacks (brokers + namespace + operator); everything is stopped after the test."""
+    operators: list[OperatorProcess] = []
+    namespaces: list[str] = []
+
+    def make(size: int = 3, properties: dict[str, str] | None = None, **operator: Any) -> Stack:
+        cluster = kafka_cluster_factory(size, properties)
+        namespace = f"t-{uuid.uuid4().hex[:8]}"
+        control_plane.kubectl("create", "namespace", namespace)
+        namespaces.append(namespace)
+        process = OperatorProcess(
+            tmp_path / f"operator-{namespace}",
+            control_plane.kubeconfig,
+            cluster.bootstrap_servers,
+            [namespace],
+            **operator,
+        )
+        operators.append(process)
+        process.start()
+        return Stack(cluster, control_plane, namespace, process)
+
+    try:
+        yield make
+    finally:
+        for process in operators:
+            process.stop(timeout_s=10)
+        for namespace in namespaces:  # finalizers would hold a namespace without the operator
+            for plural in ("partitionreassignments", "topicreplicaquotas"):
+                listed = control_plane.kubectl(
+                    "-n", namespace, "get", plural, "-o", "name", check=False
+                ).stdout.split()
+                for ref in listed:
+                    control_plane.kubectl(
+                        "-n",
+                        namespace,
+                        "patch",
+                        ref,
+                        "--type=merge",
+                        "-p",
+                        '{"metadata":{"finalizers":null}}',
+                        check=False,
+                    )
+            control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+
+
+@pytest.fixture
+def stack(stack_factory: StackFactory) -> Stack:
+    """A 3-broker cluster, a namespace and an operator watching it."""
+    return stack_factory()

@@ -250,6 +250,10 @@ class FakeKafkaAdmin:
                 result[key] = ReplicaDirInfo(log_dir, size, lag, False, future)
         return result
 
+    def log_dir_paths(self, brokers: Collection[int]) -> dict[int, frozenset[str]]:
+        self._enter("log_dir_paths", list(brokers))
+        return {b: frozenset(self.log_dirs_of(b)) for b in brokers if b in self.brokers}
+
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]
     ) -> dict[TopicPartition, ApiError | None]:

@@ -1,0 +1,99 @@
+"""Read the managed Kafka cluster into a :class:`~kpo_operator.model.ClusterView` (I/O edge).
+
+One snapshot costs a DescribeCluster, a Metadata, a ListPartitionReassignments
+(KIP-455) and, when asked, DescribeLogDirs requests (KIP-113) to the brokers
+involved. The pure modules decide on the result; nothing here decides anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+
+from kpo_operator.kafka_admin import KafkaAdmin
+from kpo_operator.kafka_types import ReplicaDirInfo, ReplicaKey
+from kpo_operator.model import ClusterView, PartitionState, TopicPartition
+
+
+@dataclass
+class ClusterSnapshot:
+    """The cluster at one moment.
+
+    Attributes:
+        view: Topics, live brokers, log dirs and in-flight reassignments; the
+            ``reassigning`` owners are filled by the caller (:func:`with_owners`).
+        replicas: ``(broker, topic, partition)`` -> log dir, size (bytes) and lag of
+            each replica asked for (empty unless ``replica_sizes`` was requested).
+        racks: broker id -> ``broker.rack`` (``None`` without a rack).
+        controller_id: The active controller, ``None`` while there is none.
+    """
+
+    view: ClusterView
+    replicas: dict[ReplicaKey, ReplicaDirInfo] = field(default_factory=dict)
+    racks: dict[int, str | None] = field(default_factory=dict)
+    controller_id: int | None = None
+
+    @property
+    def sizes(self) -> dict[ReplicaKey, int]:
+        """``(broker, topic, partition)`` -> replica size in bytes."""
+        return {key: info.size_bytes for key, info in self.replicas.items()}
+
+
+def read_cluster(
+    admin: KafkaAdmin,
+    topics: Collection[str] | None = None,
+    *,
+    replica_sizes: bool = False,
+    log_dirs_of: Collection[int] = (),
+) -> ClusterSnapshot:
+    """Take a snapshot of ``topics`` (every topic when ``None``).
+
+    Args:
+        admin: The Admin API client.
+        topics: Topics to describe; topics that do not exist are left out of the view.
+        replica_sizes: Also describe the log dirs of every broker hosting a replica
+            of those topics (per-replica size and lag).
+        log_dirs_of: Brokers whose log dir paths are wanted in ``view.log_dirs``.
+
+    Raises:
+        KafkaAdminError: A request failed (``KafkaUnavailableError``: retry later).
+    """
+    cluster = admin.describe_cluster()
+    described = admin.describe_topics(topics)
+    in_flight = admin.list_partition_reassignments()
+    view = ClusterView(live_brokers=frozenset(cluster.brokers))
+    for topic, partitions in described.items():
+        states: dict[int, PartitionState] = {}
+        for index, info in partitions.items():
+            moving = in_flight.get((topic, index))
+            states[index] = PartitionState(
+                replicas=moving.replicas if moving else info.replicas,
+                leader=-1 if info.leader is None else info.leader,
+                isr=info.isr,
+                adding=moving.adding if moving else (),
+                removing=moving.removing if moving else (),
+            )
+        view.topics[topic] = states
+    view.reassigning = {tp: None for tp in in_flight}
+    live_dirs = [b for b in log_dirs_of if b in cluster.brokers]
+    if live_dirs:
+        view.log_dirs = admin.log_dir_paths(sorted(set(live_dirs)))
+    snapshot = ClusterSnapshot(view, racks=dict(cluster.brokers))
+    snapshot.controller_id = cluster.controller_id
+    if replica_sizes and view.topics:
+        hosts = {b for parts in view.topics.values() for s in parts.values() for b in s.replicas}
+        hosts &= set(cluster.brokers)
+        if hosts:
+            snapshot.replicas = admin.describe_log_dirs(sorted(hosts), sorted(view.topics))
+    return snapshot
+
+
+def with_owners(view: ClusterView, owners: Mapping[TopicPartition, str]) -> ClusterView:
+    """Name the owner of each in-flight partition that an object of ours submitted.
+
+    Partitions in flight but not in ``owners`` keep ``None`` (started outside the
+    operator); owners of partitions no longer in flight are ignored. Returns ``view``.
+    """
+    for tp in view.reassigning:
+        view.reassigning[tp] = owners.get(tp)
+    return view

@@ -1,0 +1,152 @@
+"""kopf registrations: one thin handler per event, all logic in the reconcilers.
+
+======================== =============================================================
+handler                  does
+======================== =============================================================
+startup                  read :class:`~kpo_operator.settings.OperatorSettings`, build the
+                         :class:`~kpo_operator.runtime.OperatorRuntime`, set kopf's
+                         storage keys under ``kpo.dev`` and the finalizer name
+reassignment create/     one reconcile step (validate, throttle, submit...), also on
+update/resume            operator start for every existing object
+reassignment timer       every ``poll_interval_s`` while not Completed/Cancelled:
+                         progress, completion, resumption after a restart
+reassignment delete      cancel what is in flight, remove throttles; the finalizer holds
+                         the object until that is done
+quota create/update/     sync the throttles now and report
+resume
+quota timer              every ``quota_interval_s``: drift repair and status
+quota delete             sync without the quota (removes what only it set)
+cleanup                  close the Kafka connections
+======================== =============================================================
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, VERSION
+from kpo_operator.runtime import OperatorRuntime, RetryLater
+from kpo_operator.settings import OperatorSettings
+
+logger = logging.getLogger("kpo_operator")
+
+READY_MESSAGE = "kpo operator started"
+"""Logged once the operator is configured (the local process runner waits for it)."""
+
+FINALIZER = "kpo.dev/finalizer"
+
+_SETTINGS = OperatorSettings.from_env()
+_PR = (GROUP, VERSION, PARTITION_REASSIGNMENT.plural)
+_TRQ = (GROUP, VERSION, TOPIC_REPLICA_QUOTA.plural)
+_FINAL = ("Completed", "Cancelled")
+
+
+def _runtime(memo: Any) -> OperatorRuntime:
+    runtime: OperatorRuntime = memo.runtime
+    return runtime
+
+
+def _active(*, status: Any, **_: Any) -> bool:
+    return (status or {}).get("phase") not in _FINAL
+
+
+@kopf.on.startup()
+def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
+    """Configure kopf and create the runtime (Kafka client, API store, reconcilers)."""
+    settings.persistence.finalizer = FINALIZER
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    settings.posting.level = logging.WARNING  # the reconcilers record their own Events
+    settings.execution.max_workers = 8
+    memo.runtime = OperatorRuntime(_SETTINGS)
+    logger.info(
+        "%s: Kafka %s, namespaces %s",
+        READY_MESSAGE,
+        ",".join(_SETTINGS.bootstrap_servers),
+        ",".join(_SETTINGS.namespaces) or "<all>",
+    )
+
+
+@kopf.on.cleanup()
+def cleanup(*, memo: Any, **_: Any) -> None:
+    """Close the Kafka connections."""
+    runtime = getattr(memo, "runtime", None)
+    if runtime is not None:
+        runtime.close()
+
+
+def _step_reassignment(memo: Any, namespace: str, name: str) -> None:
+    runtime = _runtime(memo)
+    try:
+        runtime.run("pr", namespace, name, lambda: runtime.reassignments.reconcile(namespace, name))
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+
+
+@kopf.on.resume(*_PR)
+@kopf.on.create(*_PR)
+@kopf.on.update(*_PR, field="spec")
+def reassignment_changed(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Take a reconcile step when a PartitionReassignment appears or its spec changes."""
+    _step_reassignment(memo, namespace or "", name)
+
+
+@kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, when=_active)
+def reassignment_poll(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Track progress and finish moving PartitionReassignments."""
+    _step_reassignment(memo, namespace or "", name)
+
+
+@kopf.on.delete(*_PR)
+def reassignment_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Cancel what is in flight and remove the throttles before the object goes."""
+    runtime, ns = _runtime(memo), namespace or ""
+    try:
+        done = runtime.run("pr", ns, name, lambda: runtime.reassignments.finalize(ns, name))
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+    if not done:
+        raise kopf.TemporaryError(
+            "cancelling in-flight partitions", delay=_SETTINGS.poll_interval_s
+        )
+    runtime.forget("pr", ns, name)
+
+
+def _step_quota(memo: Any, namespace: str, name: str, max_age_s: float | None) -> None:
+    runtime = _runtime(memo)
+    try:
+        runtime.run(
+            "trq", namespace, name, lambda: runtime.quotas.reconcile(namespace, name, max_age_s)
+        )
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+
+
+@kopf.on.resume(*_TRQ)
+@kopf.on.create(*_TRQ)
+@kopf.on.update(*_TRQ, field="spec")
+def quota_changed(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Apply a TopicReplicaQuota as soon as it appears or changes."""
+    _step_quota(memo, namespace or "", name, None)
+
+
+@kopf.timer(*_TRQ, interval=_SETTINGS.quota_interval_s)
+def quota_poll(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Repair drift and refresh the status (one sync per interval for all quotas)."""
+    _step_quota(memo, namespace or "", name, _SETTINGS.quota_interval_s * 0.9)
+
+
+@kopf.on.delete(*_TRQ)
+def quota_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Remove what only this quota set before the object goes."""
+    runtime, ns = _runtime(memo), namespace or ""
+    try:
+        done = runtime.run("trq", ns, name, lambda: runtime.quotas.finalize(ns, name))
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+    if not done:
+        raise kopf.TemporaryError("removing throttles failed", delay=_SETTINGS.quota_interval_s)
+    runtime.forget("trq", ns, name)

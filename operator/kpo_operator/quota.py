@@ -1,0 +1,173 @@
+"""Reconcile one TopicReplicaQuota: keep its throttles applied and report what is in effect.
+
+A quota does not write configs itself: it asks the single
+:class:`~kpo_operator.throttle_writer.ThrottleWriter` to sync, which merges it with
+every other quota and every moving PartitionReassignment (the lowest rate wins on
+a disagreement), repairs hand-made changes, and applies the result with
+IncrementalAlterConfigs. The quota's status then shows the effective values on
+the brokers and topics it names and conditions:
+
+- ``Ready`` True (reason ``Applied``) once the configuration is written, False
+  with ``Stalled`` True when Kafka refused a write (reason ``WriteFailed``) or the
+  spec is invalid (``InvalidSpec``);
+- ``RateConflict`` True when another object wants a different rate on one of its
+  brokers; the message names the winner and why (the lowest rate wins).
+
+Deleting a quota (finalizer) syncs without it, which removes exactly the configs
+that only it wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
+from kpo_operator.model import SpecError, TopicReplicaQuotaSpec
+from kpo_operator.resources import TOPIC_REPLICA_QUOTA
+from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
+from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of
+from kpo_operator.throttles import (
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    ThrottleConflict,
+)
+
+RATE_CONFLICT = "RateConflict"
+"""Condition type set True while another object wants a different rate."""
+
+MAX_STATUS_TOPICS = 500
+"""At most this many topics are listed in ``status.topics`` (an object must stay small)."""
+
+
+class QuotaReconciler:
+    """Drives TopicReplicaQuota objects through the throttle writer.
+
+    Args:
+        store: The Kubernetes API.
+        writer: The single throttle writer.
+        now: Wall-clock time for condition timestamps.
+
+    Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        writer: ThrottleWriter,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.store = store
+        self.writer = writer
+        self.now = now
+
+    def reconcile(self, namespace: str, name: str, max_age_s: float | None = None) -> None:
+        """Sync the throttles and write the quota's status.
+
+        Args:
+            namespace: The object's namespace.
+            name: The object's name.
+            max_age_s: Reuse a sync younger than this (timers); ``None`` syncs now.
+        """
+        obj = self.store.get(TOPIC_REPLICA_QUOTA, namespace, name)
+        if obj is None or obj["metadata"].get("deletionTimestamp"):
+            return
+        generation = int(obj["metadata"].get("generation") or 1)
+        try:
+            TopicReplicaQuotaSpec.from_object(obj)
+        except SpecError as exc:
+            message = "; ".join(exc.errors)
+            self._write(obj, generation, quota_conditions("Stalled", "InvalidSpec", message), {})
+            return
+        result = self.writer.sync(max_age_s=max_age_s)
+        self._report(obj, generation, result)
+
+    def finalize(self, namespace: str, name: str) -> bool:
+        """Remove what only this quota set; returns ``True`` when the finalizer may go."""
+        obj = self.store.get(TOPIC_REPLICA_QUOTA, namespace, name)
+        if obj is None:
+            return True
+        result = self.writer.sync({source_of(TOPIC_REPLICA_QUOTA, obj): None})
+        if not result.errors:
+            self.store.event(obj, NORMAL, "ThrottlesRemoved", "configs only this quota set removed")
+        return not result.errors
+
+    def _report(self, obj: Object, generation: int, result: SyncResult) -> None:
+        source = source_of(TOPIC_REPLICA_QUOTA, obj)
+        mine = result.contributions.get(source)
+        brokers: list[dict[str, Any]] = []
+        topics: list[dict[str, Any]] = []
+        if mine is not None:
+            for broker in sorted(mine.broker_rates):
+                rates = result.effective.brokers.get(broker, {})
+                entry: dict[str, Any] = {"brokerId": broker}
+                if LEADER_RATE in rates:
+                    entry["leaderReplicationThrottledRate"] = rates[LEADER_RATE]
+                if FOLLOWER_RATE in rates:
+                    entry["followerReplicationThrottledRate"] = rates[FOLLOWER_RATE]
+                brokers.append(entry)
+            for topic in sorted(mine.topic_replicas)[:MAX_STATUS_TOPICS]:
+                lists = result.effective.topics.get(topic, {})
+                item: dict[str, Any] = {"topic": topic}
+                if LEADER_REPLICAS in lists:
+                    item["leaderReplicationThrottledReplicas"] = lists[LEADER_REPLICAS].render()
+                if FOLLOWER_REPLICAS in lists:
+                    item["followerReplicationThrottledReplicas"] = lists[FOLLOWER_REPLICAS].render()
+                topics.append(item)
+        names = {str(b["brokerId"]) for b in brokers} | {t["topic"] for t in topics}
+        errors = {r: e for r, e in result.errors.items() if r.name in names}
+        conflicts = [c for c in result.effective.conflicts if _involves(c, source)]
+        if errors:
+            text = "; ".join(
+                f"{r.kind} {r.name}: {e}"
+                for r, e in sorted(errors.items(), key=lambda i: i[0].name)
+            )
+            desired = quota_conditions("Stalled", "WriteFailed", text)
+        else:
+            text = (
+                f"applied on {len(brokers)} brokers and {len(mine.topic_replicas) if mine else 0}"
+            )
+            text += " topics"
+            desired = quota_conditions("Ready", "Applied", text)
+        lost = [c for c in conflicts if c.winner != source]
+        desired.append(
+            Condition(
+                RATE_CONFLICT, "True", "LowestRateWins", "; ".join(c.message for c in conflicts)
+            )
+            if conflicts
+            else Condition(RATE_CONFLICT, "False", "NoConflict", "")
+        )
+        old = obj.get("status") or {}
+        old_conflict: dict[str, Any] = next(
+            (c for c in old.get("conditions") or [] if c.get("type") == RATE_CONFLICT), {}
+        )
+        if lost and old_conflict.get("message") != desired[-1].message:
+            self.store.event(obj, WARNING, "RateConflict", desired[-1].message)
+        self._write(obj, generation, desired, {"brokers": brokers, "topics": topics})
+
+    def _write(
+        self, obj: Object, generation: int, desired: list[Condition], extra: dict[str, Any]
+    ) -> None:
+        old: dict[str, Any] = dict(obj.get("status") or {})
+        new = dict(old)
+        new.update(extra)
+        new["observedGeneration"] = generation
+        new["conditions"] = stamp_conditions(
+            old.get("conditions") or [], desired, generation, self.now()
+        )
+        if new == old:
+            return
+        meta = obj["metadata"]
+        self.store.patch_status(TOPIC_REPLICA_QUOTA, meta["namespace"], meta["name"], new)
+        ready = next(c for c in desired if c.type in ("Ready", "Stalled") and c.status == "True")
+        was = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
+        if was.get(ready.type) != "True":
+            kind = NORMAL if ready.type == "Ready" else WARNING
+            self.store.event(obj, kind, ready.reason, ready.message)
+
+
+def _involves(conflict: ThrottleConflict, source: str) -> bool:
+    return conflict.winner == source or any(s == source for s, _ in conflict.others)

@@ -1,0 +1,572 @@
+"""Reconcile one PartitionReassignment: validate, throttle, submit, track, finish, cancel.
+
+Each call of :meth:`ReassignmentReconciler.reconcile` reads the object fresh and
+the cluster (Metadata, ListPartitionReassignments, DescribeLogDirs), takes one
+step and writes the status if it changed. The step depends on the phase:
+
+- **new / Pending / Suspended, or a new generation**: validate as
+  ReassignPartitionsCommand does (:mod:`kpo_operator.validation`). Invalid:
+  ``Failed`` with every bad entry and nothing changed in Kafka. ``suspend``:
+  ``Suspended`` with the plan (bytes to move, predicted duration). Otherwise the
+  accepted targets are written to status *first* (state Pending), the throttles
+  applied through the single :class:`~kpo_operator.throttle_writer.ThrottleWriter`,
+  and the partitions not already in flight with that target are submitted with
+  AlterPartitionReassignments (KIP-455), so a restarted operator never resubmits.
+- **Moving**: measure each partition (adding/removing replicas, ISR, leader,
+  bytes of the adding replicas vs the leader's) and the rate/ETA; when every
+  partition is done, remove this object's throttles, run the preferred-leader
+  election if asked and set ``Completed``. A partition that leaves flight
+  without reaching its target (cancelled by someone else) is ``Failed``.
+- **Edits while Moving** are applied as an incremental reassignment: a changed
+  target is resubmitted (Kafka keeps the original replicas, KIP-455), a removed
+  partition is cancelled, a new one submitted, a throttle change re-applied. An
+  invalid edit is not applied (the accepted targets keep moving; a Warning Event
+  and ``status.message`` say why); if it is still invalid when they finish, the
+  object ends ``Failed``. ``suspend`` cannot pause a submitted reassignment
+  (Kafka has no pause): use ``cancel``.
+- **cancel: true or deletion**: cancel the in-flight partitions this object
+  submitted (revert to OAR), wait until none is in flight (``Cancelling``), remove
+  its throttles, then ``Cancelled`` (and the finalizer lets the object go).
+
+``Completed`` and ``Cancelled`` are final; ``Failed`` is final until the spec changes.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
+from kpo_operator.conditions import Phase
+from kpo_operator.kafka_admin import KafkaAdmin
+from kpo_operator.kafka_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
+from kpo_operator.model import (
+    ANY_LOG_DIR,
+    PartitionReassignmentSpec,
+    PartitionTarget,
+    SpecError,
+    TopicPartition,
+)
+from kpo_operator.progress import (
+    PartitionProgress,
+    RateEstimator,
+    eta,
+    format_duration,
+    format_time,
+    partition_progress,
+    throttled_duration,
+    totals,
+)
+from kpo_operator.reassignment_status import (
+    ACTIVE_STATES,
+    CANCELLED,
+    COMPLETED,
+    FAILED,
+    MOVING,
+    PENDING,
+    Accepted,
+    StatusUpdate,
+    accepted_partitions,
+    partition_entry,
+    render_status,
+    status_changed,
+)
+from kpo_operator.resources import PARTITION_REASSIGNMENT
+from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
+from kpo_operator.throttle_writer import THROTTLING_PHASES, ThrottleWriter, source_of
+from kpo_operator.throttles import reassignment_contribution
+from kpo_operator.validation import validate_reassignment
+
+logger = logging.getLogger(__name__)
+
+FINAL_PHASES = frozenset({Phase.COMPLETED.value, Phase.CANCELLED.value})
+
+
+class ReassignmentReconciler:
+    """Drives PartitionReassignment objects; safe to call again at any time (idempotent).
+
+    Args:
+        admin: The Admin API client of the managed cluster.
+        store: The Kubernetes API.
+        writer: The single throttle writer.
+        rate_window_s: Window of the replication-rate estimate, seconds.
+        throttle_resync_s: How often a Moving object re-checks its throttles, seconds.
+        clock: Monotonic seconds (rate estimates).
+        now: Wall-clock time (status timestamps).
+
+    Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
+    """
+
+    def __init__(
+        self,
+        admin: KafkaAdmin,
+        store: ObjectStore,
+        writer: ThrottleWriter,
+        rate_window_s: float = 30.0,
+        throttle_resync_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.admin = admin
+        self.store = store
+        self.writer = writer
+        self.rate_window_s = rate_window_s
+        self.throttle_resync_s = throttle_resync_s
+        self.clock = clock
+        self.now = now
+        self._rates: dict[str, RateEstimator] = {}
+
+    # -- entry points -------------------------------------------------------------------
+
+    def reconcile(self, namespace: str, name: str) -> str | None:
+        """Take one step for the object; return its phase afterwards (``None``: gone)."""
+        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
+        if obj is None:
+            return None
+        return self._step(obj)
+
+    def finalize(self, namespace: str, name: str) -> bool:
+        """Cancel what is in flight and drop the throttles of a deleted object.
+
+        Returns:
+            ``True`` once nothing of this object is in flight and its throttles are
+            gone (the finalizer may be removed); ``False`` to be called again later.
+        """
+        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
+        if obj is None:
+            return True
+        phase = self._step(obj, deleting=True)
+        if phase in THROTTLING_PHASES:
+            return False
+        self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
+        self._rates.pop(_uid(obj), None)
+        return True
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def _step(self, obj: Object, deleting: bool = False) -> str:
+        status: dict[str, Any] = dict(obj.get("status") or {})
+        phase = status.get("phase") or ""
+        generation = int(obj["metadata"].get("generation") or 1)
+        deleting = deleting or bool(obj["metadata"].get("deletionTimestamp"))
+        if phase in FINAL_PHASES:
+            return phase
+        if phase == Phase.FAILED and status.get("observedGeneration") == generation:
+            return phase
+        try:
+            spec = PartitionReassignmentSpec.from_object(obj)
+        except SpecError as exc:
+            if phase in THROTTLING_PHASES:  # keep tracking what was accepted; cancel on delete
+                spec = None
+            else:
+                self._write(obj, status, self._failed(generation, exc.errors), "Invalid")
+                return Phase.FAILED
+        accepted = accepted_partitions(status)
+        topics = {tp[0] for tp in accepted} | (
+            {t.topic for t in spec.partitions} if spec else set()
+        )
+        dirs = {b for t in (spec.partitions if spec else []) if t.log_dirs for b in t.replicas}
+        snapshot = read_cluster(self.admin, sorted(topics), replica_sizes=True, log_dirs_of=dirs)
+        key = object_key(obj)
+        owners = self._owners(exclude=key)
+        owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
+        with_owners(snapshot.view, owners)
+        if deleting or (spec is not None and spec.cancel):
+            return self._cancel(obj, status, generation, accepted, snapshot, deleting)
+        if spec is None:
+            return self._track(obj, status, generation, None, accepted, snapshot)
+        edited = phase not in THROTTLING_PHASES or status.get("observedGeneration") != generation
+        if edited:
+            issues = validate_reassignment(spec, snapshot.view, key)
+            if issues and phase not in THROTTLING_PHASES:
+                self._write(
+                    obj,
+                    status,
+                    self._failed(generation, [str(i) for i in issues]),
+                    "ValidationFailed",
+                )
+                return Phase.FAILED
+            if issues:
+                text = "edit not applied: " + "; ".join(str(i) for i in issues)
+                if status.get("message") != text:
+                    self.store.event(obj, WARNING, "EditRejected", text)
+                status["message"] = text
+                return self._track(obj, status, generation, spec, accepted, snapshot, rejected=text)
+            if phase not in THROTTLING_PHASES and spec.suspend:
+                return self._suspend(obj, status, generation, spec, snapshot)
+            return self._submit(obj, status, generation, spec, accepted, snapshot)
+        return self._track(obj, status, generation, spec, accepted, snapshot)
+
+    def _suspend(
+        self,
+        obj: Object,
+        status: dict[str, Any],
+        generation: int,
+        spec: PartitionReassignmentSpec,
+        snapshot: ClusterSnapshot,
+    ) -> str:
+        parts = [self._measure(t, _oar(t, snapshot), snapshot) for t in spec.partitions]
+        rate = spec.throttle.replication_rate if spec.throttle else None
+        duration = throttled_duration(parts, rate)
+        summary = totals(parts)
+        message = (
+            f"suspended: {summary.partitions} partitions, {summary.bytes_total} bytes to move"
+            + (f", about {format_duration(duration)} at {rate} bytes/s" if duration else "")
+            + "; set spec.suspend to false to start"
+        )
+        update = StatusUpdate(
+            Phase.SUSPENDED,
+            message,
+            generation,
+            partitions=[partition_entry(p, PENDING) for p in parts],
+            totals=summary,
+            predicted_duration=format_duration(duration) if duration else None,
+        )
+        self._write(obj, status, update, "Suspended")
+        return Phase.SUSPENDED
+
+    def _submit(
+        self,
+        obj: Object,
+        status: dict[str, Any],
+        generation: int,
+        spec: PartitionReassignmentSpec,
+        accepted: dict[TopicPartition, Accepted],
+        snapshot: ClusterSnapshot,
+    ) -> str:
+        view = snapshot.view
+        wanted = {t.key: t for t in spec.partitions}
+        submit: dict[TopicPartition, list[int] | None] = {}
+        entries: list[dict[str, Any]] = []
+        for tp, target in wanted.items():
+            state = view.partition(*tp)
+            assert state is not None  # validated
+            in_flight = tp in view.reassigning
+            current = tuple(b for b in state.replicas if b not in state.removing)
+            if (in_flight and current != tuple(target.replicas)) or (
+                not in_flight and list(state.replicas) != list(target.replicas)
+            ):
+                submit[tp] = list(target.replicas)
+            prior = accepted.get(tp)
+            original = prior.original if prior else state.original_replicas
+            progress = self._measure(target, original, snapshot)
+            entries.append(partition_entry(progress, PENDING if tp in submit else MOVING))
+        for tp, prior in accepted.items():
+            if tp not in wanted and prior.state in ACTIVE_STATES and tp in view.reassigning:
+                submit[tp] = None  # dropped from the spec while moving: revert it
+        start = status.get("startTime") or format_time(self.now())
+        ahead = StatusUpdate(
+            Phase.MOVING,
+            f"submitting {len(submit)} partition changes",
+            generation,
+            partitions=entries,
+            start_time=start,
+        )
+        self._write(obj, status, ahead, "Accepted")
+        source = source_of(PARTITION_REASSIGNMENT, obj)
+        throttles = self.writer.sync({source: reassignment_contribution(source, spec, view)})
+        if throttles.errors:
+            failed = ", ".join(f"{r.kind} {r.name}: {e}" for r, e in throttles.errors.items())
+            self.store.event(obj, WARNING, "ThrottleFailed", f"could not set throttles: {failed}")
+        errors = self.admin.alter_partition_reassignments(submit) if submit else {}
+        messages = {tp: str(e) for tp, e in errors.items() if e is not None}
+        for entry in entries:
+            tp = (entry["topic"], entry["partition"])
+            if tp in messages:
+                entry["state"], entry["message"] = FAILED, messages[tp]
+            elif entry["state"] == PENDING:
+                entry["state"] = MOVING
+        self._move_log_dirs(spec, snapshot)
+        targets = [t for tp, t in submit.items() if t is not None and tp not in messages]
+        reverted = [tp for tp, t in submit.items() if t is None and tp not in messages]
+        text = f"submitted {len(targets)} partitions"
+        if reverted:
+            text += f", cancelled {len(reverted)} dropped from the spec"
+        if messages:
+            text += "; refused by Kafka: " + "; ".join(
+                f"{t}-{p}: {m}" for (t, p), m in sorted(messages.items())
+            )
+        self.store.event(obj, WARNING if messages else NORMAL, "Submitted", text)
+        update = StatusUpdate(Phase.MOVING, text, generation, partitions=entries, start_time=start)
+        self._write(obj, status, update, None)
+        return Phase.MOVING
+
+    def _track(
+        self,
+        obj: Object,
+        status: dict[str, Any],
+        generation: int,
+        spec: PartitionReassignmentSpec | None,
+        accepted: dict[TopicPartition, Accepted],
+        snapshot: ClusterSnapshot,
+        rejected: str | None = None,
+    ) -> str:
+        targets = {t.key: t for t in spec.partitions} if spec else {}
+        entries: list[dict[str, Any]] = []
+        parts: list[PartitionProgress] = []
+        resubmit: dict[TopicPartition, list[int] | None] = {}
+        for tp, prior in accepted.items():
+            target = targets.get(tp)
+            if target is None or tuple(target.replicas) != prior.target:
+                target = PartitionTarget(topic=tp[0], partition=tp[1], replicas=list(prior.target))
+            progress = self._measure(target, prior.original, snapshot)
+            state, message = prior.state, prior.message
+            if state in ACTIVE_STATES:
+                if progress.state == COMPLETED and self._dirs_reached(target, snapshot):
+                    state = COMPLETED
+                elif progress.state == "Pending" and state == PENDING:
+                    resubmit[tp] = list(prior.target)  # accepted but never submitted
+                elif progress.state == "Pending":
+                    state, message = FAILED, "left flight without reaching its target replicas"
+                else:
+                    state = MOVING
+            parts.append(progress)
+            entries.append(partition_entry(progress, state, message))
+        if resubmit:
+            errors = self.admin.alter_partition_reassignments(resubmit)
+            for entry in entries:
+                error = errors.get((entry["topic"], entry["partition"]))
+                if error is not None:
+                    entry["state"], entry["message"] = FAILED, str(error)
+                elif (entry["topic"], entry["partition"]) in resubmit:
+                    entry["state"] = MOVING
+        if spec is not None:
+            self._move_log_dirs(spec, snapshot)
+        summary = totals(parts)
+        estimator = self._rates.setdefault(_uid(obj), RateEstimator(self.rate_window_s, self.clock))
+        estimator.observe(summary.bytes_done)
+        rate = estimator.rate()
+        remaining = summary.bytes_total - summary.bytes_done
+        states = [e["state"] for e in entries]
+        observed = int(status.get("observedGeneration") or generation)
+        source = source_of(PARTITION_REASSIGNMENT, obj)
+        if any(s in ACTIVE_STATES for s in states):
+            if spec is not None and not rejected:
+                self.writer.sync(max_age_s=self.throttle_resync_s)
+            throttle = spec.throttle.replication_rate if spec and spec.throttle else None
+            left = throttled_duration(parts, throttle)
+            message = rejected or (
+                f"{summary.partitions_done}/{summary.partitions} partitions done, "
+                f"{summary.progress} of {summary.bytes_total} bytes"
+            )
+            update = StatusUpdate(
+                Phase.MOVING,
+                message,
+                observed if rejected else generation,
+                entries,
+                summary,
+                rate,
+                eta(remaining, rate, self.now()),
+                format_duration(left) if left else None,
+            )
+            self._write(obj, status, update, None)
+            return Phase.MOVING
+        self.writer.sync({source: None})
+        self._rates.pop(_uid(obj), None)
+        done = self._election(obj, spec, accepted) if spec is not None else ""
+        failed = [
+            f"{e['topic']}-{e['partition']}: {e.get('message', '')}"
+            for e in entries
+            if e["state"] == FAILED
+        ]
+        if failed or rejected:
+            text = "; ".join(failed + ([rejected] if rejected else []))
+            update = StatusUpdate(
+                Phase.FAILED,
+                text,
+                generation,
+                entries,
+                summary,
+                completion_time=format_time(self.now()),
+            )
+            self._write(obj, status, update, "Failed")
+            return Phase.FAILED
+        text = f"all {summary.partitions} partitions reassigned; throttles removed" + done
+        update = StatusUpdate(
+            Phase.COMPLETED,
+            text,
+            generation,
+            entries,
+            summary,
+            rate,
+            completion_time=format_time(self.now()),
+        )
+        self._write(obj, status, update, "Completed")
+        return Phase.COMPLETED
+
+    def _cancel(
+        self,
+        obj: Object,
+        status: dict[str, Any],
+        generation: int,
+        accepted: dict[TopicPartition, Accepted],
+        snapshot: ClusterSnapshot,
+        deleting: bool,
+    ) -> str:
+        phase = status.get("phase") or ""
+        view = snapshot.view
+        ours = [
+            tp
+            for tp, a in accepted.items()
+            if a.state in ACTIVE_STATES
+            and tp in view.reassigning
+            and _current_target(snapshot, tp) == a.target
+        ]
+        if phase not in THROTTLING_PHASES:
+            if not deleting:
+                update = StatusUpdate(
+                    Phase.CANCELLED,
+                    "cancelled before anything was submitted",
+                    generation,
+                    completion_time=format_time(self.now()),
+                )
+                self._write(obj, status, update, "Cancelled")
+            return Phase.CANCELLED
+        if ours:
+            errors = self.admin.alter_partition_reassignments({tp: None for tp in ours})
+            refused = {tp: e for tp, e in errors.items() if e is not None}
+            text = f"cancelling {len(ours)} in-flight partitions (reverting to their replicas)"
+            if refused:
+                text += "; " + "; ".join(f"{t}-{p}: {e}" for (t, p), e in refused.items())
+            update = StatusUpdate(Phase.CANCELLING, text, generation)
+            self._write(obj, status, update, "Cancelling")
+            return Phase.CANCELLING
+        self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
+        entries = []
+        for tp, a in accepted.items():
+            state = view.partition(*tp)
+            done = state is not None and list(state.replicas) == list(a.target)
+            entries.append(
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "state": COMPLETED if done else CANCELLED,
+                    "originalReplicas": list(a.original),
+                    "targetReplicas": list(a.target),
+                    "addingReplicas": [],
+                    "removingReplicas": [],
+                    "isr": list(state.isr) if state else [],
+                    "leader": state.leader if state else -1,
+                }
+            )
+        moved = sum(e["state"] == COMPLETED for e in entries)
+        text = (
+            f"cancelled: {len(entries) - moved} partitions reverted, {moved} had already "
+            "completed; throttles removed"
+        )
+        update = StatusUpdate(
+            Phase.CANCELLED, text, generation, entries, completion_time=format_time(self.now())
+        )
+        self._write(obj, status, update, "Cancelled")
+        return Phase.CANCELLED
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _failed(self, generation: int, problems: list[str]) -> StatusUpdate:
+        return StatusUpdate(Phase.FAILED, "invalid: " + "; ".join(problems), generation)
+
+    def _measure(
+        self, target: PartitionTarget, original: tuple[int, ...], snapshot: ClusterSnapshot
+    ) -> PartitionProgress:
+        return partition_progress(target, original, snapshot.view, snapshot.sizes)
+
+    def _dirs_reached(self, target: PartitionTarget, snapshot: ClusterSnapshot) -> bool:
+        for broker, log_dir in _explicit_dirs(target):
+            info = snapshot.replicas.get((broker, target.topic, target.partition))
+            if info is None or info.log_dir != log_dir or info.future is not None:
+                return False
+        return True
+
+    def _move_log_dirs(self, spec: PartitionReassignmentSpec, snapshot: ClusterSnapshot) -> None:
+        """Ask brokers for the wanted log dirs (AlterReplicaLogDirs, KIP-113); idempotent."""
+        moves: dict[ReplicaKey, str] = {}
+        for target in spec.partitions:
+            for broker, log_dir in _explicit_dirs(target):
+                info = snapshot.replicas.get((broker, target.topic, target.partition))
+                if info is None or (
+                    info.log_dir != log_dir
+                    and (info.future is None or info.future.log_dir != log_dir)
+                ):
+                    moves[(broker, target.topic, target.partition)] = log_dir
+        if moves:
+            for key, error in self.admin.alter_replica_log_dirs(moves).items():
+                if error is not None and error.code != ERROR_REPLICA_NOT_AVAILABLE:
+                    logger.warning("AlterReplicaLogDirs %s: %s", key, error)
+
+    def _election(
+        self,
+        obj: Object,
+        spec: PartitionReassignmentSpec,
+        accepted: Mapping[TopicPartition, Accepted],
+    ) -> str:
+        if not spec.preferred_leader_election:
+            return ""
+        results = self.admin.elect_preferred_leaders(sorted(accepted))
+        refused = {tp: e for tp, e in results.items() if e is not None}
+        if refused:
+            text = "; ".join(f"{t}-{p}: {e}" for (t, p), e in sorted(refused.items()))
+            self.store.event(obj, WARNING, "PreferredLeaderElectionFailed", text)
+            return f"; preferred leader election failed for {len(refused)} partitions"
+        self.store.event(
+            obj,
+            NORMAL,
+            "PreferredLeaderElection",
+            f"preferred replicas lead all {len(results)} partitions",
+        )
+        return "; preferred leaders elected"
+
+    def _owners(self, exclude: str) -> dict[TopicPartition, str]:
+        owners: dict[TopicPartition, str] = {}
+        for other in self.store.list(PARTITION_REASSIGNMENT):
+            key = object_key(other)
+            status = other.get("status") or {}
+            if key == exclude or status.get("phase") not in THROTTLING_PHASES:
+                continue
+            for tp, a in accepted_partitions(status).items():
+                if a.state in ACTIVE_STATES:
+                    owners[tp] = key
+        return owners
+
+    def _write(
+        self, obj: Object, old: dict[str, Any], update: StatusUpdate, reason: str | None
+    ) -> None:
+        """Patch the status if it changed; record an Event named ``reason`` on a new phase.
+
+        ``old`` is updated in place to the written status.
+        """
+        before = old.get("phase")
+        new = render_status(old, update, self.now())
+        if not status_changed(old, new):
+            return
+        meta = obj["metadata"]
+        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
+        obj["status"] = {k: v for k, v in new.items() if v is not None}
+        old.clear()
+        old.update(obj["status"])
+        if reason is not None and update.phase.value != before:
+            kind = WARNING if update.phase is Phase.FAILED else NORMAL
+            self.store.event(obj, kind, reason, update.message)
+
+
+def _uid(obj: Object) -> str:
+    return str(obj["metadata"].get("uid") or object_key(obj))
+
+
+def _oar(target: PartitionTarget, snapshot: ClusterSnapshot) -> tuple[int, ...]:
+    state = snapshot.view.partition(target.topic, target.partition)
+    return state.original_replicas if state else ()
+
+
+def _current_target(snapshot: ClusterSnapshot, tp: TopicPartition) -> tuple[int, ...]:
+    state = snapshot.view.partition(*tp)
+    return tuple(b for b in state.replicas if b not in state.removing) if state else ()
+
+
+def _explicit_dirs(target: PartitionTarget) -> list[tuple[int, str]]:
+    if target.log_dirs is None:
+        return []
+    pairs = zip(target.replicas, target.log_dirs, strict=False)
+    return [(b, d) for b, d in pairs if d != ANY_LOG_DIR]

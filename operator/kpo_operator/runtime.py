@@ -1,0 +1,107 @@
+"""What one operator process holds: the Kafka client, the API store, the reconcilers, locks.
+
+The kopf handlers are thin calls into :class:`OperatorRuntime`; kopf may run an
+object's change handler and its timer at the same time in different threads, so
+every call for one object is serialised by a per-object lock, and the throttle
+writer has its own lock. Errors worth a retry (Kafka unreachable, API server
+unavailable) surface as :class:`RetryLater` with the delay to wait.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+from kpo_operator.kafka_admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_operator.kafka_types import KafkaAdminError
+from kpo_operator.quota import QuotaReconciler
+from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.settings import OperatorSettings
+from kpo_operator.store import KubeObjectStore, ObjectStore, ObjectStoreError
+from kpo_operator.throttle_writer import ThrottleWriter
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class RetryLater(Exception):  # noqa: N818 - the name says what the caller must do
+    """A step could not finish now; try again after ``delay_s`` seconds.
+
+    Attributes:
+        delay_s: Seconds to wait before the next attempt.
+    """
+
+    def __init__(self, message: str, delay_s: float) -> None:
+        super().__init__(message)
+        self.delay_s = delay_s
+
+
+class OperatorRuntime:
+    """The operator's long-lived objects.
+
+    Args:
+        settings: The operator settings.
+        admin: The Admin API client (default: kafka-python on ``bootstrap_servers``).
+        store: The Kubernetes API (default: the ``kubernetes`` client on ``namespaces``).
+    """
+
+    def __init__(
+        self,
+        settings: OperatorSettings,
+        admin: KafkaAdmin | None = None,
+        store: ObjectStore | None = None,
+    ) -> None:
+        self.settings = settings
+        self.admin = admin or KafkaPythonAdmin(
+            ",".join(settings.bootstrap_servers),
+            client_id=settings.client_id,
+            request_timeout_ms=settings.request_timeout_ms,
+        )
+        self.store = store or KubeObjectStore(settings.namespaces)
+        self.writer = ThrottleWriter(self.admin, self.store)
+        self.reassignments = ReassignmentReconciler(
+            self.admin,
+            self.store,
+            self.writer,
+            rate_window_s=settings.rate_window_s,
+            throttle_resync_s=settings.quota_interval_s,
+        )
+        self.quotas = QuotaReconciler(self.store, self.writer)
+        self._locks: dict[str, threading.Lock] = {}
+        self._locks_guard = threading.Lock()
+        self._admin_guard = threading.Lock()
+
+    @contextmanager
+    def _serialised(self, key: str) -> Iterator[None]:
+        with self._locks_guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        # kafka-python's admin client is not thread-safe: one Admin API user at a time.
+        with lock, self._admin_guard:
+            yield
+
+    def run(self, kind: str, namespace: str, name: str, step: Callable[[], T]) -> T:
+        """Run ``step`` for one object under its lock, turning transient failures into retries.
+
+        Raises:
+            RetryLater: Kafka or the API server failed; the message says which.
+        """
+        with self._serialised(f"{kind}/{namespace}/{name}"):
+            try:
+                return step()
+            except KafkaAdminError as exc:
+                raise RetryLater(f"Kafka: {exc}", self.settings.poll_interval_s * 2) from exc
+            except ObjectStoreError as exc:
+                raise RetryLater(f"Kubernetes API: {exc}", self.settings.poll_interval_s) from exc
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """Drop the lock of a deleted object."""
+        with self._locks_guard:
+            self._locks.pop(f"{kind}/{namespace}/{name}", None)
+
+    def close(self) -> None:
+        """Close the Kafka connections."""
+        self.admin.close()

@@ -1,0 +1,106 @@
+"""The operator's settings, read from the environment (``KPO_*``), the way the chart sets them.
+
+=========================== ============================ =====================================
+variable                    setting                      meaning
+=========================== ============================ =====================================
+``KPO_BOOTSTRAP_SERVERS``   ``bootstrap_servers``        ``host:port[,host:port...]`` of the
+                                                         managed Kafka cluster (required)
+``KPO_NAMESPACES``          ``namespaces``               comma-separated namespaces to watch;
+                                                         empty or unset: every namespace
+``KPO_POLL_INTERVAL_S``     ``poll_interval_s``          seconds between progress checks of a
+                                                         moving reassignment (default 2)
+``KPO_QUOTA_INTERVAL_S``    ``quota_interval_s``         seconds between drift checks of the
+                                                         throttle configs (default 30)
+``KPO_RATE_WINDOW_S``       ``rate_window_s``            window of the replication-rate
+                                                         estimate behind the ETA (default 30)
+``KPO_REQUEST_TIMEOUT_MS``  ``request_timeout_ms``       Kafka Admin API request timeout
+                                                         (``request.timeout.ms``, default 30000)
+``KPO_CLIENT_ID``           ``client_id``                ``client.id`` (``kpo-operator``)
+=========================== ============================ =====================================
+
+The Kubernetes connection is kopf's: in a pod the service account, elsewhere
+``KUBECONFIG`` (or ``~/.kube/config``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ENV_PREFIX = "KPO_"
+
+
+class SettingsError(ValueError):
+    """The environment does not give a usable configuration; the message names the variable."""
+
+
+class OperatorSettings(BaseModel):
+    """How the operator reaches Kafka and how often it looks (see the module's table).
+
+    Attributes:
+        bootstrap_servers: ``host:port`` entries of the managed Kafka cluster.
+        namespaces: Namespaces to watch; empty means the whole cluster.
+        poll_interval_s: Seconds between progress checks of moving reassignments.
+        quota_interval_s: Seconds between drift checks of the throttle configs.
+        rate_window_s: Seconds of samples behind the replication-rate estimate.
+        request_timeout_ms: Admin API request timeout (Kafka's ``request.timeout.ms``).
+        client_id: Kafka ``client.id`` of the operator's admin client.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: tuple[str, ...] = Field(min_length=1)
+    namespaces: tuple[str, ...] = ()
+    poll_interval_s: float = Field(default=2.0, gt=0, le=3600)
+    quota_interval_s: float = Field(default=30.0, gt=0, le=86400)
+    rate_window_s: float = Field(default=30.0, gt=0, le=3600)
+    request_timeout_ms: int = Field(default=30000, ge=1000, le=600000)
+    client_id: str = Field(default="kpo-operator", min_length=1)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _host_port(cls, servers: tuple[str, ...]) -> tuple[str, ...]:
+        for server in servers:
+            host, sep, port = server.rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{server!r} is not host:port")
+        return servers
+
+    @property
+    def clusterwide(self) -> bool:
+        """Whether every namespace is watched (no ``namespaces`` given)."""
+        return not self.namespaces
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> OperatorSettings:
+        """Read the settings from ``KPO_*`` variables (``os.environ`` by default).
+
+        Raises:
+            SettingsError: A variable is missing or has a bad value; names the variable.
+        """
+        env = os.environ if environ is None else environ
+
+        def items(name: str) -> tuple[str, ...]:
+            return tuple(p.strip() for p in env.get(ENV_PREFIX + name, "").split(",") if p.strip())
+
+        values: dict[str, object] = {
+            "bootstrap_servers": items("BOOTSTRAP_SERVERS"),
+            "namespaces": items("NAMESPACES"),
+        }
+        for name in ("poll_interval_s", "quota_interval_s", "rate_window_s"):
+            if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
+                values[name] = raw
+        if (raw := env.get(ENV_PREFIX + "REQUEST_TIMEOUT_MS")) is not None:
+            values["request_timeout_ms"] = raw
+        if (raw := env.get(ENV_PREFIX + "CLIENT_ID")) is not None:
+            values["client_id"] = raw
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = [
+                f"{ENV_PREFIX}{'.'.join(str(p) for p in e['loc'][:1]).upper()}: {e['msg']}"
+                for e in exc.errors()
+            ]
+            raise SettingsError("invalid operator settings: " + "; ".join(problems)) from exc

@@ -1,0 +1,186 @@
+"""The operator's view of its custom resources in the Kubernetes API (I/O edge).
+
+:class:`ObjectStore` is the small interface the reconcilers use: read one object
+fresh, list all objects of a kind in the watched namespaces, merge-patch the
+``status`` subresource, and record an Event on an object. :class:`KubeObjectStore`
+implements it with the official ``kubernetes`` client; unit tests use an
+in-memory store.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kpo_operator.resources import GROUP, VERSION, ResourceKind
+
+logger = logging.getLogger(__name__)
+
+Object = dict[str, Any]
+"""A custom resource as the API returns it (``apiVersion``, ``kind``, ``metadata``, ...)."""
+
+NORMAL = "Normal"
+WARNING = "Warning"
+
+REPORTING_COMPONENT = "kpo-operator"
+
+
+class ObjectStoreError(RuntimeError):
+    """The Kubernetes API refused or failed a call (the reconciler retries later)."""
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """``namespace/name`` of an object, the operator's name for it in messages and owners."""
+    meta = obj.get("metadata", {})
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+class ObjectStore(Protocol):
+    """What the reconcilers need from the Kubernetes API."""
+
+    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+        """Read one object; ``None`` when it does not exist (any more)."""
+        ...
+
+    def list(self, kind: ResourceKind) -> list[Object]:
+        """Every object of ``kind`` in the watched namespaces."""
+        ...
+
+    def patch_status(
+        self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        """Merge-patch ``status`` (RFC 7386: ``None`` values delete keys, lists are replaced)."""
+        ...
+
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        """Record a core/v1 Event about ``obj`` (``type_``: Normal or Warning)."""
+        ...
+
+
+class KubeObjectStore:
+    """:class:`ObjectStore` over the ``kubernetes`` client.
+
+    Args:
+        namespaces: The watched namespaces; empty means every namespace.
+        api_client: A configured ``kubernetes.client.ApiClient``; by default one is
+            built from the in-cluster service account or ``KUBECONFIG``.
+    """
+
+    def __init__(self, namespaces: Sequence[str] = (), api_client: Any = None) -> None:
+        from kubernetes import client, config
+
+        if api_client is None:
+            try:
+                config.load_incluster_config()  # type: ignore[no-untyped-call]
+            except config.ConfigException:
+                config.load_kube_config()  # type: ignore[no-untyped-call]
+            api_client = client.ApiClient()
+        self.namespaces = tuple(namespaces)
+        self._custom = client.CustomObjectsApi(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._client = client
+        self._lock = threading.Lock()
+
+    def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            return fn(*args, **kwargs)
+        except ApiException as exc:
+            raise ObjectStoreError(f"{what}: {exc.status} {exc.reason}: {exc.body}") from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"{what}: {exc}") from exc
+
+    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+        """See :meth:`ObjectStore.get`."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            found: Any = self._custom.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, kind.plural, name
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise ObjectStoreError(f"get {kind.kind} {namespace}/{name}: {exc.reason}") from exc
+        return dict(found)
+
+    def list(self, kind: ResourceKind) -> list[Object]:
+        """See :meth:`ObjectStore.list`."""
+        items: list[Object] = []
+        if not self.namespaces:
+            answer = self._call(
+                f"list {kind.plural}",
+                self._custom.list_cluster_custom_object,
+                GROUP,
+                VERSION,
+                kind.plural,
+            )
+            items.extend(answer.get("items", []))
+        for namespace in self.namespaces:
+            answer = self._call(
+                f"list {kind.plural} in {namespace}",
+                self._custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                kind.plural,
+            )
+            items.extend(answer.get("items", []))
+        return items
+
+    def patch_status(
+        self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
+    ) -> None:
+        """See :meth:`ObjectStore.patch_status`; a vanished object is ignored."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            self._custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                namespace,
+                kind.plural,
+                name,
+                {"status": dict(status)},
+                _content_type="application/merge-patch+json",
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise ObjectStoreError(
+                f"patch status of {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
+            ) from exc
+
+    def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        """See :meth:`ObjectStore.event`; failures are logged, never raised."""
+        meta = obj.get("metadata", {})
+        namespace = meta.get("namespace") or "default"
+        now = datetime.now(UTC)
+        body = self._client.CoreV1Event(
+            metadata=self._client.V1ObjectMeta(generate_name=f"{meta.get('name', 'kpo')}."),
+            involved_object=self._client.V1ObjectReference(
+                api_version=obj.get("apiVersion"),
+                kind=obj.get("kind"),
+                name=meta.get("name"),
+                namespace=namespace,
+                uid=meta.get("uid"),
+                resource_version=meta.get("resourceVersion"),
+            ),
+            type=type_,
+            reason=reason,
+            message=message[:1024],
+            first_timestamp=now,
+            last_timestamp=now,
+            count=1,
+            source=self._client.V1EventSource(component=REPORTING_COMPONENT),
+            reporting_component=REPORTING_COMPONENT,
+            reporting_instance=REPORTING_COMPONENT,
+        )
+        try:
+            self._core.create_namespaced_event(namespace, body)
+        except Exception as exc:  # an Event is best effort, as in client-go's recorder
+            logger.warning("could not record event %s on %s: %s", reason, object_key(obj), exc)

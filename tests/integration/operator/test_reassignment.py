@@ -1,0 +1,161 @@
+"""The main job on real parts: a throttled PartitionReassignment applied with kubectl.
+
+Real kube-apiserver + etcd, real ZooKeeper, three broker processes, the operator
+as a process; data produced and consumed with kafka-python.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from datetime import UTC, datetime
+
+import pytest
+from kafka import KafkaProducer
+
+from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_operator.kafka_admin import KafkaPythonAdmin
+from kpo_operator.kafka_types import ConfigResource
+from tests.integration.broker.cluster.helpers import consume_all, create_topic, describe
+from tests.integration.broker.conftest import wait_for
+from tests.integration.operator.conftest import Stack, reassignment
+
+pytestmark = pytest.mark.integration
+
+THROTTLE_KEYS = (
+    "leader.replication.throttled.rate",
+    "follower.replication.throttled.rate",
+)
+LIST_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+RECORD = 16 * 1024  # bytes per record
+
+
+def produce(cluster: KafkaCluster, topic: str, partitions: int, total_bytes: int) -> dict[int, str]:
+    """Produce ``total_bytes`` spread over partitions with acks=all; returns digests per partition."""
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        acks="all",
+        linger_ms=20,
+        batch_size=512 * 1024,
+        max_request_size=2 * 1024 * 1024,
+    )
+    digests = {p: hashlib.sha256() for p in range(partitions)}
+    try:
+        for i in range(total_bytes // RECORD):
+            partition = i % partitions
+            value = i.to_bytes(8, "big") * (RECORD // 8)
+            digests[partition].update(value)
+            producer.send(topic, value, partition=partition)
+        producer.flush(120)
+    finally:
+        producer.close()
+    return {p: d.hexdigest() for p, d in digests.items()}
+
+
+def throttle_configs(cluster: KafkaCluster, topic: str) -> dict[ConfigResource, dict[str, str]]:
+    admin = KafkaPythonAdmin(cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        found = admin.describe_configs(
+            brokers=sorted(cluster.brokers), topics=[topic], keys=THROTTLE_KEYS + LIST_KEYS
+        )
+    finally:
+        admin.close()
+    return {r: v for r, v in found.items() if v}
+
+
+def test_main_job_throttled_move_completes_and_data_is_on_the_new_replicas(stack: Stack) -> None:
+    cluster = stack.cluster
+    create_topic(cluster, "orders", assignment={0: [0, 1], 1: [1, 0]})
+    digests = produce(cluster, "orders", 2, 50 * 1024 * 1024)
+    rate = 4 * 1024 * 1024  # bytes/s: broker 2 receives 50 MB in about 12 s
+    stack.apply(
+        reassignment(
+            "orders-to-2",
+            [
+                {"topic": "orders", "partition": 0, "replicas": [2, 1]},
+                {"topic": "orders", "partition": 1, "replicas": [2, 0]},
+            ],
+            throttle={"replicationRate": rate},
+        )
+    )
+    moving = stack.wait_phase("orders-to-2", "Moving", 60)
+    # While it moves: throttles are set, status shows progress and an ETA.
+    configs = throttle_configs(cluster, "orders")
+    assert configs[ConfigResource.broker(2)]["follower.replication.throttled.rate"] == str(rate)
+    assert set(configs[ConfigResource.topic("orders")]) == set(LIST_KEYS)
+    seen_eta: list[str] = []
+    seen_progress: list[int] = []
+
+    def finished() -> bool:
+        status = stack.status("orders-to-2")
+        if status.get("eta"):
+            seen_eta.append(status["eta"])
+        totals = status.get("totals") or {}
+        if totals.get("bytesDone") is not None:
+            seen_progress.append(int(totals["bytesDone"]))
+        return status.get("phase") == "Completed"
+
+    wait_for(finished, 120, "Completed")
+    assert moving["startTime"]
+    assert seen_eta, "no ETA was reported while moving"
+    assert datetime.strptime(seen_eta[0], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).year >= 2024
+    assert any(0 < b for b in seen_progress), "no progress was reported while moving"
+    status = stack.status("orders-to-2")
+    assert status["totals"]["progress"] == "100%"
+    assert status["totals"]["bytesDone"] == status["totals"]["bytesTotal"] >= 50 * 1024 * 1024
+    assert status["observedGeneration"] == 1
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions == {
+        "Ready": "True",
+        "Reconciling": "False",
+        "Stalled": "False",
+        "Completed": "True",
+    }
+    # kubectl wait works on the condition.
+    stack.kubectl(
+        "wait", "--for=condition=Completed", "partitionreassignment/orders-to-2", "--timeout=5s"
+    )
+    # Throttles are gone, the assignment is the target, every record is readable.
+    assert throttle_configs(cluster, "orders") == {}
+    parts = {p["partition_index"]: p for p in describe(cluster, "orders")}
+    assert parts[0]["replica_nodes"] == [2, 1] and parts[1]["replica_nodes"] == [2, 0]
+    wait_for(
+        lambda: all(
+            sorted(p["isr_nodes"]) == sorted(p["replica_nodes"])
+            for p in describe(cluster, "orders")
+        ),
+        30,
+        "full ISR",
+    )
+    # Read from the new replicas: make broker 2 the leader of both (preferred replica).
+    stack.cluster.brokers[0].stop()
+    stack.cluster.brokers[1].stop()
+    wait_for(
+        lambda: all(p["leader_id"] == 2 for p in describe(cluster, "orders")),
+        60,
+        "broker 2 leads both partitions",
+    )
+    got = consume_all(cluster, "orders", 2, 50 * 1024 * 1024 // RECORD, timeout_s=120)
+    for partition, values in got.items():
+        digest = hashlib.sha256()
+        for value in values:
+            digest.update(value)
+        assert digest.hexdigest() == digests[partition]
+    reasons = [e["reason"] for e in stack.events("orders-to-2")]
+    assert "Submitted" in reasons and "Completed" in reasons
+    # Applying the same spec again is a no-op.
+    before = stack.get("partitionreassignments", "orders-to-2")
+    stack.apply(
+        reassignment(
+            "orders-to-2",
+            [
+                {"topic": "orders", "partition": 0, "replicas": [2, 1]},
+                {"topic": "orders", "partition": 1, "replicas": [2, 0]},
+            ],
+            throttle={"replicationRate": rate},
+        )
+    )
+    time.sleep(2)
+    after = stack.get("partitionreassignments", "orders-to-2")
+    assert after["metadata"]["generation"] == before["metadata"]["generation"]
+    assert after["status"] == before["status"]

@@ -162,7 +162,9 @@ class ReassignmentReconciler:
             if phase in THROTTLING_PHASES:  # keep tracking what was accepted; cancel on delete
                 spec = None
             else:
-                self._write(obj, status, self._failed(generation, exc.errors), "Invalid")
+                self._write(
+                    obj, status, self._failed(generation, exc.errors, "InvalidSpec"), "InvalidSpec"
+                )
                 return Phase.FAILED
         accepted = accepted_partitions(status)
         topics = {tp[0] for tp in accepted} | (
@@ -185,7 +187,7 @@ class ReassignmentReconciler:
                 self._write(
                     obj,
                     status,
-                    self._failed(generation, [str(i) for i in issues]),
+                    self._failed(generation, [str(i) for i in issues], "ValidationFailed"),
                     "ValidationFailed",
                 )
                 return Phase.FAILED
@@ -434,6 +436,24 @@ class ReassignmentReconciler:
             update = StatusUpdate(Phase.CANCELLING, text, generation)
             self._write(obj, status, update, "Cancelling")
             return Phase.CANCELLING
+        # Kafka reverts a cancelled partition to OAR in its in-flight order (target first),
+        # which can change the preferred leader: restore the recorded order (no data moves).
+        reorder: dict[TopicPartition, list[int] | None] = {}
+        for tp, a in accepted.items():
+            state = view.partition(*tp)
+            if (
+                state is not None
+                and tp not in view.reassigning
+                and a.state != COMPLETED
+                and list(state.replicas) != list(a.original)
+                and sorted(state.replicas) == sorted(a.original)
+            ):
+                reorder[tp] = list(a.original)
+        if reorder:
+            self.admin.alter_partition_reassignments(reorder)
+            text = f"restoring the original replica order of {len(reorder)} partitions"
+            self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
+            return Phase.CANCELLING
         self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
         entries = []
         for tp, a in accepted.items():
@@ -465,8 +485,10 @@ class ReassignmentReconciler:
 
     # -- helpers ----------------------------------------------------------------------------
 
-    def _failed(self, generation: int, problems: list[str]) -> StatusUpdate:
-        return StatusUpdate(Phase.FAILED, "invalid: " + "; ".join(problems), generation)
+    def _failed(self, generation: int, problems: list[str], reason: str) -> StatusUpdate:
+        return StatusUpdate(
+            Phase.FAILED, "invalid: " + "; ".join(problems), generation, reason=reason
+        )
 
     def _measure(
         self, target: PartitionTarget, original: tuple[int, ...], snapshot: ClusterSnapshot

@@ -19,7 +19,7 @@ Cancelled  reverted to OAR by a cancellation
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -97,6 +97,7 @@ class StatusUpdate:
         predicted_duration: ``"3m20s"``-style time left at the requested throttle.
         start_time: When the reassignment was first submitted.
         completion_time: When it ended (Completed, Cancelled or Failed after moving).
+        reason: CamelCase reason of the conditions; the phase name when empty.
     """
 
     phase: Phase
@@ -109,6 +110,7 @@ class StatusUpdate:
     predicted_duration: str | None = None
     start_time: str | None = None
     completion_time: str | None = None
+    reason: str = ""
 
 
 def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -> dict[str, Any]:
@@ -133,7 +135,10 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
         new["completionTime"] = update.completion_time
     new["conditions"] = stamp_conditions(
         old.get("conditions") or [],
-        reassignment_conditions(update.phase.value, update.message),
+        [
+            replace(c, reason=update.reason) if update.reason else c
+            for c in reassignment_conditions(update.phase.value, update.message)
+        ],
         update.observed_generation,
         now,
     )

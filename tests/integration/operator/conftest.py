@@ -8,6 +8,7 @@ namespace; tests drive it with ``kubectl`` as a user would.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Callable, Iterator
@@ -17,10 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
+from kafka import KafkaProducer
 
 from kpo_devenv.controlplane import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
+from kpo_operator.kafka_admin import KafkaPythonAdmin
+from kpo_operator.kafka_types import ConfigResource
 from tests.integration.broker.conftest import ClusterFactory, kafka_cluster_factory, wait_for
 
 __all__ = ["kafka_cluster_factory"]
@@ -98,6 +102,44 @@ def reassignment(name: str, partitions: list[dict[str, Any]], **spec: Any) -> di
         "metadata": {"name": name},
         "spec": {"partitions": partitions, **spec},
     }
+
+
+THROTTLE_KEYS = ("leader.replication.throttled.rate", "follower.replication.throttled.rate")
+LIST_KEYS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+RECORD = 16 * 1024  # bytes per record
+
+
+def produce(cluster: KafkaCluster, topic: str, partitions: int, total_bytes: int) -> dict[int, str]:
+    """Produce ``total_bytes`` over ``partitions`` with acks=all; return a digest per partition."""
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        acks="all",
+        linger_ms=20,
+        batch_size=512 * 1024,
+        max_request_size=2 * 1024 * 1024,
+    )
+    digests = {p: hashlib.sha256() for p in range(partitions)}
+    try:
+        for i in range(total_bytes // RECORD):
+            partition = i % partitions
+            value = i.to_bytes(8, "big") * (RECORD // 8)
+            digests[partition].update(value)
+            producer.send(topic, value, partition=partition)
+        producer.flush(120)
+    finally:
+        producer.close()
+    return {p: d.hexdigest() for p, d in digests.items()}
+
+
+def throttle_configs(cluster: KafkaCluster, topic: str) -> dict[ConfigResource, dict[str, str]]:
+    admin = KafkaPythonAdmin(cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        found = admin.describe_configs(
+            brokers=sorted(cluster.brokers), topics=[topic], keys=THROTTLE_KEYS + LIST_KEYS
+        )
+    finally:
+        admin.close()
+    return {r: v for r, v in found.items() if v}
 
 
 StackFactory = Callable[..., Stack]

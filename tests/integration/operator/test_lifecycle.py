@@ -1,0 +1,149 @@
+"""A PartitionReassignment's life on real parts: suspend, live throttle change, cancel by
+spec and by deletion (finalizer), and an operator killed mid-move that resumes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from kpo_operator.kafka_admin import KafkaPythonAdmin
+from tests.integration.broker.cluster.helpers import create_topic, describe
+from tests.integration.broker.conftest import wait_for
+from tests.integration.operator.conftest import Stack, produce, reassignment, throttle_configs
+
+pytestmark = pytest.mark.integration
+
+MOVE = [{"topic": "orders", "partition": 0, "replicas": [2, 1]}]
+
+
+def setup_topic(stack: Stack, megabytes: int) -> None:
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1]})
+    produce(stack.cluster, "orders", 1, megabytes * 1024 * 1024)
+
+
+def replica_size(stack: Stack, broker: int) -> int:
+    admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        info = admin.describe_log_dirs([broker], ["orders"]).get((broker, "orders", 0))
+    finally:
+        admin.close()
+    return info.size_bytes if info else 0
+
+
+def in_flight(stack: Stack) -> dict[object, object]:
+    admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        return dict(admin.list_partition_reassignments())
+    finally:
+        admin.close()
+
+
+def measured_rate(stack: Stack, seconds: float) -> float:
+    """Bytes/s copied to broker 2's new replica over ``seconds``."""
+    start, t0 = replica_size(stack, 2), time.monotonic()
+    time.sleep(seconds)
+    return (replica_size(stack, 2) - start) / (time.monotonic() - t0)
+
+
+def reasons(stack: Stack, name: str) -> list[str]:
+    return [e["reason"] for e in stack.events(name)]
+
+
+def test_suspended_reassignment_plans_then_runs_when_resumed(stack: Stack) -> None:
+    setup_topic(stack, 4)
+    stack.apply(reassignment("later", MOVE, suspend=True, throttle={"replicationRate": 1 << 20}))
+    status = stack.wait_phase("later", "Suspended", 60)
+    assert status["totals"]["bytesTotal"] >= 4 * 1024 * 1024
+    assert status["predictedDuration"] in {"3s", "4s", "5s"}  # 4+ MiB at 1 MiB/s
+    assert "set spec.suspend to false" in status["message"]
+    assert status["partitions"][0]["state"] == "Pending"
+    time.sleep(2)  # nothing is submitted or throttled while suspended
+    assert in_flight(stack) == {} and throttle_configs(stack.cluster, "orders") == {}
+    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [0, 1]
+    stack.kubectl("patch", "pr", "later", "--type=merge", "-p", '{"spec":{"suspend":false}}')
+    status = stack.wait_phase("later", "Completed", 90)
+    assert status["observedGeneration"] == 2
+    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [2, 1]
+
+
+def test_live_throttle_change_changes_the_replication_rate(stack: Stack) -> None:
+    setup_topic(stack, 14)
+    slow, fast = 256 * 1024, 2 * 1024 * 1024
+    stack.apply(reassignment("retune", MOVE, throttle={"replicationRate": slow}))
+    stack.wait_phase("retune", "Moving", 60)
+    wait_for(lambda: replica_size(stack, 2) > 0, 30, "the new replica to start")
+    before = measured_rate(stack, 4)
+    stack.kubectl(
+        "patch",
+        "pr",
+        "retune",
+        "--type=merge",
+        "-p",
+        f'{{"spec":{{"throttle":{{"replicationRate":{fast}}}}}}}',
+    )
+    wait_for(
+        lambda: (
+            throttle_configs(stack.cluster, "orders")[
+                next(r for r in throttle_configs(stack.cluster, "orders") if r.name == "2")
+            ]["follower.replication.throttled.rate"]
+            == str(fast)
+        ),
+        30,
+        "the new rate on broker 2",
+    )
+    after = measured_rate(stack, 3)
+    assert before < slow * 1.5, before
+    assert after > 3 * before, (before, after)
+    status = stack.wait_phase("retune", "Completed", 90)
+    assert status["observedGeneration"] == 2
+    assert throttle_configs(stack.cluster, "orders") == {}
+
+
+def test_cancel_by_spec_reverts_and_removes_throttles(stack: Stack) -> None:
+    setup_topic(stack, 4)
+    stack.apply(reassignment("oops", MOVE, throttle={"replicationRate": 64 * 1024}))
+    stack.wait_phase("oops", "Moving", 60)
+    assert in_flight(stack)
+    stack.kubectl("patch", "pr", "oops", "--type=merge", "-p", '{"spec":{"cancel":true}}')
+    status = stack.wait_phase("oops", "Cancelled", 60)
+    assert status["partitions"][0]["state"] == "Cancelled"
+    assert in_flight(stack) == {}
+    wait_for(
+        lambda: describe(stack.cluster, "orders")[0]["replica_nodes"] == [0, 1],
+        30,
+        f"OAR {describe(stack.cluster, 'orders')}",
+    )
+    assert throttle_configs(stack.cluster, "orders") == {}
+    assert {"Cancelling", "Cancelled"} <= set(reasons(stack, "oops"))
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["Ready"] == "True" and conditions["Completed"] == "False"
+
+
+def test_deleting_a_moving_reassignment_cancels_it_before_the_object_goes(stack: Stack) -> None:
+    setup_topic(stack, 4)
+    stack.apply(reassignment("gone", MOVE, throttle={"replicationRate": 64 * 1024}))
+    stack.wait_phase("gone", "Moving", 60)
+    finalizers = stack.get("partitionreassignments", "gone")["metadata"]["finalizers"]
+    assert "kpo.dev/finalizer" in finalizers
+    stack.kubectl("delete", "pr", "gone", "--wait=false")
+    wait_for(lambda: not stack.exists("partitionreassignments", "gone"), 60, "object deleted")
+    assert in_flight(stack) == {}
+    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [0, 1]
+    assert throttle_configs(stack.cluster, "orders") == {}
+
+
+def test_operator_killed_mid_move_resumes_without_resubmitting(stack: Stack) -> None:
+    setup_topic(stack, 8)
+    stack.apply(reassignment("survive", MOVE, throttle={"replicationRate": 512 * 1024}))
+    stack.wait_phase("survive", "Moving", 60)
+    wait_for(lambda: replica_size(stack, 2) > 512 * 1024, 30, "some progress")
+    stack.operator.kill()
+    time.sleep(3)
+    assert in_flight(stack)  # Kafka goes on without the operator
+    stack.operator.start()
+    status = stack.wait_phase("survive", "Completed", 120)
+    assert status["totals"]["progress"] == "100%"
+    assert reasons(stack, "survive").count("Submitted") == 1
+    assert throttle_configs(stack.cluster, "orders") == {}
+    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [2, 1]

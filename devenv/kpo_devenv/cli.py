@@ -1,6 +1,7 @@
-"""``kpo-devenv``: bring up the real local stack (ZooKeeper, etcd, kube-apiserver) and show it.
+"""``kpo-devenv``: the real local stack and the main job on it.
 
-``kpo-devenv demo`` is what ``make demo`` runs.
+``kpo-devenv demo`` is what ``make demo`` runs (see :mod:`kpo_devenv.demo`);
+``kpo-devenv demo-down`` stops a demo left running with ``--hold``.
 """
 
 from __future__ import annotations
@@ -13,62 +14,81 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from kpo_devenv.controlplane import ControlPlane
-from kpo_devenv.zookeeper import ZooKeeperServer, four_letter_word
+from kpo_devenv.controlplane import KubectlError
+from kpo_devenv.demo import DEFAULT_THROTTLE, DemoOptions, install_signal_handlers, run_demo
+from kpo_devenv.demo_data import DemoDataError
+from kpo_devenv.demo_state import DemoAlreadyRunningError, demo_down
+from kpo_devenv.demo_watch import DemoFailedError
+from kpo_devenv.process import ProcessStartError
+from kpo_devenv.tools import ToolNotFoundError
+from kpo_devenv.zookeeper import ZooKeeperServer
 
 app = typer.Typer(help=__doc__, no_args_is_help=True, add_completion=False)
 console = Console()
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-DEMO_NAMESPACE = "kpo-demo"
 
 WorkdirOption = Annotated[
     Path | None, typer.Option(help="Folder for data and logs (default: a temp dir).")
 ]
 
 
-def _show(plane: ControlPlane, *args: str) -> None:
-    console.rule(f"[bold]kubectl {' '.join(args)}")
-    console.print(
-        plane.kubectl(*args).stdout.rstrip(), markup=False, highlight=False, soft_wrap=True
-    )
-
-
 @app.command()
 def demo(
-    hold: Annotated[bool, typer.Option(help="Keep the stack running until Ctrl-C.")] = False,
+    megabytes: Annotated[int, typer.Option(min=1, help="Data to produce, MiB.")] = 50,
+    throttle: Annotated[
+        int, typer.Option(min=1, help="Replication throttle of the move, bytes/s.")
+    ] = DEFAULT_THROTTLE,
+    timeout: Annotated[
+        float | None, typer.Option(help="Limit for the move, s (default: from the throttle).")
+    ] = None,
+    hold: Annotated[
+        bool, typer.Option(help="Keep the stack running after the job until demo-down/Ctrl-C.")
+    ] = False,
     workdir: WorkdirOption = None,
     crds: Annotated[Path, typer.Option(help="Folder of CRD manifests.")] = REPO_ROOT / "crds",
 ) -> None:
-    """Start ZooKeeper and a control plane, apply the CRDs and examples, and show them."""
-    base = workdir or Path(tempfile.mkdtemp(prefix="kpo-demo-"))
-    console.print(f"work dir: {base}")
-    with ZooKeeperServer(base / "zookeeper") as zookeeper:
-        server = four_letter_word(zookeeper.port, "srvr").splitlines()[0]
-        console.print(f"ZooKeeper serving on {zookeeper.connect_string} ({server})")
-        started = time.monotonic()
-        with ControlPlane(base / "control-plane", crds_dir=crds) as plane:
-            console.print(
-                f"kube-apiserver ready on {plane.apiserver.url} with CRDs Established "
-                f"in {time.monotonic() - started:.1f} s; KUBECONFIG={plane.kubeconfig}"
-            )
-            _show(plane, "version")
-            _show(plane, "get", "crd", "-l", "app.kubernetes.io/part-of=kpo")
-            plane.kubectl("create", "namespace", DEMO_NAMESPACE)
-            _show(plane, "apply", "-n", DEMO_NAMESPACE, "-f", str(crds / "examples"))
-            _show(plane, "get", "partitionreassignments,topicreplicaquotas", "-n", DEMO_NAMESPACE)
-            _show(plane, "explain", "partitionreassignment.spec.partitions")
-            if hold:
-                console.print(
-                    f"\nRunning. Try: export KUBECONFIG={plane.kubeconfig}; "
-                    f"kubectl get pr -n {DEMO_NAMESPACE}\nCtrl-C stops everything."
-                )
-                try:
-                    while all(p.is_running() for p in plane.processes):
-                        time.sleep(1)
-                except KeyboardInterrupt:
-                    pass
-    console.print("stopped ZooKeeper, kube-apiserver and etcd")
+    """Run the main job: stack up, topic, data, a throttled PartitionReassignment, verify, stop."""
+    options = DemoOptions(
+        workdir=workdir or Path(tempfile.mkdtemp(prefix="kpo-demo-")),
+        megabytes=megabytes,
+        throttle=throttle,
+        timeout_s=timeout,
+        hold=hold,
+        crds_dir=crds,
+    )
+    install_signal_handlers()
+    try:
+        result = run_demo(options, console)
+    except KeyboardInterrupt:
+        console.print("interrupted: everything is stopped")
+        raise typer.Exit(130) from None
+    except (
+        DemoAlreadyRunningError,
+        DemoFailedError,
+        DemoDataError,
+        ProcessStartError,
+        KubectlError,
+        ToolNotFoundError,
+    ) as exc:
+        console.print(f"[red]demo failed: {exc}", highlight=False)
+        console.print(f"logs: {options.workdir}")
+        raise typer.Exit(1) from None
+    if not result.ok:
+        console.print(
+            f"[red]demo failed: phase {result.phase}, checks above; logs in {options.workdir}"
+        )
+        raise typer.Exit(1)
+    console.print("[green]demo passed: the move completed and every record is on its new replicas")
+
+
+@app.command("demo-down")
+def demo_down_command(
+    timeout: Annotated[float, typer.Option(help="Time the demo gets to stop itself, s.")] = 90,
+) -> None:
+    """Stop a demo still running (e.g. after --hold); does nothing when none runs."""
+    stopped = demo_down(timeout_s=timeout)
+    console.print(f"stopped: {', '.join(stopped)}" if stopped else "no demo running")
 
 
 @app.command()

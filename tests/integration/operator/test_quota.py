@@ -1,0 +1,159 @@
+"""TopicReplicaQuota on real parts: applied, updated, drift repaired, conflicts, deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kpo_operator.kafka_admin import KafkaPythonAdmin
+from kpo_operator.kafka_types import ConfigResource
+from tests.integration.broker.cluster.helpers import create_topic
+from tests.integration.broker.conftest import wait_for
+from tests.integration.operator.conftest import Stack, throttle_configs
+
+pytestmark = pytest.mark.integration
+
+MB = 1024 * 1024
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+
+
+def quota(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kpo.dev/v1alpha1",
+        "kind": "TopicReplicaQuota",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def configs(stack: Stack) -> dict[str, dict[str, str]]:
+    """Owned configs by resource name ("0", "1", "2" for brokers, topic names)."""
+    return {r.name: v for r, v in throttle_configs(stack.cluster, "orders").items()}
+
+
+def wait_configs(stack: Stack, expected: dict[str, dict[str, str]], timeout_s: float = 30) -> None:
+    seen: list[dict[str, dict[str, str]]] = []
+
+    def match() -> bool:
+        seen.append(configs(stack))
+        return seen[-1] == expected
+
+    try:
+        wait_for(match, timeout_s, "throttle configs")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}: last {seen[-1:]} wanted {expected}") from exc
+
+
+def conditions(stack: Stack, name: str) -> dict[str, dict[str, Any]]:
+    status = stack.get("topicreplicaquotas", name).get("status") or {}
+    return {c["type"]: c for c in status.get("conditions", [])}
+
+
+def test_quota_lifecycle_drift_and_conflicts(stack: Stack) -> None:
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1], 1: [1, 2]})
+    admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        # A config the operator does not own stays as it is throughout.
+        admin.incremental_alter_configs(
+            {ConfigResource.topic("orders"): {"retention.ms": "3600000"}}
+        )
+        stack.apply(
+            quota(
+                "orders-throttle",
+                topics={"names": ["orders"]},
+                brokers=[0, 1],
+                leaderReplicationThrottledRate=4 * MB,
+                followerReplicationThrottledRate=4 * MB,
+                leaderReplicationThrottledReplicas="0:0,1:1",
+                followerReplicationThrottledReplicas="0:1",
+            )
+        )
+        lists = {
+            "leader.replication.throttled.replicas": "0:0,1:1",
+            "follower.replication.throttled.replicas": "0:1",
+        }
+        rates4 = {LEADER_RATE: str(4 * MB), FOLLOWER_RATE: str(4 * MB)}
+        wait_configs(stack, {"0": rates4, "1": rates4, "orders": lists})
+        wait_for(
+            lambda: conditions(stack, "orders-throttle")["Ready"]["status"] == "True", 30, "Ready"
+        )
+        status = stack.get("topicreplicaquotas", "orders-throttle")["status"]
+        assert status["brokers"] == [
+            {
+                "brokerId": 0,
+                "leaderReplicationThrottledRate": 4 * MB,
+                "followerReplicationThrottledRate": 4 * MB,
+            },
+            {
+                "brokerId": 1,
+                "leaderReplicationThrottledRate": 4 * MB,
+                "followerReplicationThrottledRate": 4 * MB,
+            },
+        ]
+        assert status["topics"] == [
+            {
+                "topic": "orders",
+                **{
+                    "leaderReplicationThrottledReplicas": "0:0,1:1",
+                    "followerReplicationThrottledReplicas": "0:1",
+                },
+            }
+        ]
+        assert status["observedGeneration"] == 1
+
+        # Update: the new rate replaces the old one.
+        stack.kubectl(
+            "patch",
+            "trq",
+            "orders-throttle",
+            "--type=merge",
+            "-p",
+            f'{{"spec":{{"leaderReplicationThrottledRate":{2 * MB}}}}}',
+        )
+        rates = {LEADER_RATE: str(2 * MB), FOLLOWER_RATE: str(4 * MB)}
+        wait_configs(stack, {"0": rates, "1": rates, "orders": lists})
+
+        # Drift: a hand-made change is put back within the timer period, with an Event.
+        admin.incremental_alter_configs({ConfigResource.broker(0): {LEADER_RATE: "999"}})
+        wait_configs(stack, {"0": rates, "1": rates, "orders": lists}, 30)
+        wait_for(
+            lambda: (
+                "ThrottleDriftRepaired" in [e["reason"] for e in stack.events("orders-throttle")]
+            ),
+            15,
+            "drift event",
+        )
+
+        # A second quota wanting a lower rate on broker 1: the lowest rate wins.
+        stack.apply(
+            quota(
+                "cluster-cap",
+                topics={"all": True},
+                brokers=[1, 2],
+                leaderReplicationThrottledRate=1 * MB,
+            )
+        )
+        capped = {LEADER_RATE: str(1 * MB), FOLLOWER_RATE: str(4 * MB)}
+        wait_configs(stack, {"0": rates, "1": capped, "2": {LEADER_RATE: str(MB)}, "orders": lists})
+
+        def conflict_named() -> bool:
+            cond = conditions(stack, "orders-throttle").get("RateConflict", {})
+            return cond.get("status") == "True" and "cluster-cap wins" in cond.get("message", "")
+
+        wait_for(conflict_named, 30, "RateConflict on the losing quota")
+        winner = conditions(stack, "cluster-cap")["RateConflict"]
+        assert winner["status"] == "True" and "the lowest rate wins" in winner["message"]
+        assert "RateConflict" in [e["reason"] for e in stack.events("orders-throttle")]
+
+        # Deleting the cap removes exactly what it set.
+        stack.kubectl("delete", "trq", "cluster-cap", "--timeout=60s")
+        wait_configs(stack, {"0": rates, "1": rates, "orders": lists})
+        # Deleting the last quota removes every throttle config it set.
+        stack.kubectl("delete", "trq", "orders-throttle", "--timeout=60s")
+        wait_configs(stack, {})
+        described = admin.describe_configs(topics=["orders"], keys=["retention.ms"])
+        assert described[ConfigResource.topic("orders")] == {"retention.ms": "3600000"}
+    finally:
+        admin.close()

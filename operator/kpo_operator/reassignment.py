@@ -35,16 +35,14 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
 from kpo_operator.conditions import Phase
 from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
 from kpo_operator.model import (
-    ANY_LOG_DIR,
     PartitionReassignmentSpec,
     PartitionTarget,
     SpecError,
@@ -60,9 +58,18 @@ from kpo_operator.progress import (
     throttled_duration,
     totals,
 )
+from kpo_operator.reassignment_actions import (
+    cancelled_entries,
+    current_target,
+    dirs_reached,
+    elect_preferred,
+    move_log_dirs,
+    oar,
+    order_restores,
+    owners_of_in_flight,
+)
 from kpo_operator.reassignment_status import (
     ACTIVE_STATES,
-    CANCELLED,
     COMPLETED,
     FAILED,
     MOVING,
@@ -173,7 +180,7 @@ class ReassignmentReconciler:
         dirs = {b for t in (spec.partitions if spec else []) if t.log_dirs for b in t.replicas}
         snapshot = read_cluster(self.admin, sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
-        owners = self._owners(exclude=key)
+        owners = owners_of_in_flight(self.store, exclude=key)
         owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
         with_owners(snapshot.view, owners)
         if deleting or (spec is not None and spec.cancel):
@@ -210,7 +217,7 @@ class ReassignmentReconciler:
         spec: PartitionReassignmentSpec,
         snapshot: ClusterSnapshot,
     ) -> str:
-        parts = [self._measure(t, _oar(t, snapshot), snapshot) for t in spec.partitions]
+        parts = [self._measure(t, oar(t, snapshot), snapshot) for t in spec.partitions]
         rate = spec.throttle.replication_rate if spec.throttle else None
         duration = throttled_duration(parts, rate)
         summary = totals(parts)
@@ -240,6 +247,7 @@ class ReassignmentReconciler:
         snapshot: ClusterSnapshot,
     ) -> str:
         view = snapshot.view
+        edit = status.get("phase") in THROTTLING_PHASES
         wanted = {t.key: t for t in spec.partitions}
         submit: dict[TopicPartition, list[int] | None] = {}
         entries: list[dict[str, Any]] = []
@@ -281,7 +289,7 @@ class ReassignmentReconciler:
                 entry["state"], entry["message"] = FAILED, messages[tp]
             elif entry["state"] == PENDING:
                 entry["state"] = MOVING
-        self._move_log_dirs(spec, snapshot)
+        move_log_dirs(self.admin, spec, snapshot)
         targets = [t for tp, t in submit.items() if t is not None and tp not in messages]
         reverted = [tp for tp, t in submit.items() if t is None and tp not in messages]
         text = f"submitted {len(targets)} partitions"
@@ -291,7 +299,10 @@ class ReassignmentReconciler:
             text += "; refused by Kafka: " + "; ".join(
                 f"{t}-{p}: {m}" for (t, p), m in sorted(messages.items())
             )
-        self.store.event(obj, WARNING if messages else NORMAL, "Submitted", text)
+        if edit:
+            text = f"applied generation {generation}: {text}"
+        reason = "SpecApplied" if edit else "Submitted"
+        self.store.event(obj, WARNING if messages else NORMAL, reason, text)
         update = StatusUpdate(Phase.MOVING, text, generation, partitions=entries, start_time=start)
         self._write(obj, status, update, None)
         return Phase.MOVING
@@ -317,7 +328,7 @@ class ReassignmentReconciler:
             progress = self._measure(target, prior.original, snapshot)
             state, message = prior.state, prior.message
             if state in ACTIVE_STATES:
-                if progress.state == COMPLETED and self._dirs_reached(target, snapshot):
+                if progress.state == COMPLETED and dirs_reached(target, snapshot):
                     state = COMPLETED
                 elif progress.state == "Pending" and state == PENDING:
                     resubmit[tp] = list(prior.target)  # accepted but never submitted
@@ -336,7 +347,7 @@ class ReassignmentReconciler:
                 elif (entry["topic"], entry["partition"]) in resubmit:
                     entry["state"] = MOVING
         if spec is not None:
-            self._move_log_dirs(spec, snapshot)
+            move_log_dirs(self.admin, spec, snapshot)
         summary = totals(parts)
         estimator = self._rates.setdefault(_uid(obj), RateEstimator(self.rate_window_s, self.clock))
         estimator.observe(summary.bytes_done)
@@ -368,7 +379,9 @@ class ReassignmentReconciler:
             return Phase.MOVING
         self.writer.sync({source: None})
         self._rates.pop(_uid(obj), None)
-        done = self._election(obj, spec, accepted) if spec is not None else ""
+        done = (
+            elect_preferred(self.admin, self.store, obj, spec, accepted) if spec is not None else ""
+        )
         failed = [
             f"{e['topic']}-{e['partition']}: {e.get('message', '')}"
             for e in entries
@@ -383,6 +396,7 @@ class ReassignmentReconciler:
                 entries,
                 summary,
                 completion_time=format_time(self.now()),
+                reason="EditRejected" if rejected and not failed else "PartitionsFailed",
             )
             self._write(obj, status, update, "Failed")
             return Phase.FAILED
@@ -415,7 +429,7 @@ class ReassignmentReconciler:
             for tp, a in accepted.items()
             if a.state in ACTIVE_STATES
             and tp in view.reassigning
-            and _current_target(snapshot, tp) == a.target
+            and current_target(snapshot, tp) == a.target
         ]
         if phase not in THROTTLING_PHASES:
             if not deleting:
@@ -438,40 +452,14 @@ class ReassignmentReconciler:
             return Phase.CANCELLING
         # Kafka reverts a cancelled partition to OAR in its in-flight order (target first),
         # which can change the preferred leader: restore the recorded order (no data moves).
-        reorder: dict[TopicPartition, list[int] | None] = {}
-        for tp, a in accepted.items():
-            state = view.partition(*tp)
-            if (
-                state is not None
-                and tp not in view.reassigning
-                and a.state != COMPLETED
-                and list(state.replicas) != list(a.original)
-                and sorted(state.replicas) == sorted(a.original)
-            ):
-                reorder[tp] = list(a.original)
+        reorder = order_restores(accepted, view)
         if reorder:
             self.admin.alter_partition_reassignments(reorder)
             text = f"restoring the original replica order of {len(reorder)} partitions"
             self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
             return Phase.CANCELLING
         self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
-        entries = []
-        for tp, a in accepted.items():
-            state = view.partition(*tp)
-            done = state is not None and list(state.replicas) == list(a.target)
-            entries.append(
-                {
-                    "topic": tp[0],
-                    "partition": tp[1],
-                    "state": COMPLETED if done else CANCELLED,
-                    "originalReplicas": list(a.original),
-                    "targetReplicas": list(a.target),
-                    "addingReplicas": [],
-                    "removingReplicas": [],
-                    "isr": list(state.isr) if state else [],
-                    "leader": state.leader if state else -1,
-                }
-            )
+        entries = cancelled_entries(accepted, view)
         moved = sum(e["state"] == COMPLETED for e in entries)
         text = (
             f"cancelled: {len(entries) - moved} partitions reverted, {moved} had already "
@@ -494,63 +482,6 @@ class ReassignmentReconciler:
         self, target: PartitionTarget, original: tuple[int, ...], snapshot: ClusterSnapshot
     ) -> PartitionProgress:
         return partition_progress(target, original, snapshot.view, snapshot.sizes)
-
-    def _dirs_reached(self, target: PartitionTarget, snapshot: ClusterSnapshot) -> bool:
-        for broker, log_dir in _explicit_dirs(target):
-            info = snapshot.replicas.get((broker, target.topic, target.partition))
-            if info is None or info.log_dir != log_dir or info.future is not None:
-                return False
-        return True
-
-    def _move_log_dirs(self, spec: PartitionReassignmentSpec, snapshot: ClusterSnapshot) -> None:
-        """Ask brokers for the wanted log dirs (AlterReplicaLogDirs, KIP-113); idempotent."""
-        moves: dict[ReplicaKey, str] = {}
-        for target in spec.partitions:
-            for broker, log_dir in _explicit_dirs(target):
-                info = snapshot.replicas.get((broker, target.topic, target.partition))
-                if info is None or (
-                    info.log_dir != log_dir
-                    and (info.future is None or info.future.log_dir != log_dir)
-                ):
-                    moves[(broker, target.topic, target.partition)] = log_dir
-        if moves:
-            for key, error in self.admin.alter_replica_log_dirs(moves).items():
-                if error is not None and error.code != ERROR_REPLICA_NOT_AVAILABLE:
-                    logger.warning("AlterReplicaLogDirs %s: %s", key, error)
-
-    def _election(
-        self,
-        obj: Object,
-        spec: PartitionReassignmentSpec,
-        accepted: Mapping[TopicPartition, Accepted],
-    ) -> str:
-        if not spec.preferred_leader_election:
-            return ""
-        results = self.admin.elect_preferred_leaders(sorted(accepted))
-        refused = {tp: e for tp, e in results.items() if e is not None}
-        if refused:
-            text = "; ".join(f"{t}-{p}: {e}" for (t, p), e in sorted(refused.items()))
-            self.store.event(obj, WARNING, "PreferredLeaderElectionFailed", text)
-            return f"; preferred leader election failed for {len(refused)} partitions"
-        self.store.event(
-            obj,
-            NORMAL,
-            "PreferredLeaderElection",
-            f"preferred replicas lead all {len(results)} partitions",
-        )
-        return "; preferred leaders elected"
-
-    def _owners(self, exclude: str) -> dict[TopicPartition, str]:
-        owners: dict[TopicPartition, str] = {}
-        for other in self.store.list(PARTITION_REASSIGNMENT):
-            key = object_key(other)
-            status = other.get("status") or {}
-            if key == exclude or status.get("phase") not in THROTTLING_PHASES:
-                continue
-            for tp, a in accepted_partitions(status).items():
-                if a.state in ACTIVE_STATES:
-                    owners[tp] = key
-        return owners
 
     def _write(
         self, obj: Object, old: dict[str, Any], update: StatusUpdate, reason: str | None
@@ -575,20 +506,3 @@ class ReassignmentReconciler:
 
 def _uid(obj: Object) -> str:
     return str(obj["metadata"].get("uid") or object_key(obj))
-
-
-def _oar(target: PartitionTarget, snapshot: ClusterSnapshot) -> tuple[int, ...]:
-    state = snapshot.view.partition(target.topic, target.partition)
-    return state.original_replicas if state else ()
-
-
-def _current_target(snapshot: ClusterSnapshot, tp: TopicPartition) -> tuple[int, ...]:
-    state = snapshot.view.partition(*tp)
-    return tuple(b for b in state.replicas if b not in state.removing) if state else ()
-
-
-def _explicit_dirs(target: PartitionTarget) -> list[tuple[int, str]]:
-    if target.log_dirs is None:
-        return []
-    pairs = zip(target.replicas, target.log_dirs, strict=False)
-    return [(b, d) for b, d in pairs if d != ANY_LOG_DIR]

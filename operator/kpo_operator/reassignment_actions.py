@@ -1,0 +1,187 @@
+"""Single steps of a PartitionReassignment that the reconciler composes.
+
+Log-dir moves (AlterReplicaLogDirs, KIP-113), the preferred-leader election
+(ElectLeaders, KIP-460), who owns which in-flight partition, and the pure
+computations of a cancellation (Kafka's OAR order, final partition entries).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from kpo_operator.cluster import ClusterSnapshot
+from kpo_operator.kafka_admin import KafkaAdmin
+from kpo_operator.kafka_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
+from kpo_operator.model import (
+    ANY_LOG_DIR,
+    ClusterView,
+    PartitionReassignmentSpec,
+    PartitionTarget,
+    TopicPartition,
+)
+from kpo_operator.reassignment_status import (
+    ACTIVE_STATES,
+    CANCELLED,
+    COMPLETED,
+    Accepted,
+    accepted_partitions,
+)
+from kpo_operator.resources import PARTITION_REASSIGNMENT
+from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
+from kpo_operator.throttle_writer import THROTTLING_PHASES
+
+logger = logging.getLogger(__name__)
+
+
+def explicit_dirs(target: PartitionTarget) -> list[tuple[int, str]]:
+    """``(broker, log dir)`` pairs of ``target`` naming a directory (not ``"any"``)."""
+    if target.log_dirs is None:
+        return []
+    pairs = zip(target.replicas, target.log_dirs, strict=False)
+    return [(b, d) for b, d in pairs if d != ANY_LOG_DIR]
+
+
+def dirs_reached(target: PartitionTarget, snapshot: ClusterSnapshot) -> bool:
+    """Whether every named log dir of ``target`` holds its replica, with no move pending."""
+    for broker, log_dir in explicit_dirs(target):
+        info = snapshot.replicas.get((broker, target.topic, target.partition))
+        if info is None or info.log_dir != log_dir or info.future is not None:
+            return False
+    return True
+
+
+def move_log_dirs(
+    admin: KafkaAdmin, spec: PartitionReassignmentSpec, snapshot: ClusterSnapshot
+) -> None:
+    """Ask brokers to place replicas in the named log dirs (AlterReplicaLogDirs, KIP-113).
+
+    Idempotent: replicas already there or already moving there are skipped. A replica
+    the broker does not host yet (REPLICA_NOT_AVAILABLE) is asked again on a later step,
+    as ``kafka-reassign-partitions`` retries; other errors are logged.
+
+    Raises:
+        KafkaAdminError: The request failed as a whole.
+    """
+    moves: dict[ReplicaKey, str] = {}
+    for target in spec.partitions:
+        for broker, log_dir in explicit_dirs(target):
+            info = snapshot.replicas.get((broker, target.topic, target.partition))
+            if info is None or (
+                info.log_dir != log_dir and (info.future is None or info.future.log_dir != log_dir)
+            ):
+                moves[(broker, target.topic, target.partition)] = log_dir
+    if moves:
+        for key, error in admin.alter_replica_log_dirs(moves).items():
+            if error is not None and error.code != ERROR_REPLICA_NOT_AVAILABLE:
+                logger.warning("AlterReplicaLogDirs %s: %s", key, error)
+
+
+def elect_preferred(
+    admin: KafkaAdmin,
+    store: ObjectStore,
+    obj: Object,
+    spec: PartitionReassignmentSpec,
+    partitions: Mapping[TopicPartition, Accepted],
+) -> str:
+    """Run ElectLeaders (PREFERRED) on ``partitions`` if the spec asks; record an Event.
+
+    Returns:
+        A suffix for the completion message ("" when no election was asked).
+
+    Raises:
+        KafkaAdminError: The request failed as a whole.
+    """
+    if not spec.preferred_leader_election:
+        return ""
+    results = admin.elect_preferred_leaders(sorted(partitions))
+    refused = {tp: e for tp, e in results.items() if e is not None}
+    if refused:
+        text = "; ".join(f"{t}-{p}: {e}" for (t, p), e in sorted(refused.items()))
+        store.event(obj, WARNING, "PreferredLeaderElectionFailed", text)
+        return f"; preferred leader election failed for {len(refused)} partitions"
+    store.event(
+        obj,
+        NORMAL,
+        "PreferredLeaderElection",
+        f"preferred replicas lead all {len(results)} partitions",
+    )
+    return "; preferred leaders elected"
+
+
+def owners_of_in_flight(store: ObjectStore, exclude: str) -> dict[TopicPartition, str]:
+    """Partitions that other Moving/Cancelling objects submitted -> their ``namespace/name``."""
+    owners: dict[TopicPartition, str] = {}
+    for other in store.list(PARTITION_REASSIGNMENT):
+        key = object_key(other)
+        status = other.get("status") or {}
+        if key == exclude or status.get("phase") not in THROTTLING_PHASES:
+            continue
+        for tp, accepted in accepted_partitions(status).items():
+            if accepted.state in ACTIVE_STATES:
+                owners[tp] = key
+    return owners
+
+
+def oar(target: PartitionTarget, snapshot: ClusterSnapshot) -> tuple[int, ...]:
+    """OAR of ``target``'s partition now (AR minus adding replicas); ``()`` if unknown."""
+    state = snapshot.view.partition(target.topic, target.partition)
+    return state.original_replicas if state else ()
+
+
+def current_target(snapshot: ClusterSnapshot, tp: TopicPartition) -> tuple[int, ...]:
+    """Return the target Kafka is moving ``tp`` to (AR minus removing replicas)."""
+    state = snapshot.view.partition(*tp)
+    return tuple(b for b in state.replicas if b not in state.removing) if state else ()
+
+
+def order_restores(
+    accepted: Mapping[TopicPartition, Accepted], view: ClusterView
+) -> dict[TopicPartition, list[int] | None]:
+    """Reassignments putting cancelled partitions back in their recorded OAR order.
+
+    Kafka reverts a cancelled partition to OAR in its in-flight order (target replicas
+    first, KIP-455), which can change the preferred leader; a reassignment with the
+    same replica set in the original order moves no data and completes at once.
+    """
+    restores: dict[TopicPartition, list[int] | None] = {}
+    for tp, a in accepted.items():
+        state = view.partition(*tp)
+        if (
+            state is not None
+            and tp not in view.reassigning
+            and a.state != COMPLETED
+            and list(state.replicas) != list(a.original)
+            and sorted(state.replicas) == sorted(a.original)
+        ):
+            restores[tp] = list(a.original)
+    return restores
+
+
+def cancelled_entries(
+    accepted: Mapping[TopicPartition, Accepted], view: ClusterView
+) -> list[dict[str, Any]]:
+    """Build the final ``status.partitions`` of a cancelled object.
+
+    A partition that reached its target before the cancellation is Completed, the
+    others Cancelled.
+    """
+    entries: list[dict[str, Any]] = []
+    for tp, a in accepted.items():
+        state = view.partition(*tp)
+        done = state is not None and list(state.replicas) == list(a.target)
+        entries.append(
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "state": COMPLETED if done else CANCELLED,
+                "originalReplicas": list(a.original),
+                "targetReplicas": list(a.target),
+                "addingReplicas": [],
+                "removingReplicas": [],
+                "isr": list(state.isr) if state else [],
+                "leader": state.leader if state else -1,
+            }
+        )
+    return entries

@@ -64,6 +64,7 @@ from kpo_operator.reassignment_actions import (
     dirs_reached,
     elect_preferred,
     move_log_dirs,
+    needs_submission,
     oar,
     order_restores,
     owners_of_in_flight,
@@ -77,6 +78,7 @@ from kpo_operator.reassignment_status import (
     Accepted,
     StatusUpdate,
     accepted_partitions,
+    accepted_spec,
     partition_entry,
     render_status,
     status_changed,
@@ -84,7 +86,7 @@ from kpo_operator.reassignment_status import (
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttle_writer import THROTTLING_PHASES, ThrottleWriter, source_of
-from kpo_operator.throttles import reassignment_contribution
+from kpo_operator.throttles import Contribution, reassignment_contribution
 from kpo_operator.validation import validate_reassignment
 
 logger = logging.getLogger(__name__)
@@ -148,7 +150,8 @@ class ReassignmentReconciler:
         phase = self._step(obj, deleting=True)
         if phase in THROTTLING_PHASES:
             return False
-        self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
+        if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
+            return False
         self._rates.pop(_uid(obj), None)
         return True
 
@@ -246,66 +249,69 @@ class ReassignmentReconciler:
         accepted: dict[TopicPartition, Accepted],
         snapshot: ClusterSnapshot,
     ) -> str:
+        """Accept ``spec``: write the targets ahead (Pending), set the throttles, submit.
+
+        Partitions dropped from the spec while in flight get their OAR as new target
+        (KIP-455: no data moves, the adding replicas go). When throttle configs had to
+        change, the submission waits for the next step so that every broker has applied
+        them (config changes reach brokers asynchronously through ZooKeeper); otherwise
+        the first fetches of the new replicas would run unthrottled.
+        """
         view = snapshot.view
-        edit = status.get("phase") in THROTTLING_PHASES
         wanted = {t.key: t for t in spec.partitions}
-        submit: dict[TopicPartition, list[int] | None] = {}
+        for tp, dropped in accepted.items():
+            if tp not in wanted and dropped.state in ACTIVE_STATES and tp in view.reassigning:
+                wanted[tp] = PartitionTarget(
+                    topic=tp[0], partition=tp[1], replicas=list(dropped.original)
+                )
         entries: list[dict[str, Any]] = []
         for tp, target in wanted.items():
-            state = view.partition(*tp)
-            assert state is not None  # validated
-            in_flight = tp in view.reassigning
-            current = tuple(b for b in state.replicas if b not in state.removing)
-            if (in_flight and current != tuple(target.replicas)) or (
-                not in_flight and list(state.replicas) != list(target.replicas)
-            ):
-                submit[tp] = list(target.replicas)
             prior = accepted.get(tp)
-            original = prior.original if prior else state.original_replicas
+            original = prior.original if prior else oar(target, snapshot)
             progress = self._measure(target, original, snapshot)
-            entries.append(partition_entry(progress, PENDING if tp in submit else MOVING))
-        for tp, prior in accepted.items():
-            if tp not in wanted and prior.state in ACTIVE_STATES and tp in view.reassigning:
-                submit[tp] = None  # dropped from the spec while moving: revert it
-        start = status.get("startTime") or format_time(self.now())
+            pending = needs_submission(snapshot, tp, tuple(target.replicas))
+            entries.append(
+                partition_entry(progress, PENDING if pending else MOVING, log_dirs=target.log_dirs)
+            )
         ahead = StatusUpdate(
             Phase.MOVING,
-            f"submitting {len(submit)} partition changes",
+            f"accepted generation {generation}",
             generation,
             partitions=entries,
-            start_time=start,
+            start_time=status.get("startTime") or format_time(self.now()),
+            throttle=_throttle_status(spec) or {},
         )
         self._write(obj, status, ahead, "Accepted")
         source = source_of(PARTITION_REASSIGNMENT, obj)
-        throttles = self.writer.sync({source: reassignment_contribution(source, spec, view)})
+        contribution = Contribution(source)
+        if (moving := accepted_spec(status)) is not None:
+            contribution = reassignment_contribution(source, moving, view)
+        throttles = self.writer.sync({source: contribution})
         if throttles.errors:
             failed = ", ".join(f"{r.kind} {r.name}: {e}" for r, e in throttles.errors.items())
             self.store.event(obj, WARNING, "ThrottleFailed", f"could not set throttles: {failed}")
-        errors = self.admin.alter_partition_reassignments(submit) if submit else {}
-        messages = {tp: str(e) for tp, e in errors.items() if e is not None}
+        if throttles.applied and any(e["state"] == PENDING for e in entries):
+            return Phase.MOVING  # submitted on the next step, once brokers have the throttles
+        return self._track(obj, status, generation, spec, accepted_partitions(status), snapshot)
+
+    def _send(
+        self, obj: Object, entries: list[dict[str, Any]], targets: dict[TopicPartition, list[int]]
+    ) -> None:
+        """Submit ``targets`` (AlterPartitionReassignments) and mark ``entries`` accordingly."""
+        errors = self.admin.alter_partition_reassignments(dict(targets))
+        refused = {tp: str(e) for tp, e in errors.items() if e is not None}
         for entry in entries:
             tp = (entry["topic"], entry["partition"])
-            if tp in messages:
-                entry["state"], entry["message"] = FAILED, messages[tp]
-            elif entry["state"] == PENDING:
+            if tp in refused:
+                entry["state"], entry["message"] = FAILED, refused[tp]
+            elif tp in targets:
                 entry["state"] = MOVING
-        move_log_dirs(self.admin, spec, snapshot)
-        targets = [t for tp, t in submit.items() if t is not None and tp not in messages]
-        reverted = [tp for tp, t in submit.items() if t is None and tp not in messages]
-        text = f"submitted {len(targets)} partitions"
-        if reverted:
-            text += f", cancelled {len(reverted)} dropped from the spec"
-        if messages:
+        text = f"submitted {len(targets) - len(refused)} partitions"
+        if refused:
             text += "; refused by Kafka: " + "; ".join(
-                f"{t}-{p}: {m}" for (t, p), m in sorted(messages.items())
+                f"{t}-{p}: {m}" for (t, p), m in sorted(refused.items())
             )
-        if edit:
-            text = f"applied generation {generation}: {text}"
-        reason = "SpecApplied" if edit else "Submitted"
-        self.store.event(obj, WARNING if messages else NORMAL, reason, text)
-        update = StatusUpdate(Phase.MOVING, text, generation, partitions=entries, start_time=start)
-        self._write(obj, status, update, None)
-        return Phase.MOVING
+        self.store.event(obj, WARNING if refused else NORMAL, "Submitted", text)
 
     def _track(
         self,
@@ -317,49 +323,42 @@ class ReassignmentReconciler:
         snapshot: ClusterSnapshot,
         rejected: str | None = None,
     ) -> str:
-        targets = {t.key: t for t in spec.partitions} if spec else {}
+        """Submit accepted partitions not yet in flight, measure, and finish when all are done.
+
+        Only the accepted targets in ``status.partitions`` are tracked; ``spec`` is used
+        for the preferred-leader election at the end.
+        """
         entries: list[dict[str, Any]] = []
         parts: list[PartitionProgress] = []
-        resubmit: dict[TopicPartition, list[int] | None] = {}
+        send: dict[TopicPartition, list[int]] = {}
         for tp, prior in accepted.items():
-            target = targets.get(tp)
-            if target is None or tuple(target.replicas) != prior.target:
-                target = PartitionTarget(topic=tp[0], partition=tp[1], replicas=list(prior.target))
+            target = prior.as_target(tp)
             progress = self._measure(target, prior.original, snapshot)
             state, message = prior.state, prior.message
             if state in ACTIVE_STATES:
                 if progress.state == COMPLETED and dirs_reached(target, snapshot):
                     state = COMPLETED
-                elif progress.state == "Pending" and state == PENDING:
-                    resubmit[tp] = list(prior.target)  # accepted but never submitted
+                elif state == PENDING and needs_submission(snapshot, tp, prior.target):
+                    send[tp] = list(prior.target)  # accepted, not (yet) submitted
                 elif progress.state == "Pending":
                     state, message = FAILED, "left flight without reaching its target replicas"
                 else:
                     state = MOVING
             parts.append(progress)
-            entries.append(partition_entry(progress, state, message))
-        if resubmit:
-            errors = self.admin.alter_partition_reassignments(resubmit)
-            for entry in entries:
-                error = errors.get((entry["topic"], entry["partition"]))
-                if error is not None:
-                    entry["state"], entry["message"] = FAILED, str(error)
-                elif (entry["topic"], entry["partition"]) in resubmit:
-                    entry["state"] = MOVING
-        if spec is not None:
-            move_log_dirs(self.admin, spec, snapshot)
+            entries.append(partition_entry(progress, state, message, log_dirs=target.log_dirs))
+        if send:
+            self._send(obj, entries, send)
+        move_log_dirs(self.admin, [a.as_target(tp) for tp, a in accepted.items()], snapshot)
         summary = totals(parts)
         estimator = self._rates.setdefault(_uid(obj), RateEstimator(self.rate_window_s, self.clock))
         estimator.observe(summary.bytes_done)
         rate = estimator.rate()
         remaining = summary.bytes_total - summary.bytes_done
-        states = [e["state"] for e in entries]
         observed = int(status.get("observedGeneration") or generation)
         source = source_of(PARTITION_REASSIGNMENT, obj)
-        if any(s in ACTIVE_STATES for s in states):
-            if spec is not None and not rejected:
-                self.writer.sync(max_age_s=self.throttle_resync_s)
-            throttle = spec.throttle.replication_rate if spec and spec.throttle else None
+        throttle = (status.get("throttle") or {}).get("replicationRate")
+        if any(e["state"] in ACTIVE_STATES for e in entries):
+            self.writer.sync(max_age_s=self.throttle_resync_s)
             left = throttled_duration(parts, throttle)
             message = rejected or (
                 f"{summary.partitions_done}/{summary.partitions} partitions done, "
@@ -372,16 +371,23 @@ class ReassignmentReconciler:
                 entries,
                 summary,
                 rate,
-                eta(remaining, rate, self.now()),
+                eta(remaining, rate, self.now()) if remaining > 0 else None,
                 format_duration(left) if left else None,
             )
             self._write(obj, status, update, None)
             return Phase.MOVING
-        self.writer.sync({source: None})
+        removal = self.writer.sync({source: None})
+        if removal.errors:
+            text = "all partitions done; removing throttles failed, retrying: " + "; ".join(
+                f"{r.kind} {r.name}: {e}" for r, e in removal.errors.items()
+            )
+            update = StatusUpdate(Phase.MOVING, text, generation, entries, summary, rate)
+            self._write(obj, status, update, None)
+            return Phase.MOVING
         self._rates.pop(_uid(obj), None)
-        done = (
-            elect_preferred(self.admin, self.store, obj, spec, accepted) if spec is not None else ""
-        )
+        done = ""
+        if spec is not None:
+            done = elect_preferred(self.admin, self.store, obj, spec, accepted)
         failed = [
             f"{e['topic']}-{e['partition']}: {e.get('message', '')}"
             for e in entries
@@ -458,7 +464,10 @@ class ReassignmentReconciler:
             text = f"restoring the original replica order of {len(reorder)} partitions"
             self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
             return Phase.CANCELLING
-        self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None})
+        if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
+            text = "cancelled; removing throttles failed, retrying"
+            self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
+            return Phase.CANCELLING
         entries = cancelled_entries(accepted, view)
         moved = sum(e["state"] == COMPLETED for e in entries)
         text = (
@@ -506,3 +515,13 @@ class ReassignmentReconciler:
 
 def _uid(obj: Object) -> str:
     return str(obj["metadata"].get("uid") or object_key(obj))
+
+
+def _throttle_status(spec: PartitionReassignmentSpec) -> dict[str, int] | None:
+    if spec.throttle is None:
+        return None
+    out = {
+        "replicationRate": spec.throttle.replication_rate,
+        "logDirMoveRate": spec.throttle.log_dir_move_rate,
+    }
+    return {k: v for k, v in out.items() if v is not None}

@@ -8,7 +8,7 @@ computations of a cancellation (Kafka's OAR order, final partition entries).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kpo_operator.cluster import ClusterSnapshot
@@ -53,7 +53,7 @@ def dirs_reached(target: PartitionTarget, snapshot: ClusterSnapshot) -> bool:
 
 
 def move_log_dirs(
-    admin: KafkaAdmin, spec: PartitionReassignmentSpec, snapshot: ClusterSnapshot
+    admin: KafkaAdmin, targets: Iterable[PartitionTarget], snapshot: ClusterSnapshot
 ) -> None:
     """Ask brokers to place replicas in the named log dirs (AlterReplicaLogDirs, KIP-113).
 
@@ -65,7 +65,7 @@ def move_log_dirs(
         KafkaAdminError: The request failed as a whole.
     """
     moves: dict[ReplicaKey, str] = {}
-    for target in spec.partitions:
+    for target in targets:
         for broker, log_dir in explicit_dirs(target):
             info = snapshot.replicas.get((broker, target.topic, target.partition))
             if info is None or (
@@ -134,6 +134,23 @@ def current_target(snapshot: ClusterSnapshot, tp: TopicPartition) -> tuple[int, 
     """Return the target Kafka is moving ``tp`` to (AR minus removing replicas)."""
     state = snapshot.view.partition(*tp)
     return tuple(b for b in state.replicas if b not in state.removing) if state else ()
+
+
+def needs_submission(
+    snapshot: ClusterSnapshot, tp: TopicPartition, target: tuple[int, ...]
+) -> bool:
+    """Whether ``tp`` must be submitted to reach ``target``.
+
+    False when AR already equals ``target`` with nothing in flight, or when Kafka is
+    already moving it to ``target``; true otherwise (not in flight, or in flight towards
+    another target: KIP-455 replaces the target of an in-flight reassignment).
+    """
+    state = snapshot.view.partition(*tp)
+    if state is None:
+        return True
+    if tp in snapshot.view.reassigning or state.adding or state.removing:
+        return current_target(snapshot, tp) != target
+    return tuple(state.replicas) != target
 
 
 def order_restores(

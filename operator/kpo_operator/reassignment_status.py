@@ -24,7 +24,12 @@ from datetime import datetime
 from typing import Any
 
 from kpo_operator.conditions import Phase, reassignment_conditions, stamp_conditions
-from kpo_operator.model import TopicPartition
+from kpo_operator.model import (
+    PartitionReassignmentSpec,
+    PartitionTarget,
+    SpecError,
+    TopicPartition,
+)
 from kpo_operator.progress import PartitionProgress, Totals, format_time
 
 PENDING = "Pending"
@@ -34,6 +39,7 @@ FAILED = "Failed"
 CANCELLED = "Cancelled"
 
 ACTIVE_STATES = frozenset({PENDING, MOVING})
+_ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
 """Partition states of accepted work not finished yet."""
 
 
@@ -46,12 +52,23 @@ class Accepted:
         original: OAR, the replicas before the reassignment.
         state: One of the states in the module's table.
         message: Error or detail, empty if none.
+        log_dirs: The accepted target log dirs (``targetLogDirs``), if any.
     """
 
     target: tuple[int, ...]
     original: tuple[int, ...]
     state: str
     message: str = ""
+    log_dirs: tuple[str, ...] | None = None
+
+    def as_target(self, tp: TopicPartition) -> PartitionTarget:
+        """Return the entry as a spec entry (RAR and log dirs)."""
+        return PartitionTarget(
+            topic=tp[0],
+            partition=tp[1],
+            replicas=list(self.target),
+            logDirs=list(self.log_dirs) if self.log_dirs else None,
+        )
 
 
 def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, Accepted]:
@@ -69,16 +86,47 @@ def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, Accep
             tuple(entry.get("originalReplicas") or ()),
             str(entry.get("state") or PENDING),
             str(entry.get("message") or ""),
+            tuple(entry["targetLogDirs"]) if entry.get("targetLogDirs") else None,
         )
     return result
 
 
-def partition_entry(progress: PartitionProgress, state: str, message: str = "") -> dict[str, Any]:
+def accepted_spec(status: Mapping[str, Any]) -> PartitionReassignmentSpec | None:
+    """Return the work in flight as a spec: Pending/Moving entries and ``status.throttle``.
+
+    This, not the current ``spec``, is what the object's throttles are computed from,
+    so that an edit not (yet) accepted changes nothing in the cluster. ``None`` when
+    nothing is Pending or Moving.
+    """
+    partitions = [
+        a.as_target(tp).model_dump(by_alias=True, exclude_none=True)
+        for tp, a in accepted_partitions(status).items()
+        if a.state in ACTIVE_STATES
+    ]
+    if not partitions:
+        return None
+    throttle = status.get("throttle") or None
+    try:
+        return PartitionReassignmentSpec.from_object(
+            {"partitions": partitions, "throttle": throttle}
+        )
+    except SpecError:
+        return None
+
+
+def partition_entry(
+    progress: PartitionProgress,
+    state: str,
+    message: str = "",
+    log_dirs: Sequence[str] | None = None,
+) -> dict[str, Any]:
     """Build a ``status.partitions[]`` entry from measured progress and the operator's state."""
     entry = progress.to_status()
     entry["state"] = state
     if message:
         entry["message"] = message
+    if log_dirs:
+        entry["targetLogDirs"] = list(log_dirs)
     return entry
 
 
@@ -98,6 +146,8 @@ class StatusUpdate:
         start_time: When the reassignment was first submitted.
         completion_time: When it ended (Completed, Cancelled or Failed after moving).
         reason: CamelCase reason of the conditions; the phase name when empty.
+        throttle: The accepted ``spec.throttle`` (``status.throttle``); ``None`` keeps it,
+            ``{}`` clears it.
     """
 
     phase: Phase
@@ -111,6 +161,7 @@ class StatusUpdate:
     start_time: str | None = None
     completion_time: str | None = None
     reason: str = ""
+    throttle: Mapping[str, int] | None = None
 
 
 def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -> dict[str, Any]:
@@ -133,6 +184,10 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
         new["startTime"] = update.start_time
     if update.completion_time is not None:
         new["completionTime"] = update.completion_time
+    elif update.phase not in _ENDED:
+        new["completionTime"] = None
+    if update.throttle is not None:  # {} clears it
+        new["throttle"] = dict(update.throttle) or None
     new["conditions"] = stamp_conditions(
         old.get("conditions") or [],
         [

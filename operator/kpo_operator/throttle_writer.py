@@ -6,7 +6,8 @@ writers can fight and removing one object removes exactly what it alone set:
 
 1. list every TopicReplicaQuota (unless being deleted) and every
    PartitionReassignment whose status is Moving or Cancelling, in the watched
-   namespaces, and compute their contributions
+   namespaces, and compute their contributions (a reassignment's from the targets
+   and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
    (:func:`~kpo_operator.throttles.quota_contribution`,
    :func:`~kpo_operator.throttles.reassignment_contribution`) over a fresh snapshot
    of the cluster; a caller's ``overrides`` replace (or, with ``None``, drop) the
@@ -34,7 +35,8 @@ from kpo_operator.cluster import ClusterSnapshot, read_cluster
 from kpo_operator.conditions import Phase
 from kpo_operator.kafka_admin import KafkaAdmin
 from kpo_operator.kafka_types import ApiError, ConfigResource, ConfigResourceKind
-from kpo_operator.model import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
+from kpo_operator.model import SpecError, TopicReplicaQuotaSpec
+from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.store import WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttles import (
@@ -147,10 +149,8 @@ class ThrottleWriter:
             if (obj.get("status") or {}).get("phase") not in THROTTLING_PHASES:
                 continue
             source = source_of(PARTITION_REASSIGNMENT, obj)
-            try:
-                moving = PartitionReassignmentSpec.from_object(obj)
-            except SpecError as exc:
-                logger.warning("%s contributes nothing: %s", source, exc)
+            moving = accepted_spec(obj.get("status") or {})
+            if moving is None:
                 continue
             contributions[source] = reassignment_contribution(source, moving, snapshot.view)
             objects[source] = obj

@@ -61,10 +61,16 @@ def kafka_cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterato
         size: int = 3,
         properties: Mapping[str, str] | None = None,
         racks: list[str] | None = None,
+        log_dir_count: int = 1,
     ) -> KafkaCluster:
         chroot = f"kafka-{uuid.uuid4().hex[:8]}"
         cluster = KafkaCluster(
-            tmp_path / chroot, f"{zookeeper.connect_string}/{chroot}", size, properties, racks
+            tmp_path / chroot,
+            f"{zookeeper.connect_string}/{chroot}",
+            size,
+            properties,
+            racks,
+            log_dir_count=log_dir_count,
         )
         clusters.append(cluster)
         cluster.start()

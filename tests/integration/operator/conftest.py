@@ -153,8 +153,13 @@ def stack_factory(
     operators: list[OperatorProcess] = []
     namespaces: list[str] = []
 
-    def make(size: int = 3, properties: dict[str, str] | None = None, **operator: Any) -> Stack:
-        cluster = kafka_cluster_factory(size, properties)
+    def make(
+        size: int = 3,
+        properties: dict[str, str] | None = None,
+        log_dir_count: int = 1,
+        **operator: Any,
+    ) -> Stack:
+        cluster = kafka_cluster_factory(size, properties, log_dir_count=log_dir_count)
         namespace = f"t-{uuid.uuid4().hex[:8]}"
         control_plane.kubectl("create", "namespace", namespace)
         namespaces.append(namespace)

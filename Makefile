@@ -1,5 +1,7 @@
 # Kafka Placement Operator (kpo): developer entry points.
-#   make demo   bring up the real local stack and show the custom resources
+#   make demo   the main job: ZooKeeper, control plane, 3 brokers and the operator; a throttled
+#               PartitionReassignment applied with kubectl, watched, verified; then stops
+#   make demo-down  stop whatever a demo (--hold, or interrupted) left running
 #   make test   install everything, lint, type-check and run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
@@ -7,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools lint format typecheck test test-unit test-integration demo bench sync-crds clean
+.PHONY: all install tools lint format typecheck test test-unit test-integration demo demo-down bench sync-crds clean
 
 all: test
 
@@ -45,7 +47,10 @@ test-integration: install tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
 demo: install tools
-	$(BIN)/python -m kpo_devenv demo
+	$(BIN)/python -m kpo_devenv demo $(DEMO_ARGS)
+
+demo-down: install
+	$(BIN)/python -m kpo_devenv demo-down
 
 # Benchmark kpo's brokers against Apache Kafka (not part of the tests): prints ratios
 # measured in the same run. BENCH_ARGS=--quick for a short run.

@@ -100,8 +100,13 @@ class QuotaReconciler:
         mine = result.contributions.get(source)
         brokers: list[dict[str, Any]] = []
         topics: list[dict[str, Any]] = []
+        view = result.snapshot.view if result.snapshot else None
+        absent: list[str] = []
         if mine is not None:
             for broker in sorted(mine.broker_rates):
+                if view is not None and broker not in view.live_brokers:
+                    absent.append(f"broker {broker}")
+                    continue
                 rates = result.effective.brokers.get(broker, {})
                 entry: dict[str, Any] = {"brokerId": broker}
                 if LEADER_RATE in rates:
@@ -110,6 +115,9 @@ class QuotaReconciler:
                     entry["followerReplicationThrottledRate"] = rates[FOLLOWER_RATE]
                 brokers.append(entry)
             for topic in sorted(mine.topic_replicas)[:MAX_STATUS_TOPICS]:
+                if view is not None and topic not in view.topics:
+                    absent.append(f"topic {topic}")
+                    continue
                 lists = result.effective.topics.get(topic, {})
                 item: dict[str, Any] = {"topic": topic}
                 if LEADER_REPLICAS in lists:
@@ -127,10 +135,9 @@ class QuotaReconciler:
             )
             desired = quota_conditions("Stalled", "WriteFailed", text)
         else:
-            text = (
-                f"applied on {len(brokers)} brokers and {len(mine.topic_replicas) if mine else 0}"
-            )
-            text += " topics"
+            text = f"applied on {len(brokers)} brokers and {len(topics)} topics"
+            if absent:
+                text += "; not applied (absent, applied when it appears): " + ", ".join(absent)
             desired = quota_conditions("Ready", "Applied", text)
         lost = [c for c in conflicts if c.winner != source]
         desired.append(

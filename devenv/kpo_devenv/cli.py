@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kpo_devenv.controlplane import KubectlError
 from kpo_devenv.demo import DEFAULT_THROTTLE, DemoOptions, install_signal_handlers, run_demo
@@ -71,7 +73,7 @@ def demo(
         KubectlError,
         ToolNotFoundError,
     ) as exc:
-        console.print(f"[red]demo failed: {exc}", highlight=False)
+        console.print(f"[red]demo failed:[/] {escape(str(exc))}", highlight=False)
         console.print(f"logs: {options.workdir}")
         raise typer.Exit(1) from None
     if not result.ok:
@@ -80,6 +82,8 @@ def demo(
         )
         raise typer.Exit(1)
     console.print("[green]demo passed: the move completed and every record is on its new replicas")
+    if workdir is None:  # a temp dir of our own: its ~3x --megabytes of logs are not needed
+        shutil.rmtree(options.workdir, ignore_errors=True)
 
 
 @app.command("demo-down")

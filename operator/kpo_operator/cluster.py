@@ -59,8 +59,10 @@ def read_cluster(
         KafkaAdminError: A request failed (``KafkaUnavailableError``: retry later).
     """
     cluster = admin.describe_cluster()
-    described = admin.describe_topics(topics)
+    # The controller's list first: a partition completing between the two calls is then
+    # still seen in flight (a stale view, fixed on the next read), never half-finished.
     in_flight = admin.list_partition_reassignments()
+    described = admin.describe_topics(topics)
     view = ClusterView(live_brokers=frozenset(cluster.brokers))
     for topic, partitions in described.items():
         states: dict[int, PartitionState] = {}

@@ -340,14 +340,20 @@ class ReassignmentReconciler:
                     state = COMPLETED
                 elif state == PENDING and needs_submission(snapshot, tp, prior.target):
                     send[tp] = list(prior.target)  # accepted, not (yet) submitted
-                elif progress.state == "Pending":
+                elif progress.state == "Pending" and not _may_be_stale(snapshot, tp, prior.target):
                     state, message = FAILED, "left flight without reaching its target replicas"
                 else:
                     state = MOVING
             parts.append(progress)
             entries.append(partition_entry(progress, state, message, log_dirs=target.log_dirs))
         if send:
-            self._send(obj, entries, send)
+            # Throttles first (also after a crash before they were written): send only
+            # once the configs are in place, one step after any change.
+            moving = accepted_spec(status)
+            source = source_of(PARTITION_REASSIGNMENT, obj)
+            own = reassignment_contribution(source, moving, snapshot.view) if moving else None
+            if not self.writer.sync({source: own or Contribution(source)}).applied:
+                self._send(obj, entries, send)
         move_log_dirs(self.admin, [a.as_target(tp) for tp, a in accepted.items()], snapshot)
         summary = totals(parts)
         estimator = self._rates.setdefault(_uid(obj), RateEstimator(self.rate_window_s, self.clock))
@@ -435,7 +441,7 @@ class ReassignmentReconciler:
             for tp, a in accepted.items()
             if a.state in ACTIVE_STATES
             and tp in view.reassigning
-            and current_target(snapshot, tp) == a.target
+            and (current_target(snapshot, tp) == a.target or a.state == PENDING)
         ]
         if phase not in THROTTLING_PHASES:
             if not deleting:
@@ -525,3 +531,14 @@ def _throttle_status(spec: PartitionReassignmentSpec) -> dict[str, int] | None:
         "logDirMoveRate": spec.throttle.log_dir_move_rate,
     }
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _may_be_stale(snapshot: ClusterSnapshot, tp: TopicPartition, target: tuple[int, ...]) -> bool:
+    """Tell whether AR still holds every target replica (a just-completed move, seen stale).
+
+    A broker's metadata cache may not have had the controller's UpdateMetadata yet. A
+    partition that really left flight without reaching its target (cancelled by someone
+    else) is back to OAR, which lacks the adding replicas.
+    """
+    state = snapshot.view.partition(*tp)
+    return state is not None and set(target) <= set(state.replicas)

@@ -39,8 +39,8 @@ FAILED = "Failed"
 CANCELLED = "Cancelled"
 
 ACTIVE_STATES = frozenset({PENDING, MOVING})
-_ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
 """Partition states of accepted work not finished yet."""
+_ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
 
 
 @dataclass(frozen=True)

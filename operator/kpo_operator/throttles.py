@@ -142,14 +142,17 @@ def reassignment_contribution(
         state = view.partition(target.topic, target.partition)
         if throttle.replication_rate is not None and state is not None:
             original = state.original_replicas
-            if list(original) != list(target.replicas):
+            if list(original) != list(target.replicas) or state.adding:
+                # Replicas Kafka is still adding towards an older target stay throttled
+                # until the new target is submitted (KIP-455 drops them then).
                 adding = [b for b in target.replicas if b not in original]
+                adding += [b for b in state.adding if b not in adding]
                 entry = topics.setdefault(target.topic, {})
                 for key, brokers in ((LEADER_REPLICAS, original), (FOLLOWER_REPLICAS, adding)):
                     pairs = frozenset((target.partition, b) for b in brokers)
                     old = entry.get(key, ThrottledReplicas())
                     entry[key] = old.union(ThrottledReplicas(replicas=pairs))
-                for broker in (*original, *target.replicas):
+                for broker in (*original, *target.replicas, *state.adding):
                     rates.setdefault(broker, {})[LEADER_RATE] = throttle.replication_rate
                     rates[broker][FOLLOWER_RATE] = throttle.replication_rate
         if throttle.log_dir_move_rate is not None and target.log_dirs is not None:

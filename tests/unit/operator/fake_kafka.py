@@ -173,7 +173,8 @@ class FakeKafkaAdmin:
             elif len(set(target)) != len(target) or not set(target) <= set(self.brokers):
                 result[tp] = error(ERROR_INVALID_REPLICA_ASSIGNMENT)
             else:
-                result[tp] = self._reassign(tp, part, list(target))
+                self._reassign(tp, part, list(target))
+                result[tp] = None
         return result
 
     def _reassign(self, tp: TopicPartition, part: FakePartition, target: list[int]) -> None:
@@ -187,7 +188,6 @@ class FakeKafkaAdmin:
             self._host((broker, tp[0], tp[1]))
         if all(b in part.isr for b in target):
             self._finish(tp)
-        return None
 
     def _cancel(self, tp: TopicPartition, part: FakePartition) -> ApiError | None:
         if part.original is None:

@@ -34,14 +34,10 @@ step and writes the status if it changed. The step depends on the phase:
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
 from kpo_operator.conditions import Phase
-from kpo_operator.kafka_admin import KafkaAdmin
 from kpo_operator.model import (
     PartitionReassignmentSpec,
     PartitionTarget,
@@ -54,21 +50,19 @@ from kpo_operator.progress import (
     eta,
     format_duration,
     format_time,
-    partition_progress,
     throttled_duration,
     totals,
 )
 from kpo_operator.reassignment_actions import (
-    cancelled_entries,
-    current_target,
     dirs_reached,
     elect_preferred,
     move_log_dirs,
     needs_submission,
     oar,
-    order_restores,
     owners_of_in_flight,
 )
+from kpo_operator.reassignment_cancel import CancellingReconciler
+from kpo_operator.reassignment_core import object_uid
 from kpo_operator.reassignment_status import (
     ACTIVE_STATES,
     COMPLETED,
@@ -80,12 +74,10 @@ from kpo_operator.reassignment_status import (
     accepted_partitions,
     accepted_spec,
     partition_entry,
-    render_status,
-    status_changed,
 )
 from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
-from kpo_operator.throttle_writer import THROTTLING_PHASES, ThrottleWriter, source_of
+from kpo_operator.store import NORMAL, WARNING, Object, object_key
+from kpo_operator.throttle_writer import THROTTLING_PHASES, source_of
 from kpo_operator.throttles import Contribution, reassignment_contribution
 from kpo_operator.validation import validate_reassignment
 
@@ -94,8 +86,10 @@ logger = logging.getLogger(__name__)
 FINAL_PHASES = frozenset({Phase.COMPLETED.value, Phase.CANCELLED.value})
 
 
-class ReassignmentReconciler:
+class ReassignmentReconciler(CancellingReconciler):
     """Drives PartitionReassignment objects; safe to call again at any time (idempotent).
+
+    Constructor arguments: see :class:`~kpo_operator.reassignment_core.ReconcilerCore`.
 
     Args:
         admin: The Admin API client of the managed cluster.
@@ -108,25 +102,6 @@ class ReassignmentReconciler:
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
-
-    def __init__(
-        self,
-        admin: KafkaAdmin,
-        store: ObjectStore,
-        writer: ThrottleWriter,
-        rate_window_s: float = 30.0,
-        throttle_resync_s: float = 30.0,
-        clock: Callable[[], float] = time.monotonic,
-        now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    ) -> None:
-        self.admin = admin
-        self.store = store
-        self.writer = writer
-        self.rate_window_s = rate_window_s
-        self.throttle_resync_s = throttle_resync_s
-        self.clock = clock
-        self.now = now
-        self._rates: dict[str, RateEstimator] = {}
 
     # -- entry points -------------------------------------------------------------------
 
@@ -152,7 +127,7 @@ class ReassignmentReconciler:
             return False
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
             return False
-        self._rates.pop(_uid(obj), None)
+        self._rates.pop(object_uid(obj), None)
         return True
 
     # -- steps ----------------------------------------------------------------------------
@@ -356,7 +331,8 @@ class ReassignmentReconciler:
                 self._send(obj, entries, send)
         move_log_dirs(self.admin, [a.as_target(tp) for tp, a in accepted.items()], snapshot)
         summary = totals(parts)
-        estimator = self._rates.setdefault(_uid(obj), RateEstimator(self.rate_window_s, self.clock))
+        uid = object_uid(obj)
+        estimator = self._rates.setdefault(uid, RateEstimator(self.rate_window_s, self.clock))
         estimator.observe(summary.bytes_done)
         rate = estimator.rate()
         remaining = summary.bytes_total - summary.bytes_done
@@ -390,7 +366,7 @@ class ReassignmentReconciler:
             update = StatusUpdate(Phase.MOVING, text, generation, entries, summary, rate)
             self._write(obj, status, update, None)
             return Phase.MOVING
-        self._rates.pop(_uid(obj), None)
+        self._rates.pop(object_uid(obj), None)
         done = ""
         if spec is not None:
             done = elect_preferred(self.admin, self.store, obj, spec, accepted)
@@ -424,103 +400,6 @@ class ReassignmentReconciler:
         )
         self._write(obj, status, update, "Completed")
         return Phase.COMPLETED
-
-    def _cancel(
-        self,
-        obj: Object,
-        status: dict[str, Any],
-        generation: int,
-        accepted: dict[TopicPartition, Accepted],
-        snapshot: ClusterSnapshot,
-        deleting: bool,
-    ) -> str:
-        phase = status.get("phase") or ""
-        view = snapshot.view
-        ours = [
-            tp
-            for tp, a in accepted.items()
-            if a.state in ACTIVE_STATES
-            and tp in view.reassigning
-            and (current_target(snapshot, tp) == a.target or a.state == PENDING)
-        ]
-        if phase not in THROTTLING_PHASES:
-            if not deleting:
-                update = StatusUpdate(
-                    Phase.CANCELLED,
-                    "cancelled before anything was submitted",
-                    generation,
-                    completion_time=format_time(self.now()),
-                )
-                self._write(obj, status, update, "Cancelled")
-            return Phase.CANCELLED
-        if ours:
-            errors = self.admin.alter_partition_reassignments({tp: None for tp in ours})
-            refused = {tp: e for tp, e in errors.items() if e is not None}
-            text = f"cancelling {len(ours)} in-flight partitions (reverting to their replicas)"
-            if refused:
-                text += "; " + "; ".join(f"{t}-{p}: {e}" for (t, p), e in refused.items())
-            update = StatusUpdate(Phase.CANCELLING, text, generation)
-            self._write(obj, status, update, "Cancelling")
-            return Phase.CANCELLING
-        # Kafka reverts a cancelled partition to OAR in its in-flight order (target first),
-        # which can change the preferred leader: restore the recorded order (no data moves).
-        reorder = order_restores(accepted, view)
-        if reorder:
-            self.admin.alter_partition_reassignments(reorder)
-            text = f"restoring the original replica order of {len(reorder)} partitions"
-            self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
-            return Phase.CANCELLING
-        if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
-            text = "cancelled; removing throttles failed, retrying"
-            self._write(obj, status, StatusUpdate(Phase.CANCELLING, text, generation), None)
-            return Phase.CANCELLING
-        entries = cancelled_entries(accepted, view)
-        moved = sum(e["state"] == COMPLETED for e in entries)
-        text = (
-            f"cancelled: {len(entries) - moved} partitions reverted, {moved} had already "
-            "completed; throttles removed"
-        )
-        update = StatusUpdate(
-            Phase.CANCELLED, text, generation, entries, completion_time=format_time(self.now())
-        )
-        self._write(obj, status, update, "Cancelled")
-        return Phase.CANCELLED
-
-    # -- helpers ----------------------------------------------------------------------------
-
-    def _failed(self, generation: int, problems: list[str], reason: str) -> StatusUpdate:
-        return StatusUpdate(
-            Phase.FAILED, "invalid: " + "; ".join(problems), generation, reason=reason
-        )
-
-    def _measure(
-        self, target: PartitionTarget, original: tuple[int, ...], snapshot: ClusterSnapshot
-    ) -> PartitionProgress:
-        return partition_progress(target, original, snapshot.view, snapshot.sizes)
-
-    def _write(
-        self, obj: Object, old: dict[str, Any], update: StatusUpdate, reason: str | None
-    ) -> None:
-        """Patch the status if it changed; record an Event named ``reason`` on a new phase.
-
-        ``old`` is updated in place to the written status.
-        """
-        before = old.get("phase")
-        new = render_status(old, update, self.now())
-        if not status_changed(old, new):
-            return
-        meta = obj["metadata"]
-        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
-        obj["status"] = {k: v for k, v in new.items() if v is not None}
-        old.clear()
-        old.update(obj["status"])
-        if reason is not None and update.phase.value != before:
-            kind = WARNING if update.phase is Phase.FAILED else NORMAL
-            self.store.event(obj, kind, reason, update.message)
-
-
-def _uid(obj: Object) -> str:
-    return str(obj["metadata"].get("uid") or object_key(obj))
 
 
 def _throttle_status(spec: PartitionReassignmentSpec) -> dict[str, int] | None:

@@ -270,9 +270,15 @@ class BrokerConfig(BaseModel):
     follower_replication_throttled_rate: KafkaInt = _long(
         "follower.replication.throttled.rate", _LONG_MAX, f"Follower throttle, B/s. {_H} Long.MAX."
     )
-    # kpo's own.
-    kpo_metrics_port: KafkaInt = _int(
-        "kpo.metrics.port", 0, "Prometheus metrics port (kpo only); 0 = off. Default 0.", le=65535
+    # kpo's own (no Kafka equivalent): Prometheus metrics, see broker-image/METRICS.md.
+    metrics_port: KafkaInt = _int(
+        "metrics.port",
+        0,
+        "Port serving Prometheus GET /metrics (kpo only); 0 = disabled. Default 0.",
+        le=65535,
+    )
+    metrics_host: str = _prop(
+        "metrics.host", "0.0.0.0", "Address the metrics port binds (kpo only). Default 0.0.0.0."
     )
     extra: dict[str, str] = Field(default_factory=dict, description="Unknown properties.")
 

@@ -30,7 +30,12 @@ class BrokerProcess:
         properties: further broker properties (Kafka names), overriding the defaults here.
         rack: ``broker.rack``, if any.
         log_dir_count: number of log dirs (``data``, ``data-1``, ...; KIP-113 tests).
+        metrics: serve Prometheus metrics on a free loopback port (``metrics.port``,
+            :attr:`metrics_port`); off by default.
     """
+
+    #: Port of the Prometheus endpoint (``metrics.port``); None when metrics are off.
+    metrics_port: int | None = None
 
     def __init__(
         self,
@@ -40,10 +45,12 @@ class BrokerProcess:
         properties: Mapping[str, str] | None = None,
         rack: str | None = None,
         log_dir_count: int = 1,
+        metrics: bool = False,
     ) -> None:
         self.broker_id = broker_id
         self.workdir = workdir
         self.port = free_port()
+        self.metrics_port = free_port() if metrics else None
         self.log_dir = workdir / "data"
         self.log_dirs = [self.log_dir] + [workdir / f"data-{i}" for i in range(1, log_dir_count)]
         self.config_path = workdir / "server.properties"
@@ -62,6 +69,9 @@ class BrokerProcess:
         }
         if rack is not None:
             settings["broker.rack"] = rack
+        if self.metrics_port is not None:
+            settings["metrics.port"] = str(self.metrics_port)
+            settings["metrics.host"] = LOOPBACK
         settings.update(properties or {})
         self.properties = settings
         self.process = self._new_process()
@@ -79,8 +89,17 @@ class BrokerProcess:
         """``host:port`` of this broker's listener."""
         return f"{LOOPBACK}:{self.port}"
 
+    @property
+    def metrics_url(self) -> str | None:
+        """``http://host:port/metrics`` of this broker, None when metrics are off."""
+        if self.metrics_port is None:
+            return None
+        return f"http://{LOOPBACK}:{self.metrics_port}/metrics"
+
     def start(self, timeout_s: float = 60.0) -> BrokerProcess:
         """Write the properties and start the broker; wait until its port accepts.
+
+        With metrics on, the metrics port must accept too (it opens last in start-up).
 
         Raises:
             ProcessStartError: the broker exited or never listened (with its log tail).
@@ -90,7 +109,13 @@ class BrokerProcess:
         if self.process.pid is not None:
             self.process = self._new_process()
         self.process.start()
-        self.process.wait_ready(lambda: port_accepts(self.port), timeout_s)
+        metrics_port = self.metrics_port
+        self.process.wait_ready(
+            lambda: (
+                port_accepts(self.port) and (metrics_port is None or port_accepts(metrics_port))
+            ),
+            timeout_s,
+        )
         return self
 
     def stop(self, timeout_s: float = 60.0) -> None:
@@ -123,6 +148,7 @@ class KafkaCluster:
         racks: optional rack per broker, in id order.
         first_id: id of the first broker.
         log_dir_count: number of log dirs per broker.
+        metrics: give every broker a Prometheus metrics port (:attr:`BrokerProcess.metrics_url`).
     """
 
     def __init__(
@@ -134,6 +160,7 @@ class KafkaCluster:
         racks: list[str] | None = None,
         first_id: int = 0,
         log_dir_count: int = 1,
+        metrics: bool = False,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -145,6 +172,7 @@ class KafkaCluster:
                 properties,
                 racks[i] if racks else None,
                 log_dir_count,
+                metrics,
             )
             for i in range(size)
         }

@@ -6,7 +6,8 @@ replication throttle rates (``/config/brokers/<id>`` over ``/config/brokers/<def
 over ``server.properties``, KIP-73/KIP-226), bind the listeners,
 register ``/brokers/ids/<id>`` (its czxid is the broker epoch, KIP-380), start the
 controller component (which competes for ``/controller``), then the periodic tasks
-(ISR shrink, ISR change propagation, HW checkpoint, log retention). Shutdown first
+(ISR shrink, ISR change propagation, HW checkpoint, log retention) and, when
+``metrics.port`` is set, the Prometheus endpoint (``broker-image/METRICS.md``). Shutdown first
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
 """
@@ -34,6 +35,8 @@ from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
 from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
+from kpo_broker.server.metrics import RequestStats
+from kpo_broker.server.metrics_http import MetricsHttpServer, broker_state, new_registry
 from kpo_broker.server.producer_ids import ProducerIdManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.replication_quota import (
@@ -71,6 +74,8 @@ class KafkaServer:
         self._last_config_change = -1
         self._config_lock = asyncio.Lock()
         self.shutdown_requested = asyncio.Event()
+        self.request_stats = RequestStats()
+        self.metrics_server: MetricsHttpServer | None = None
 
     def _default_log_config(self) -> LogConfig:
         c = self.config
@@ -158,6 +163,7 @@ class KafkaServer:
             apis.handle,
             supported,
             c.socket_request_max_bytes,
+            request_observer=self.request_stats.record,
         )
         bound = await self.socket_server.start()
         registration = BrokerRegistration(
@@ -193,6 +199,10 @@ class KafkaServer:
             ),
             self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
         ]
+        if c.metrics_port:  # metrics.port; 0 = disabled
+            registry = new_registry(lambda: broker_state(self.components), self.request_stats)
+            self.metrics_server = MetricsHttpServer(registry, c.metrics_host, c.metrics_port)
+            await self.metrics_server.start()
         log.info("broker %d started, listening on %s", self.broker_id, bound)
 
     async def _register(self, zk: KafkaZkClient, registration: BrokerRegistration) -> int:
@@ -347,6 +357,9 @@ class KafkaServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        if self.metrics_server is not None:
+            await self.metrics_server.stop()
+            self.metrics_server = None
         if self.socket_server is not None:
             await self.socket_server.stop()
         if components is not None:

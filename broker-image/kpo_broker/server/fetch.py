@@ -173,6 +173,9 @@ async def fetch_messages(
         leader_quota,
     )
     _record_throttled_bytes(leader_quota, rm, replica_id, results)
+    for (topic, _), result in results.items():  # BytesOut / ReplicationBytesOut
+        if result.records is not None and result.records.slices:
+            rm.topic_stats.record_fetch(topic, result.records.size_in_bytes, replica_id >= 0)
     return results
 
 

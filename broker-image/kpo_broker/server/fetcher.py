@@ -313,6 +313,8 @@ class ReplicaFetcher:
                 return  # the log changed under us (truncation, new epoch): refetch
             records = bytes(data.records or b"")
             partition.append_records_as_follower(records, data.high_watermark)
+            if records:  # Kafka's ReplicationBytesInPerSec
+                self.rm.topic_stats.record_replication_in(tp[0], len(records))
             state.fetch_offset = partition.log.log_end_offset
             state.lag = max(0, data.high_watermark - state.fetch_offset)
             if self.quota is not None and self.quota.is_throttled(tp[0], tp[1], self.broker_id):

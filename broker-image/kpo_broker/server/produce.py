@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.log.errors import RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.topic_partition import TopicPartition
@@ -68,8 +69,11 @@ async def append_records(
                 records, required_acks, min_insync_replicas(tp[0]), now
             )
         except Exception as exc:  # every failure becomes a per-partition error code
+            if isinstance(exc, RecordTooLargeError):  # Kafka's BytesRejectedPerSec
+                replica_manager.topic_stats.record_rejected(tp[0], len(records))
             results[tp] = ProduceResult(error_code_of(exc), error_message=str(exc) or None)
             continue
+        replica_manager.topic_stats.record_produce(tp[0], len(records), info.records_count)
         results[tp] = ProduceResult(0, info.first_offset, partition.log.log_start_offset)
         replica_manager.watchers.notify(tp)
         if required_acks == -1:

@@ -22,6 +22,7 @@ from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
 from kpo_broker.server.errors import StaleControllerEpochError
+from kpo_broker.server.metrics import BrokerTopicStats
 from kpo_broker.server.partition import (
     IsrChange,
     Partition,
@@ -71,6 +72,9 @@ class ReplicaManager:
         isr_writer: persists ISR changes.
         replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
         log_config_for: topic -> LogConfig for new logs (the topic's effective configs).
+
+    Attributes:
+        topic_stats: traffic counters of the hosted topics (Kafka's ``BrokerTopicStats``).
     """
 
     def __init__(
@@ -91,6 +95,7 @@ class ReplicaManager:
         self.watchers = PartitionWatchers()
         self._high_watermarks = log_manager.read_high_watermarks()
         self.isr_changed: set[TopicPartition] = set()
+        self.topic_stats = BrokerTopicStats()
 
     # ---------------------------------------------------------- lookups
     def get_partition(self, tp: TopicPartition) -> Partition | None:
@@ -190,6 +195,8 @@ class ReplicaManager:
                 if self.log_manager.get_log(tp[0], tp[1]) is not None:
                     self.log_manager.delete_log(tp[0], tp[1])
                 self._high_watermarks.pop(tp, None)
+                if all(p.topic != tp[0] for p in self.partitions.values()):
+                    self.topic_stats.remove_topic(tp[0])
             elif partition is not None:
                 self._high_watermarks[tp] = partition.high_watermark
             results[tp] = 0

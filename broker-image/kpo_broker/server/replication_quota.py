@@ -103,6 +103,10 @@ class ReplicationQuotaManager:
         window_size_seconds: ``replication.quota.window.size.seconds`` (W, seconds, >= 1).
         clock: wall-clock time in ms (injectable for tests).
 
+    Attributes:
+        total_recorded_bytes: every byte passed to :meth:`record` since creation (the
+            ``*replication_throttled_bytes_total`` metrics).
+
     Raises:
         ValueError: a non-positive window setting or a negative quota.
     """
@@ -123,6 +127,7 @@ class ReplicationQuotaManager:
         self._current = 0
         self._quota = UNLIMITED_RATE
         self._throttled: dict[str, ThrottledReplicas] = {}
+        self.total_recorded_bytes = 0
         self.update_quota(quota_bytes_per_second)
 
     # ------------------------------------------------------------------ quota
@@ -148,6 +153,7 @@ class ReplicationQuotaManager:
         if now - sample.start_ms >= self._window_ms:
             sample = self._advance(now)
         sample.value += num_bytes
+        self.total_recorded_bytes += num_bytes
 
     def rate(self) -> float:
         """Return the measured rate now, bytes/s (see the module docstring)."""

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,9 @@ log = logging.getLogger(__name__)
 
 #: Handles one decoded request; returns the response message, or None for no response.
 RequestHandler = Callable[[RequestContext, Any], Awaitable[Any | None]]
+
+#: Told of each answered request: (api key, api version, decoded body, total time in s).
+RequestObserver = Callable[[int, int, Any, float], None]
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class SocketServer:
         handler: the request dispatcher.
         supported: api key -> (min, max) versions accepted.
         max_request_bytes: ``socket.request.max.bytes``; larger frames close the connection.
+        request_observer: called after each handled request (Kafka's request metrics).
     """
 
     def __init__(
@@ -54,11 +59,13 @@ class SocketServer:
         handler: RequestHandler,
         supported: dict[int, tuple[int, int]],
         max_request_bytes: int = 104857600,
+        request_observer: RequestObserver | None = None,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
         self.supported = supported
         self.max_request_bytes = max_request_bytes
+        self.request_observer = request_observer
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -123,6 +130,7 @@ class SocketServer:
                 return
             if frame is None:
                 return
+            received = time.monotonic()
             try:
                 decoded = framing.decode_request(frame, self.supported)
             except framing.UnsupportedVersionError as exc:
@@ -145,13 +153,14 @@ class SocketServer:
                 tuple(peer[:2]) if peer else None,
             )
             response = await self.handler(ctx, decoded.body)
-            if response is None:
-                continue
             if isinstance(response, ZeroCopyResponse):
                 await self._write_zero_copy(writer, decoded, response)
-                continue
-            writer.write(framing.encode_response(decoded, response))
-            await writer.drain()
+            elif response is not None:
+                writer.write(framing.encode_response(decoded, response))
+                await writer.drain()
+            if self.request_observer is not None:
+                elapsed = time.monotonic() - received
+                self.request_observer(decoded.api_key, decoded.api_version, decoded.body, elapsed)
 
     async def _write_zero_copy(
         self, writer: asyncio.StreamWriter, decoded: Any, response: ZeroCopyResponse

@@ -60,7 +60,7 @@ def test_kafka_defaults() -> None:
     )
     assert config.leader_replication_throttled_rate == 2**63 - 1
     assert config.follower_replication_throttled_rate == 2**63 - 1
-    assert config.kpo_metrics_port == 0
+    assert (config.metrics_port, config.metrics_host) == (0, "0.0.0.0")
     assert config.broker_rack is None
     assert config.extra == {}
 
@@ -182,7 +182,7 @@ def test_advertised_listeners_default_to_listeners() -> None:
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "advertised.listeners"),
         ({"advertised.listeners": "SSL://h:9093"}, "advertised.listeners"),
         ({"inter.broker.listener.name": "INTERNAL"}, "inter.broker.listener.name"),
-        ({"kpo.metrics.port": "70000"}, "kpo.metrics.port"),
+        ({"metrics.port": "70000"}, "metrics.port"),
         ({"log.segment.bytes": "10"}, "log.segment.bytes"),
         ({"zookeeper.session.timeout.ms": ""}, "zookeeper.session.timeout.ms"),
     ],

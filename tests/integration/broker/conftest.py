@@ -62,6 +62,7 @@ def kafka_cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterato
         properties: Mapping[str, str] | None = None,
         racks: list[str] | None = None,
         log_dir_count: int = 1,
+        metrics: bool = False,
     ) -> KafkaCluster:
         chroot = f"kafka-{uuid.uuid4().hex[:8]}"
         cluster = KafkaCluster(
@@ -71,6 +72,7 @@ def kafka_cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterato
             properties,
             racks,
             log_dir_count=log_dir_count,
+            metrics=metrics,
         )
         clusters.append(cluster)
         cluster.start()

@@ -157,9 +157,12 @@ def stack_factory(
         size: int = 3,
         properties: dict[str, str] | None = None,
         log_dir_count: int = 1,
+        metrics: bool = False,
         **operator: Any,
     ) -> Stack:
-        cluster = kafka_cluster_factory(size, properties, log_dir_count=log_dir_count)
+        cluster = kafka_cluster_factory(
+            size, properties, log_dir_count=log_dir_count, metrics=metrics
+        )
         namespace = f"t-{uuid.uuid4().hex[:8]}"
         control_plane.kubectl("create", "namespace", namespace)
         namespaces.append(namespace)

@@ -1,0 +1,5 @@
+"""``python -m kpo_placement``: see :mod:`kpo_placement.cli`."""
+
+from kpo_placement.cli import main
+
+main()

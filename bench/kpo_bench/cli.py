@@ -28,6 +28,9 @@ from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.zookeeper import ZooKeeperServer
 
+PLACEMENT = "placement"
+"""``--only placement``: the placement benchmark alone (issue 6)."""
+
 #: Broker settings of both clusters: the shared ones plus the quota window seed 004's
 #: experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
@@ -89,8 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
         "--only",
-        choices=ONLY_CHOICES,
-        help="run only this group: 'throttle' = seed 004's throttled reassignments",
+        choices=(*ONLY_CHOICES, PLACEMENT),
+        help=(
+            "run only this group: 'throttle' = seed 004's throttled reassignments, "
+            "'placement' = the placement planner vs Kafka's --generate and a greedy planner"
+        ),
     )
     return parser
 
@@ -137,9 +143,24 @@ def _run_guarded(
         console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
 
 
+def _placement(args: argparse.Namespace, workdir: Path) -> None:
+    """Run the placement benchmark (no brokers needed) and save its lines."""
+    from kpo_bench.placement import run_placement_bench
+
+    lines = run_placement_bench(args.quick)
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Run the benchmark; return 0 when every metric was measured on every system run, else 1."""
+    """Run the benchmark; return 0 when every metric was measured on every system run, else 1.
+
+    Without ``--only`` the broker benchmark runs first, then the placement benchmark.
+    """
     args = build_parser().parse_args(argv)
+    if args.only == PLACEMENT:
+        _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
+        return 0
     console = Console()
     workload = workload_from(args)
     kafka_version = args.kafka_version or pinned_kafka_version()
@@ -184,5 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     output.write_text(json.dumps(report, indent=2) + "\n")
     print_report(console, machine, compare(ours, baseline), ours, baseline)
     console.print(f"JSON report: {output}")
+    if args.only is None:
+        _placement(args, workdir)
     ran = [r for r in (ours, baseline) if r is not None and (r.values or r.errors)]
     return 1 if any(r.errors for r in ran) else 0

@@ -1,0 +1,180 @@
+"""Placement benchmark: the planner against Kafka's ``--generate`` and a plain greedy planner.
+
+Two synthetic clusters (:mod:`kpo_placement.synthetic`, skewed sizes, rates and initial
+placement, 3 racks, RF 3): 100 brokers x 100,000 partitions, and 1M replicas (250 brokers x
+333,334 partitions); ``quick`` makes both 10x smaller (12 and 24 brokers, so that the racks
+stay even). For each, in the same run: our planner with the NumPy scorer and with the Spark
+scorer on ``local[2]`` (skipped without PySpark), Kafka's ``--generate`` round-robin
+(:func:`kpo_placement.baselines.kafka_generate`) and the greedy planner
+(:func:`kpo_placement.baselines.greedy_plan`). Each line gives the plan time, the
+imbalance (max/mean) per resource, the bytes moved against
+:func:`kpo_placement.goals.bytes_moved_lower_bound`, the hard goals broken and the
+per-topic spread (:func:`kpo_placement.goals.topic_spread_excess`, 0 = even).
+
+Targets (issue 6): 100K partitions <= 60 s and 1M replicas <= 5 min with ``local[2]``,
+imbalance <= 1.05 x mean, bytes moved <= 1.1 x the lower bound.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from kpo_placement import goals
+from kpo_placement.baselines import greedy_plan, kafka_generate
+from kpo_placement.model import ClusterModel, IntArray
+from kpo_placement.planner import PlanOptions, plan
+from kpo_placement.synthetic import SyntheticSpec, synthetic_cluster
+from kpo_placement.waves import split_into_waves, total_duration_s
+
+TOLERANCE = 1.05
+BYTES_TARGET = 1.1
+THROTTLE_BYTES_PER_S = 50 * 1024 * 1024
+SHORT = {"disk": "disk", "net_in": "in", "net_out": "out", "replicas": "repl", "leaders": "lead"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One benchmark cluster and its plan-time target with ``local[2]`` (s, None = none)."""
+
+    name: str
+    spec: SyntheticSpec
+    time_target_s: float | None
+
+
+def cases(quick: bool) -> list[Case]:
+    """Return the two benchmark clusters (10x smaller, without time targets, with ``quick``)."""
+    base = SyntheticSpec(racks=3, rf=3, partitions_per_topic=20, placement_skew=0.25, seed=6)
+    if quick:
+        return [
+            Case("quick: 12 brokers x 10K partitions x RF 3", _sized(base, 12, 10_000), None),
+            Case("quick: 24 brokers x 33,334 partitions x RF 3", _sized(base, 24, 33_334), None),
+        ]
+    return [
+        Case("100 brokers x 100K partitions x RF 3", _sized(base, 100, 100_000), 60.0),
+        Case("1M replicas: 250 brokers x 333,334 partitions", _sized(base, 250, 333_334), 300.0),
+    ]
+
+
+def _sized(base: SyntheticSpec, brokers: int, partitions: int) -> SyntheticSpec:
+    return replace(base, brokers=brokers, partitions=partitions)
+
+
+def _row(label: str, model: ClusterModel, target: IntArray, seconds: float | None) -> str:
+    """One result line: time, imbalance per resource, bytes vs bound, violations."""
+    eligible = goals.eligible_brokers(model)
+    imb = goals.imbalance(model, target, eligible)
+    moved = goals.bytes_moved(model, model.replicas, target)
+    bound = goals.bytes_moved_lower_bound(model, model.replicas, eligible, TOLERANCE)
+    broken = len(goals.hard_goal_violations(model, target, eligible=eligible))
+    spread = goals.topic_spread_excess(model, target, eligible)
+    ratio = moved / bound if bound > 0 else float("nan")
+    worst = imb.worst()
+    shape = " ".join(f"{SHORT[r]} {v:.3f}" for r, v in imb.max_over_mean.items())
+    time_text = f"{seconds:7.1f} s" if seconds is not None else "      - "
+    return (
+        f"  {label:<24} {time_text}  max/mean: {shape}  (worst {worst:.3f} "
+        f"{'ok' if worst <= TOLERANCE + 1e-9 else 'ABOVE 1.05'})  "
+        f"moved {moved / 2**40:8.2f} TiB = {ratio:5.2f} x bound "
+        f"{'ok' if ratio <= BYTES_TARGET else 'ABOVE 1.1'}  hard-goal violations {broken}  "
+        f"topic spread excess {spread:,}"
+    )
+
+
+def _timed(fn: Callable[[], IntArray]) -> tuple[IntArray, float]:
+    start = time.perf_counter()
+    target = fn()
+    return target, time.perf_counter() - start
+
+
+def _spark_session() -> Any | None:
+    """Return a ``local[2]`` SparkSession, or None without PySpark."""
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        return None
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("kpo-placement-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.driver.memory", "4g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def run_case(case: Case, spark: Any | None, emit: Callable[[str], None]) -> None:
+    """Plan ``case`` with every planner and emit the result lines."""
+    model = synthetic_cluster(case.spec)
+    replicas = int((model.replicas >= 0).sum())
+    emit(f"{case.name} ({replicas:,} replicas, {model.num_brokers} brokers, 3 racks)")
+    eligible = goals.eligible_brokers(model)
+    bound = goals.bytes_moved_lower_bound(model, model.replicas, eligible, TOLERANCE)
+    emit(f"  lower bound of bytes moved: {bound / 2**40:.2f} TiB (goals.bytes_moved_lower_bound)")
+    emit(_row("before", model, model.replicas, None))
+    options = PlanOptions(balance_tolerance=TOLERANCE)
+    ours = plan(model, options)
+    emit(_row("kpo planner (NumPy)", model, ours.target, ours.stats.elapsed_s))
+    waves = split_into_waves(ours.moves, throttle_bytes_per_s=THROTTLE_BYTES_PER_S)
+    emit(
+        f"  {'':<24} {len(ours.moves):,} moves ({ours.stats.leader_moves:,} leader-only), "
+        f"rounds {ours.stats.rounds}, {len(waves)} waves of <= 5 moves per broker, "
+        f"{total_duration_s(waves) / 3600:.1f} h at 50 MiB/s"
+    )
+    if spark is not None:
+        from kpo_placement.spark_scorer import SparkScorer
+
+        spark_plan = plan(model, options, SparkScorer(spark))
+        same = np.array_equal(spark_plan.target, ours.target)
+        took = spark_plan.stats.elapsed_s
+        verdict = ""
+        if case.time_target_s is not None:
+            verdict = f"time {'within' if took <= case.time_target_s else 'ABOVE'} "
+            verdict += f"the {case.time_target_s:.0f} s target; "
+        emit(
+            _row("kpo planner (Spark l[2])", model, spark_plan.target, took)
+            + f"  {verdict}same plan as NumPy: {same}"
+        )
+    else:
+        emit("  kpo planner (Spark)       skipped: pyspark is not installed")
+    target, seconds = _timed(lambda: kafka_generate(model, eligible))
+    emit(_row("kafka --generate", model, target, seconds))
+    target, seconds = _timed(lambda: greedy_plan(model, eligible, tolerance=TOLERANCE))
+    emit(_row("greedy (disk only)", model, target, seconds))
+
+
+def run_placement_bench(quick: bool) -> list[str]:
+    """Run the placement benchmark, print each line as it comes, and return the lines.
+
+    Args:
+        quick: Use the 10x smaller clusters.
+    """
+    lines: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    emit(
+        "placement: imbalance = max/mean per resource over the brokers (target <= 1.05); "
+        "bytes vs the lower bound (target <= 1.1x); plan time with local[2]"
+    )
+    started = time.perf_counter()
+    spark = _spark_session()
+    if spark is not None:
+        took = time.perf_counter() - started
+        emit(f"  Spark {spark.version} local[2] session started in {took:.1f} s")
+    try:
+        for case in cases(quick):
+            run_case(case, spark, emit)
+    finally:
+        if spark is not None:
+            spark.stop()
+    return lines

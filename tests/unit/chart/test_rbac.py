@@ -1,0 +1,74 @@
+"""RBAC as rendered: exactly the rules the operator and the placement job use."""
+
+from __future__ import annotations
+
+from tests.unit.chart.helm import find, render
+
+OPERATOR_RULES = [
+    {
+        "apiGroups": ["kpo.dev"],
+        "resources": ["partitionreassignments", "topicreplicaquotas"],
+        "verbs": ["get", "list", "watch", "patch"],
+    },
+    {
+        "apiGroups": ["kpo.dev"],
+        "resources": ["partitionreassignments/status", "topicreplicaquotas/status"],
+        "verbs": ["patch"],
+    },
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+]
+CRD_OBSERVER_RULES = [
+    {
+        "apiGroups": ["apiextensions.k8s.io"],
+        "resources": ["customresourcedefinitions"],
+        "verbs": ["list", "watch"],
+    }
+]
+PLACEMENT_RULES = [
+    {"apiGroups": ["kpo.dev"], "resources": ["partitionreassignments"], "verbs": ["create"]}
+]
+
+
+def _roles(objects: list[dict[str, object]]) -> dict[tuple[str, str], object]:
+    return {
+        (str(o["kind"]), o["metadata"]["name"]): o["rules"]  # type: ignore[index]
+        for o in objects
+        if o["kind"] in ("Role", "ClusterRole")
+    }
+
+
+def test_cluster_wide_operator_and_dry_run_placement() -> None:
+    roles = _roles(render("default", namespace="kafka"))
+    assert roles == {
+        ("ClusterRole", "kafka-kpo-operator"): OPERATOR_RULES,
+        ("ClusterRole", "kafka-kpo-operator-crd-observer"): CRD_OBSERVER_RULES,
+    }
+
+
+def test_namespaced_operator_and_applying_placement() -> None:
+    objects = render("big", namespace="kafka")
+    roles = _roles(objects)
+    assert roles == {
+        ("ClusterRole", "kafka-kpo-operator-crd-observer"): CRD_OBSERVER_RULES,
+        ("Role", "kpo-operator"): OPERATOR_RULES,
+        ("Role", "kpo-placement"): PLACEMENT_RULES,
+        ("ClusterRole", "kafka-kpo-broker-node-reader"): [
+            {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}
+        ],
+    }
+    operator_roles = find(objects, "Role", "-operator")
+    assert sorted(o["metadata"]["namespace"] for o in operator_roles) == ["kafka", "kafka-apps"]
+    bindings = find(objects, "RoleBinding", "-operator")
+    assert sorted(b["metadata"]["namespace"] for b in bindings) == ["kafka", "kafka-apps"]
+    for binding in bindings:
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "kpo-operator", "namespace": "kafka"}
+        ]
+
+
+def test_no_wildcards_anywhere() -> None:
+    for value_set in ("default", "big", "minimal"):
+        for rules in _roles(render(value_set)).values():
+            for rule in rules:  # type: ignore[attr-defined]
+                for key in ("apiGroups", "resources", "verbs"):
+                    assert "*" not in rule[key], (value_set, rule)

@@ -1,0 +1,171 @@
+"""The chart as helm renders it: lint-clean for three value sets, workload shape, secure pods."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from tests.conftest import REPO_ROOT
+from tests.unit.chart.helm import CHART, VALUE_SETS, find, helm, pod_specs, render, value_args
+
+ALL_SETS = sorted(VALUE_SETS)
+
+
+@pytest.mark.parametrize("value_set", ALL_SETS)
+def test_helm_lint_strict_passes(value_set: str) -> None:
+    result = helm("lint", "--strict", str(CHART), *value_args(value_set))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 chart(s) linted, 0 chart(s) failed" in result.stdout
+
+
+@pytest.mark.parametrize("value_set", ALL_SETS)
+def test_every_container_has_the_secure_defaults_and_requests(value_set: str) -> None:
+    specs = pod_specs(render(value_set))
+    assert len(specs) >= 3
+    for label, spec in specs:
+        pod_sc = spec["securityContext"]
+        assert pod_sc["runAsNonRoot"] is True, label
+        assert pod_sc["runAsUser"] > 0, label
+        assert pod_sc["seccompProfile"] == {"type": "RuntimeDefault"}, label
+        for container in spec.get("initContainers", []) + spec["containers"]:
+            where = f"{label} container {container['name']}"
+            sc = container["securityContext"]
+            assert sc["runAsNonRoot"] is True, where
+            assert sc["readOnlyRootFilesystem"] is True, where
+            assert sc["allowPrivilegeEscalation"] is False, where
+            assert sc["capabilities"] == {"drop": ["ALL"]}, where
+            assert sc["seccompProfile"] == {"type": "RuntimeDefault"}, where
+            requests = container["resources"]["requests"]
+            assert requests.get("cpu") and requests.get("memory"), where
+
+
+@pytest.mark.parametrize("value_set", ALL_SETS)
+def test_broker_id_is_the_pod_ordinal_and_listeners_use_pod_dns(value_set: str) -> None:
+    (sts,) = find(render(value_set, namespace="ns1"), "StatefulSet", "-broker")
+    (broker,) = sts["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e for e in broker["env"]}
+    assert env["KAFKA_BROKER_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == (
+        "metadata.labels['apps.kubernetes.io/pod-index']"
+    )
+    assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    assert env["KAFKA_ADVERTISED_LISTENERS"]["value"] == (
+        f"PLAINTEXT://$(POD_NAME).{sts['spec']['serviceName']}.ns1.svc.cluster.local:9092"
+    )
+    assert broker["command"] == ["python", "-m", "kpo_broker", "/var/run/kpo/server.properties"]
+    assert broker["lifecycle"]["preStop"]["exec"]["command"][-1].startswith("kill -TERM 1")
+    assert broker["readinessProbe"]["tcpSocket"] == {"port": "kafka"}
+    assert broker["livenessProbe"]["tcpSocket"] == {"port": "kafka"}
+
+
+def test_broker_headless_service_pdb_and_one_claim_per_broker() -> None:
+    objects = render("big")
+    (sts,) = find(objects, "StatefulSet", "-broker")
+    assert sts["spec"]["replicas"] == 6
+    (headless,) = find(objects, "Service", "-broker-headless")
+    assert headless["spec"]["clusterIP"] == "None"
+    assert sts["spec"]["serviceName"] == headless["metadata"]["name"]
+    (pdb,) = find(objects, "PodDisruptionBudget", "-broker")
+    assert pdb["spec"]["maxUnavailable"] == 1
+    assert pdb["spec"]["selector"]["matchLabels"] == sts["spec"]["selector"]["matchLabels"]
+    (claim,) = sts["spec"]["volumeClaimTemplates"]
+    assert claim["spec"]["storageClassName"] == "fast-ssd"
+    assert claim["spec"]["resources"]["requests"]["storage"] == "500Gi"
+
+
+def test_zookeeper_ensemble_size_and_broker_connect_string() -> None:
+    objects = render("big")
+    (zk,) = find(objects, "StatefulSet", "-zookeeper")
+    assert zk["spec"]["replicas"] == 5
+    config = find(objects, "ConfigMap", "-zookeeper")[0]["data"]["zoo.cfg"]
+    assert [line.split("=")[0] for line in config.splitlines() if line.startswith("server.")] == [
+        f"server.{i}" for i in range(1, 6)
+    ]
+    props = find(objects, "ConfigMap", "-broker")[0]["data"]["server.properties"]
+    (connect,) = [line for line in props.splitlines() if line.startswith("zookeeper.connect=")]
+    assert connect.count(":2181") == 5 and connect.endswith("/kafka")
+
+
+def test_rack_from_a_node_label_gives_the_brokers_get_nodes_only() -> None:
+    objects = render("big")
+    (role,) = find(objects, "ClusterRole", "-node-reader")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}]
+    spec = find(objects, "StatefulSet", "-broker")[0]["spec"]["template"]["spec"]
+    assert spec["automountServiceAccountToken"] is False
+    (init,) = spec["initContainers"]
+    env = {e["name"]: e for e in init["env"]}
+    assert env["RACK_SOURCE"]["value"] == "nodeLabel"
+    assert env["NODE_LABEL"]["value"] == "topology.kubernetes.io/zone"
+    assert "kube-api-access" in {m["name"] for m in init["volumeMounts"]}
+    assert "kube-api-access" not in {m["name"] for m in spec["containers"][0]["volumeMounts"]}
+
+
+def test_static_racks_and_no_rbac_for_the_brokers_otherwise() -> None:
+    objects = render("minimal")
+    assert find(objects, "ClusterRole", "-node-reader") == []
+    assert find(objects, "ConfigMap", "-broker")[0]["data"]["racks"] == "rack-a"
+    props = find(objects, "ConfigMap", "-broker")[0]["data"]["server.properties"]
+    assert "metrics.port" not in props
+
+
+def test_metrics_service_and_scrape_annotations_follow_the_metrics_switch() -> None:
+    on, off = render("default"), render("minimal")
+    assert len(find(on, "Service", "-broker-metrics")) == 1
+    annotations = find(on, "StatefulSet", "-broker")[0]["spec"]["template"]["metadata"]
+    assert annotations["annotations"]["prometheus.io/port"] == "9308"
+    assert find(off, "Service", "-broker-metrics") == []
+    assert (
+        "prometheus.io/scrape"
+        not in (
+            find(off, "StatefulSet", "-broker")[0]["spec"]["template"]["metadata"]["annotations"]
+        )
+    )
+
+
+def test_network_policies_follow_their_switch() -> None:
+    names = {o["metadata"]["name"] for o in find(render("default"), "NetworkPolicy")}
+    assert names == {"kpo-zookeeper", "kpo-broker", "kpo-operator"}
+    assert find(render("minimal"), "NetworkPolicy") == []
+
+
+def test_operator_deployment_settings() -> None:
+    (deploy,) = find(render("big", namespace="kafka"), "Deployment", "-operator")
+    assert deploy["spec"]["replicas"] == 1
+    assert deploy["spec"]["strategy"]["type"] == "Recreate"
+    (container,) = deploy["spec"]["template"]["spec"]["containers"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["KPO_BOOTSTRAP_SERVERS"] == "kpo-broker.kafka.svc.cluster.local:9092"
+    assert env["KPO_NAMESPACES"] == "kafka,kafka-apps"
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+@pytest.mark.parametrize(
+    ("value_set", "expected"),
+    [
+        ("default", ["--mode=rebalance", "--master=local[*]"]),
+        ("big", ["--mode=remove-brokers", "--brokers=5", "--apply", "--namespace=kafka"]),
+    ],
+)
+def test_placement_cronjob_arguments(value_set: str, expected: list[str]) -> None:
+    (cron,) = find(render(value_set), "CronJob")
+    spec = cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    args = spec["containers"][0]["args"]
+    for arg in expected:
+        assert arg in args
+    assert ("--apply" in args) is (value_set == "big")
+    assert spec["automountServiceAccountToken"] is (value_set == "big")
+
+
+def test_helm_test_hook_produces_and_consumes() -> None:
+    (pod,) = find(render("default"), "Pod")
+    assert pod["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    script = pod["spec"]["containers"][0]["command"][-1]
+    assert "KafkaProducer" in script and "KafkaConsumer" in script
+
+
+def test_gitops_quotas_are_topic_replica_quotas() -> None:
+    quota_dir = REPO_ROOT / "deploy" / "gitops" / "quotas"
+    quotas = [yaml.safe_load(p.read_text()) for p in sorted(quota_dir.glob("*-throttle.yaml"))]
+    assert len(quotas) >= 2
+    assert {q["kind"] for q in quotas} == {"TopicReplicaQuota"}
+    listed = yaml.safe_load((quota_dir / "kustomization.yaml").read_text())["resources"]
+    assert sorted(listed) == sorted(p.name for p in quota_dir.glob("*-throttle.yaml"))

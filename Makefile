@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools lint format typecheck test test-unit test-integration demo demo-down bench sync-crds clean
+.PHONY: all install tools lint format typecheck test test-unit test-integration demo demo-down bench image e2e-kind sync-crds clean
 
 all: test
 
@@ -58,6 +58,17 @@ bench: install
 	bash tools/install.sh zookeeper
 	bash tools/install-kafka.sh >/dev/null
 	$(BIN)/python -m kpo_bench $(BENCH_ARGS)
+
+# The one image of the Python components (broker, operator, placement job), with docker or
+# podman where an engine exists (not on the CI machines). IMAGE=repo:tag to name it.
+IMAGE ?= ghcr.io/kpo-dev/kpo:dev
+image:
+	@engine=$$(command -v docker || command -v podman) || { echo "make image needs docker or podman" >&2; exit 2; }; \
+	$$engine build -f broker-image/Dockerfile -t $(IMAGE) .
+
+# The main job against the chart installed in a kind cluster (needs docker/podman and kind).
+e2e-kind:
+	bash tools/e2e-kind.sh
 
 # The chart ships the same CRDs as crds/ (tests/unit/crds checks they are identical).
 sync-crds:

@@ -8,10 +8,7 @@ log dir, which is what the broker tests need.
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
@@ -124,13 +121,7 @@ class BrokerProcess:
 
     def kill(self) -> None:
         """Kill the broker with SIGKILL (a crash: no controlled shutdown, no flush)."""
-        pid = self.process.pid
-        if pid is not None and self.process.is_running():
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while self.process.is_running() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        self.process.stop(timeout_s=1)
+        self.process.kill()
 
     def is_running(self) -> bool:
         """Whether the process is alive."""

@@ -7,10 +7,7 @@ their bootstrap servers, configured with the ``KPO_*`` variables of
 
 from __future__ import annotations
 
-import os
-import signal
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
@@ -92,13 +89,7 @@ class OperatorProcess:
 
     def kill(self) -> None:
         """Kill the operator with SIGKILL, as a crashed pod would die, and wait for it."""
-        pid = self.process.pid
-        if pid is not None and self.process.is_running():
-            os.kill(pid, signal.SIGKILL)
-            deadline = time.monotonic() + 10
-            while self.process.is_running() and time.monotonic() < deadline:
-                time.sleep(0.05)
-        self.process.stop(timeout_s=1)
+        self.process.kill()
 
     def log_tail(self, lines: int = 60) -> str:
         """Return the last ``lines`` lines of the operator's log."""

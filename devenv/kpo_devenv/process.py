@@ -162,6 +162,18 @@ class ManagedProcess:
             self._signal_group(popen.pid, signal.SIGKILL)
         self._discard()
 
+    def kill(self, timeout_s: float = 10.0) -> None:
+        """Kill the process with SIGKILL (a crash: no clean shutdown) and wait for it to exit.
+
+        Its process group is then stopped as :meth:`stop` does; safe if it already exited.
+        """
+        popen = self._popen
+        if popen is not None and popen.poll() is None:
+            os.kill(popen.pid, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                popen.wait(timeout=timeout_s)
+        self.stop(timeout_s=1)
+
     def _discard(self) -> None:
         _LIVE.discard(self)
         if self._log is not None:

@@ -21,19 +21,8 @@ from tests.unit.operator.reassignment_env import (
     no_throttles,
     partition_states,
     refuse_config_writes,
-    start_moving,
     start_moving_two,
 )
-
-
-@pytest.fixture
-def env() -> Env:
-    return Env()
-
-
-@pytest.fixture
-def moving(env: Env) -> Env:
-    return start_moving(env)
 
 
 def test_cancel_while_moving_reverts_and_removes_throttles(moving: Env) -> None:

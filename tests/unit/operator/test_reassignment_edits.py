@@ -34,16 +34,6 @@ from tests.unit.operator.reassignment_env import (
 )
 
 
-@pytest.fixture
-def env() -> Env:
-    return Env()
-
-
-@pytest.fixture
-def moving(env: Env) -> Env:
-    return start_moving(env)
-
-
 def test_incremental_edit_resubmits_changed_and_reverts_removed(env: Env) -> None:
     start_moving_two(env)
     env.edit("move", partitions=[{"topic": "t", "partition": 0, "replicas": [3, 1]}])

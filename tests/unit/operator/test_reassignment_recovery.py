@@ -24,19 +24,8 @@ from tests.unit.operator.reassignment_env import (
     entry_of,
     no_throttles,
     partition_states,
-    start_moving,
     start_moving_two,
 )
-
-
-@pytest.fixture
-def env() -> Env:
-    return Env()
-
-
-@pytest.fixture
-def moving(env: Env) -> Env:
-    return start_moving(env)
 
 
 @pytest.fixture

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
@@ -32,18 +30,7 @@ from tests.unit.operator.reassignment_env import (
     partition_states,
     reassignment,
     refuse_config_writes,
-    start_moving,
 )
-
-
-@pytest.fixture
-def env() -> Env:
-    return Env()
-
-
-@pytest.fixture
-def moving(env: Env) -> Env:
-    return start_moving(env)
 
 
 def test_throttled_object_sets_throttles_first_and_submits_on_the_next_step(env: Env) -> None:

@@ -24,11 +24,6 @@ from tests.unit.operator.reassignment_env import (
 )
 
 
-@pytest.fixture
-def env() -> Env:
-    return Env()
-
-
 def _outside_reassignment(env: Env) -> None:
     env.kafka.alter_partition_reassignments({T0: [3, 1]})
 

@@ -69,14 +69,41 @@ class Stack:
         return status
 
     def wait_phase(self, name: str, phase: str, timeout_s: float = 90) -> dict[str, Any]:
+        """Wait until ``status.phase`` is ``phase``; returns the status then."""
+        return self._wait_status(
+            name, f"phase {phase}", lambda s: s.get("phase") == phase, timeout_s
+        )
+
+    def wait_submitted(self, name: str, timeout_s: float = 60) -> dict[str, Any]:
+        """Wait until the object is Moving with every partition submitted to Kafka.
+
+        Phase Moving is written ahead of the submission (targets Pending, then throttles,
+        then AlterPartitionReassignments), so it alone does not mean Kafka has the move.
+        """
+
+        def submitted(status: dict[str, Any]) -> bool:
+            parts = status.get("partitions") or []
+            pending = [p for p in parts if p.get("state") == "Pending"]
+            return status.get("phase") == "Moving" and bool(parts) and not pending
+
+        return self._wait_status(name, "every partition submitted", submitted, timeout_s)
+
+    def _wait_status(
+        self,
+        name: str,
+        what: str,
+        done: Callable[[dict[str, Any]], bool],
+        timeout_s: float,
+    ) -> dict[str, Any]:
         seen: dict[str, Any] = {}
 
         def reached() -> bool:
+            seen.clear()
             seen.update(self.status(name))
-            return seen.get("phase") == phase
+            return done(seen)
 
         try:
-            wait_for(reached, timeout_s, f"{name} phase {phase}")
+            wait_for(reached, timeout_s, f"{name} {what}")
         except AssertionError as exc:
             raise AssertionError(
                 f"{exc}; last status: {json.dumps(seen)[:2000]}\n"

@@ -82,7 +82,7 @@ def test_live_throttle_change_changes_the_replication_rate(stack_factory: StackF
     setup_topic(stack, 24)
     slow, fast = 256 * 1024, 2 * 1024 * 1024
     stack.apply(reassignment("retune", MOVE, throttle={"replicationRate": slow}))
-    stack.wait_phase("retune", "Moving", 60)
+    stack.wait_submitted("retune")
     wait_for(lambda: replica_size(stack, 2) > 0, 30, "the new replica to start")
     before = measured_rate(stack, 5)
     stack.kubectl(
@@ -111,7 +111,7 @@ def test_live_throttle_change_changes_the_replication_rate(stack_factory: StackF
 def test_cancel_by_spec_reverts_and_removes_throttles(stack: Stack) -> None:
     setup_topic(stack, 4)
     stack.apply(reassignment("oops", MOVE, throttle={"replicationRate": 64 * 1024}))
-    stack.wait_phase("oops", "Moving", 60)
+    stack.wait_submitted("oops")
     assert in_flight(stack)
     stack.kubectl("patch", "pr", "oops", "--type=merge", "-p", '{"spec":{"cancel":true}}')
     status = stack.wait_phase("oops", "Cancelled", 60)
@@ -128,7 +128,7 @@ def test_cancel_by_spec_reverts_and_removes_throttles(stack: Stack) -> None:
 def test_deleting_a_moving_reassignment_cancels_it_before_the_object_goes(stack: Stack) -> None:
     setup_topic(stack, 4)
     stack.apply(reassignment("gone", MOVE, throttle={"replicationRate": 64 * 1024}))
-    stack.wait_phase("gone", "Moving", 60)
+    stack.wait_submitted("gone")
     finalizers = stack.get("partitionreassignments", "gone")["metadata"]["finalizers"]
     assert "kpo.dev/finalizer" in finalizers
     stack.kubectl("delete", "pr", "gone", "--wait=false")
@@ -141,7 +141,7 @@ def test_deleting_a_moving_reassignment_cancels_it_before_the_object_goes(stack:
 def test_operator_killed_mid_move_resumes_without_resubmitting(stack: Stack) -> None:
     setup_topic(stack, 8)
     stack.apply(reassignment("survive", MOVE, throttle={"replicationRate": 512 * 1024}))
-    stack.wait_phase("survive", "Moving", 60)
+    stack.wait_submitted("survive")
     wait_for(lambda: replica_size(stack, 2) > 512 * 1024, 30, "some progress")
     stack.operator.kill()
     time.sleep(3)

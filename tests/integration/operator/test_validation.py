@@ -122,7 +122,7 @@ def test_a_partition_moved_by_another_object_is_refused(stack: Stack) -> None:
     produce(cluster, "orders", 2, 4 * 1024 * 1024)
     slow = [{"topic": "orders", "partition": 0, "replicas": [2, 1]}]
     stack.apply(reassignment("first", slow, throttle={"replicationRate": 64 * 1024}))
-    stack.wait_phase("first", "Moving", 60)
+    stack.wait_submitted("first")
     stack.apply(reassignment("second", [{"topic": "orders", "partition": 0, "replicas": [2, 0]}]))
     status = stack.wait_phase("second", "Failed", 60)
     assert (

@@ -10,10 +10,8 @@ with any Apache Kafka >= 2.4; unit tests use an in-memory fake instead.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
-from collections.abc import Collection, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import kafka.errors as kafka_errors
@@ -23,6 +21,7 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
+from kpo_operator.admin_errors import api_error, error_of_class, parse_alter_result, translated
 from kpo_operator.kafka_types import (
     ERROR_ELECTION_NOT_NEEDED,
     ApiError,
@@ -31,7 +30,6 @@ from kpo_operator.kafka_types import (
     ConfigResourceKind,
     KafkaRequestError,
     KafkaUnavailableError,
-    KafkaUnsupportedError,
     PartitionInfo,
     Reassignment,
     ReplicaDirInfo,
@@ -39,7 +37,7 @@ from kpo_operator.kafka_types import (
     TopicPartition,
 )
 
-__all__ = ["KafkaAdmin", "KafkaPythonAdmin", "api_error"]
+__all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
 
 
 @runtime_checkable
@@ -135,62 +133,11 @@ class KafkaAdmin(Protocol):
         ...
 
 
-_ERROR_TEXT = re.compile(r"^\[Error (-?\d+)\] (\w+)(?::\s*(.*))?$", re.DOTALL)
 _DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"}
 _KINDS = {
     ConfigResourceKind.TOPIC: ConfigResourceType.TOPIC,
     ConfigResourceKind.BROKER: ConfigResourceType.BROKER,
 }
-
-
-def api_error(code: int, message: str | None = None) -> ApiError | None:
-    """Return the :class:`ApiError` of a Kafka error code, ``None`` for code 0 (NONE)."""
-    if code == 0:
-        return None
-    error_class: Any = kafka_errors.for_code(code)
-    return ApiError(
-        code=code,
-        name=str(getattr(error_class, "message", "UNKNOWN_SERVER_ERROR")),
-        message=message or str(getattr(error_class, "description", "")),
-        retriable=bool(getattr(error_class, "retriable", False)),
-    )
-
-
-def _error_of_class(error_class: Any) -> ApiError | None:
-    return api_error(int(getattr(error_class, "errno", -1)))
-
-
-def _parse_alter_result(text: str) -> ApiError | None:
-    """Parse kafka-python's ``"OK"`` / ``"[Error N] Name: message"`` alter_configs result."""
-    if text == "OK":
-        return None
-    match = _ERROR_TEXT.match(text)
-    if match is None:
-        return ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message=text)
-    return api_error(int(match.group(1)), (match.group(3) or "").strip() or None)
-
-
-@contextmanager
-def _translated(call: str) -> Iterator[None]:
-    """Turn kafka-python's exceptions into the ``KafkaAdminError`` family."""
-    try:
-        yield
-    except kafka_errors.IncompatibleBrokerVersion as exc:
-        raise KafkaUnsupportedError(f"{call}: not supported by the cluster: {exc}") from exc
-    except kafka_errors.UnsupportedVersionError as exc:
-        raise KafkaUnsupportedError(f"{call}: not supported by the cluster: {exc}") from exc
-    except kafka_errors.KafkaError as exc:
-        errno = getattr(exc, "errno", None)
-        error = api_error(errno, str(exc)) if isinstance(errno, int) else None
-        if getattr(exc, "retriable", False):
-            raise KafkaUnavailableError(f"{call}: {exc}", error) from exc
-        raise KafkaRequestError(f"{call}: {exc}", error) from exc
-    except RuntimeError as exc:  # kafka-python: "Failed to find active controller id!"
-        if "controller" in str(exc):
-            raise KafkaUnavailableError(f"{call}: {exc}") from exc
-        raise
-    except OSError as exc:
-        raise KafkaUnavailableError(f"{call}: {exc}") from exc
 
 
 class KafkaPythonAdmin:
@@ -215,7 +162,7 @@ class KafkaPythonAdmin:
 
     def _client(self) -> Any:
         if self._admin is None:
-            with _translated("connect"):
+            with translated("connect"):
                 self._admin = KafkaAdminClient(
                     bootstrap_servers=self.bootstrap_servers,
                     client_id=self.client_id,
@@ -226,7 +173,7 @@ class KafkaPythonAdmin:
 
     def describe_cluster(self) -> ClusterInfo:
         """See :meth:`KafkaAdmin.describe_cluster`."""
-        with _translated("DescribeCluster"):
+        with translated("DescribeCluster"):
             info = self._client().describe_cluster()
         controller = info.get("controller_id", -1)
         return ClusterInfo(
@@ -241,7 +188,7 @@ class KafkaPythonAdmin:
         """See :meth:`KafkaAdmin.describe_topics`."""
         if topics is not None and not topics:
             return {}
-        with _translated("Metadata"):
+        with translated("Metadata"):
             described = self._client().describe_topics(None if topics is None else list(topics))
         result: dict[str, dict[int, PartitionInfo]] = {}
         for topic in described:
@@ -264,7 +211,7 @@ class KafkaPythonAdmin:
         if partitions is not None and not partitions:
             return {}
         wanted = None if partitions is None else [KafkaTopicPartition(t, p) for t, p in partitions]
-        with _translated("ListPartitionReassignments"):
+        with translated("ListPartitionReassignments"):
             listed = self._client().list_partition_reassignments(wanted)
         return {
             (tp.topic, tp.partition): Reassignment(
@@ -288,10 +235,10 @@ class KafkaPythonAdmin:
             KafkaTopicPartition(t, p): None if replicas is None else list(replicas)
             for (t, p), replicas in targets.items()
         }
-        with _translated("AlterPartitionReassignments"):
+        with translated("AlterPartitionReassignments"):
             answer = self._client().alter_partition_reassignments(request)
         return {
-            (tp.topic, tp.partition): None if err is None else _error_of_class(err)
+            (tp.topic, tp.partition): None if err is None else error_of_class(err)
             for tp, err in answer.items()
         }
 
@@ -309,7 +256,7 @@ class KafkaPythonAdmin:
             return {}
         names = None if keys is None else list(keys)
         request = [KafkaConfigResource(_KINDS[r.kind], r.name, names) for r in wanted]
-        with _translated("DescribeConfigs"):
+        with translated("DescribeConfigs"):
             answer = self._client().describe_configs(request, config_filter="all")
         result: dict[ConfigResource, dict[str, str]] = {}
         for resource in wanted:
@@ -336,7 +283,7 @@ class KafkaPythonAdmin:
         ]
         if not request:
             return {}
-        with _translated("IncrementalAlterConfigs"):
+        with translated("IncrementalAlterConfigs"):
             answer = self._client().alter_configs(request, raise_on_unknown=False, incremental=True)
         result: dict[ConfigResource, ApiError | None] = {}
         for resource, entries in changes.items():
@@ -345,7 +292,7 @@ class KafkaPythonAdmin:
                 result[resource] = (
                     ApiError(code=-1, name="UNKNOWN_SERVER_ERROR", message="no answer")
                     if text is None
-                    else _parse_alter_result(text)
+                    else parse_alter_result(text)
                 )
         return result
 
@@ -355,7 +302,7 @@ class KafkaPythonAdmin:
         """See :meth:`KafkaAdmin.describe_log_dirs`."""
         if (brokers is not None and not brokers) or (topics is not None and not topics):
             return {}
-        with _translated("DescribeLogDirs"):
+        with translated("DescribeLogDirs"):
             answers = self._client().describe_log_dirs(
                 topic_partitions=None if topics is None else list(topics),
                 brokers=None if brokers is None else list(brokers),
@@ -388,7 +335,7 @@ class KafkaPythonAdmin:
         """See :meth:`KafkaAdmin.log_dir_paths`."""
         if not brokers:
             return {}
-        with _translated("DescribeLogDirs"):
+        with translated("DescribeLogDirs"):
             answers = self._client().describe_log_dirs(brokers=list(brokers))
         paths: dict[int, set[str]] = {int(b): set() for b in brokers}
         for answer in answers:
@@ -406,7 +353,7 @@ class KafkaPythonAdmin:
             by_topic[topic].append(partition)
         if not by_topic:
             return {}
-        with _translated("ElectLeaders"):
+        with translated("ElectLeaders"):
             response = self._client().elect_leaders(0, dict(by_topic), raise_errors=False)
         top = getattr(response, "error_code", 0) or 0
         if top != 0:
@@ -427,10 +374,10 @@ class KafkaPythonAdmin:
         if not moves:
             return {}
         request = {TopicPartitionReplica(t, p, b): d for (b, t, p), d in moves.items()}
-        with _translated("AlterReplicaLogDirs"):
+        with translated("AlterReplicaLogDirs"):
             answer = self._client().alter_replica_log_dirs(request)
         return {
-            (tpr.broker_id, tpr.topic, tpr.partition): _error_of_class(err)
+            (tpr.broker_id, tpr.topic, tpr.partition): error_of_class(err)
             for tpr, err in answer.items()
         }
 

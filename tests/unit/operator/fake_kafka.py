@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kpo_operator.kafka_admin import api_error
+from kpo_operator.admin_errors import api_error
 from kpo_operator.kafka_types import (
     ERROR_INVALID_REPLICA_ASSIGNMENT,
     ERROR_LOG_DIR_NOT_FOUND,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kpo_operator.kafka_admin import api_error
+from kpo_operator.admin_errors import api_error
 from kpo_operator.kafka_types import ConfigResource, TopicPartition
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.kafka_admin import api_error
+from kpo_operator.admin_errors import api_error
 from kpo_operator.kafka_types import ConfigResource
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler

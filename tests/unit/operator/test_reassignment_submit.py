@@ -262,12 +262,11 @@ def test_partition_refused_by_kafka_fails_that_partition(env: Env) -> None:
     assert partition_states(env.status()) == {T0: "Moving", T1: "Failed"}
     submitted = env.store.events_of("move", "Submitted")[-1]
     assert (
-        submitted.type == "Warning"
-        and "t-1: INVALID_REPLICATION_ASSIGNMENT (39)" in submitted.message
+        submitted.type == "Warning" and "t-1: INVALID_REPLICA_ASSIGNMENT (39)" in submitted.message
     )
     env.kafka.complete()
     assert env.reconcile() == "Failed"
-    assert "t-1: INVALID_REPLICATION_ASSIGNMENT (39)" in env.status()["message"]
+    assert "t-1: INVALID_REPLICA_ASSIGNMENT (39)" in env.status()["message"]
     assert partition_states(env.status()) == {T0: "Completed", T1: "Failed"}
 
 

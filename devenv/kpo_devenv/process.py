@@ -69,6 +69,11 @@ class ManagedProcess:
         """The process id, or None before :meth:`start`."""
         return self._popen.pid if self._popen else None
 
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once the process has exited (negative: killed by that signal)."""
+        return self._popen.poll() if self._popen else None
+
     def is_running(self) -> bool:
         """Return whether the process has been started and has not exited."""
         return self._popen is not None and self._popen.poll() is None

@@ -61,6 +61,9 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING  # the reconcilers record their own Events
     settings.execution.max_workers = 8
+    # Watching exact namespaces needs no namespace list/watch, which a namespaced install's
+    # Roles do not grant; with scanning on, kopf retries that list for about a minute first.
+    settings.scanning.disabled = not _SETTINGS.clusterwide
     memo.runtime = OperatorRuntime(_SETTINGS)
     logger.info(
         "%s: Kafka %s, namespaces %s",

@@ -1,0 +1,314 @@
+"""The chart's rendered pods, run: brokers, the operator with the chart's RBAC, the helm test.
+
+kwok marks pods Running without running them; this module runs what the chart
+renders instead (see :mod:`tests.integration.chart.local_pods`). The release is
+installed with ``helm install`` into the real control plane (ServiceAccounts, Roles,
+ConfigMaps); then the broker StatefulSet's pods run from their rendered init
+container, command and environment against the real ZooKeeper, the operator's
+Deployment pod runs with a token of the chart's ServiceAccount (so its Role is
+what allows or refuses each call), and the ``helm test`` pod's script produces and
+consumes through them. Each pod gets its own ports, as a pod IP would give it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.admin import NewTopic
+
+from kpo_devenv import ControlPlane
+from kpo_devenv.net import LOOPBACK, free_port
+from kpo_devenv.process import ManagedProcess
+from kpo_devenv.zookeeper import ZooKeeperServer
+from tests.integration.broker.conftest import wait_for
+from tests.integration.chart.local_pods import LocalPod, Manifest, statefulset_pod
+from tests.unit.chart.helm import CHART, helm
+
+pytestmark = pytest.mark.integration
+
+RELEASE = "kpo-local"
+NAMESPACE = "kpo-local-pods"
+RACKS = ["rack-a", "rack-b", "rack-c"]
+TOPIC = "orders"
+
+
+@dataclass
+class Release:
+    """The installed release and its pods running as processes."""
+
+    plane: ControlPlane
+    objects: list[Manifest]
+    hooks: list[Manifest]
+    brokers: list[ManagedProcess]
+    broker_pods: list[LocalPod]
+    init_output: list[str]
+    operator: ManagedProcess
+    bootstrap: str
+    root: Path
+
+    def find(self, kind: str, suffix: str) -> Manifest:
+        (found,) = [
+            o
+            for o in self.objects + self.hooks
+            if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)
+        ]
+        return found
+
+    def status(self, name: str) -> dict[str, Any]:
+        out = self.plane.kubectl(
+            "get", "partitionreassignment", name, "-n", NAMESPACE, "-o", "json"
+        ).stdout
+        status: dict[str, Any] = json.loads(out).get("status") or {}
+        return status
+
+
+def _helm(plane: ControlPlane, *args: str) -> str:
+    result = helm(*args, "--namespace", NAMESPACE, "--kubeconfig", str(plane.kubeconfig))
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def _documents(text: str) -> list[Manifest]:
+    return [doc for doc in yaml.safe_load_all(text) if doc]
+
+
+def _service_account_kubeconfig(plane: ControlPlane, account: str, path: Path) -> Path:
+    """A kubeconfig for the control plane that authenticates as ``account`` (a bound token)."""
+    token = plane.kubectl(
+        "create", "token", account, "-n", NAMESPACE, "--duration=2h"
+    ).stdout.strip()
+    config = yaml.safe_load(Path(plane.kubeconfig).read_text())
+    for user in config["users"]:
+        user["user"] = {"token": token}
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _values(zookeeper: ZooKeeperServer) -> dict[str, Any]:
+    return {
+        "zookeeper": {
+            "enabled": False,
+            "externalConnect": f"{zookeeper.connect_string}/{RELEASE}-{uuid.uuid4().hex[:8]}",
+        },
+        "broker": {
+            "replicas": 3,
+            "rack": {"source": "static", "racks": RACKS},
+            "config": {"replication.quota.window.num": "2"},
+            "terminationGracePeriodSeconds": 60,
+        },
+        "operator": {"watchNamespaces": [NAMESPACE], "pollIntervalSeconds": 1},
+    }
+
+
+@pytest.fixture(scope="module")
+def release(
+    control_plane: ControlPlane,
+    zookeeper: ZooKeeperServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Release]:
+    """The chart installed, its broker pods and operator pod running as local processes."""
+    root = tmp_path_factory.mktemp("chart-pods")
+    values = root / "values.yaml"
+    values.write_text(yaml.safe_dump(_values(zookeeper)))
+    control_plane.kubectl("create", "namespace", NAMESPACE)
+    processes: list[ManagedProcess] = []
+    try:
+        _helm(control_plane, "install", RELEASE, str(CHART), "-f", str(values))
+        objects = _documents(_helm(control_plane, "get", "manifest", RELEASE))
+        hooks = _documents(_helm(control_plane, "get", "hooks", RELEASE))
+        (statefulset,) = [
+            o
+            for o in objects
+            if o["kind"] == "StatefulSet" and o["metadata"]["name"].endswith("broker")
+        ]
+        ports = [(free_port(), free_port()) for _ in range(3)]
+        pods, outputs = [], []
+        for ordinal, (port, metrics_port) in enumerate(ports):
+            listener = f"PLAINTEXT://{LOOPBACK}:{port}"
+            pod = statefulset_pod(
+                statefulset,
+                ordinal,
+                objects,
+                root,
+                NAMESPACE,
+                overrides={
+                    "KAFKA_LISTENERS": listener,
+                    "KAFKA_ADVERTISED_LISTENERS": listener,
+                    "KAFKA_METRICS_PORT": str(metrics_port),
+                },
+            )
+            outputs += pod.run_init_containers()
+            pods.append(pod)
+            processes.append(pod.start())
+        bootstrap = ",".join(f"{LOOPBACK}:{port}" for port, _ in ports)
+        (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+        spec = deployment["spec"]["template"]["spec"]
+        kubeconfig = _service_account_kubeconfig(
+            control_plane, spec["serviceAccountName"], root / "operator-kubeconfig"
+        )
+        operator_pod = LocalPod(
+            "operator",
+            spec,
+            objects,
+            root / "operator",
+            labels=deployment["spec"]["template"]["metadata"].get("labels", {}),
+            namespace=NAMESPACE,
+            overrides={
+                "KPO_BOOTSTRAP_SERVERS": bootstrap,
+                "KPO_LIVENESS_PORT": str(free_port()),
+                "KUBECONFIG": str(kubeconfig),
+            },
+        )
+        operator = operator_pod.start()
+        processes.append(operator)
+        stack = Release(
+            control_plane, objects, hooks, processes[:3], pods, outputs, operator, bootstrap, root
+        )
+        _wait_for_brokers(stack, 3)
+        yield stack
+    finally:
+        for process in processes:
+            process.stop(timeout_s=30)
+        helm("uninstall", RELEASE, "-n", NAMESPACE, "--kubeconfig", str(control_plane.kubeconfig))
+        control_plane.kubectl("delete", "namespace", NAMESPACE, "--wait=false", check=False)
+
+
+def _admin(stack: Release) -> KafkaAdminClient:
+    return KafkaAdminClient(bootstrap_servers=stack.bootstrap, request_timeout_ms=10000)
+
+
+def _cluster(stack: Release) -> dict[str, Any]:
+    admin = _admin(stack)
+    try:
+        return dict(admin.describe_cluster())
+    finally:
+        admin.close()
+
+
+def _wait_for_brokers(stack: Release, count: int) -> None:
+    def ready() -> bool:
+        try:
+            return len(_cluster(stack)["brokers"]) == count
+        except Exception:
+            return False
+
+    wait_for(ready, 60, f"{count} brokers registered")
+
+
+def _partition(stack: Release, topic: str, partition: int) -> dict[str, Any]:
+    admin = _admin(stack)
+    try:
+        (described,) = admin.describe_topics([topic])
+    finally:
+        admin.close()
+    (found,) = [p for p in described["partitions"] if p["partition_index"] == partition]
+    return dict(found)
+
+
+def test_broker_pods_register_with_their_ordinal_ids_and_racks(release: Release) -> None:
+    assert release.init_output == [f"broker.rack={rack}\n" for rack in RACKS]
+    brokers = {b["broker_id"]: b["rack"] for b in _cluster(release)["brokers"]}
+    assert brokers == {0: "rack-a", 1: "rack-b", 2: "rack-c"}
+    data = release.broker_pods[0].paths["/var/lib/kafka"]
+    assert (data / "data").is_dir()  # log.dirs as rendered, on the claim's volume
+
+
+def test_helm_test_pod_produces_and_consumes_through_the_brokers(release: Release) -> None:
+    spec = release.find("Pod", "test-produce-consume")["spec"]
+    pod = LocalPod(
+        "helm-test",
+        spec,
+        release.objects,
+        release.root / "helm-test",
+        namespace=NAMESPACE,
+        overrides={"BOOTSTRAP": release.bootstrap},
+    )
+    process = pod.start()
+    wait_for(lambda: not process.is_running(), 120, "the helm test pod to finish")
+    assert process.returncode == 0, process.log_tail()
+    assert "produced and consumed 10 records on kpo-helm-test" in process.log_tail()
+
+
+def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
+    release: Release,
+) -> None:
+    admin = _admin(release)
+    try:
+        admin.create_topics([NewTopic(TOPIC, replica_assignments={0: [0, 1]})])
+    finally:
+        admin.close()
+    wait_for(lambda: _partition(release, TOPIC, 0)["leader_id"] >= 0, 30, "a leader for orders-0")
+    producer = KafkaProducer(bootstrap_servers=release.bootstrap, acks="all", linger_ms=20)
+    values = [i.to_bytes(8, "big") * 2048 for i in range(256)]  # 4 MiB
+    for value in values:
+        producer.send(TOPIC, value, partition=0)
+    producer.flush(60)
+    producer.close()
+    manifest = {
+        "apiVersion": "kpo.dev/v1alpha1",
+        "kind": "PartitionReassignment",
+        "metadata": {"name": "to-rack-c", "namespace": NAMESPACE},
+        "spec": {
+            "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [2, 1]}],
+            "throttle": {"replicationRate": 2 * 1024 * 1024},
+        },
+    }
+    release.plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(manifest))
+
+    def completed() -> bool:
+        return release.status("to-rack-c").get("phase") in {"Completed", "Failed"}
+
+    try:
+        wait_for(completed, 120, "the reassignment to finish")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\noperator log:\n{release.operator.log_tail(40)}") from exc
+    status = release.status("to-rack-c")
+    assert status["phase"] == "Completed", status
+    assert _partition(release, TOPIC, 0)["replica_nodes"] == [2, 1]
+    moved_to = release.broker_pods[2].paths["/var/lib/kafka"] / "data" / f"{TOPIC}-0"
+    assert any(moved_to.glob("*.log")), "the new replica's segments are on broker 2's claim"
+    events = release.plane.kubectl(
+        "get",
+        "events",
+        "-n",
+        NAMESPACE,
+        "--field-selector",
+        "involvedObject.name=to-rack-c",
+        "-o",
+        "json",
+    ).stdout
+    assert {"Submitted", "Completed"} <= {e["reason"] for e in json.loads(events)["items"]}
+    consumer = KafkaConsumer(
+        bootstrap_servers=release.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
+    )
+    consumer.assign([TopicPartition(TOPIC, 0)])
+    read = [m.value for m in consumer]
+    consumer.close()
+    assert read == values
+
+
+def test_sigterm_as_sent_by_the_prestop_hook_is_a_controlled_shutdown(release: Release) -> None:
+    broker = release.brokers[2]
+    assert _partition(release, TOPIC, 0)["leader_id"] == 2  # the preferred leader after the move
+    grace_s = release.find("StatefulSet", "broker")["spec"]["template"]["spec"][
+        "terminationGracePeriodSeconds"
+    ]
+    pid = broker.pid
+    assert pid is not None
+    started = time.monotonic()
+    os.kill(pid, signal.SIGTERM)
+    wait_for(lambda: not broker.is_running(), grace_s, "the broker to exit")
+    assert broker.returncode == 0, broker.log_tail()
+    assert time.monotonic() - started < grace_s
+    assert _partition(release, TOPIC, 0)["leader_id"] == 1  # moved before the broker left

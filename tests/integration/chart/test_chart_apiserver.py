@@ -130,7 +130,10 @@ def test_namespaced_operator_and_applying_placement_rbac(control_plane: ControlP
         for where in (ns, apps):
             assert _can(control_plane, operator, verb, resource, where), (verb, resource, where)
         assert not _can(control_plane, operator, verb, resource, elsewhere), (verb, resource)
-    assert _can(control_plane, operator, "list", "customresourcedefinitions", ns)
+    # Nothing cluster-scoped: kopf serves the listed namespaces without scanning.
+    for verb in ("list", "watch"):
+        assert not _can(control_plane, operator, verb, "customresourcedefinitions", ns)
+        assert not _can(control_plane, operator, verb, "namespaces", ns)
     assert _can(control_plane, placement, "create", "partitionreassignments.kpo.dev", ns)
     for where in (apps, elsewhere):
         assert not _can(control_plane, placement, "create", "partitionreassignments.kpo.dev", where)

@@ -49,7 +49,6 @@ def test_namespaced_operator_and_applying_placement() -> None:
     objects = render("big", namespace="kafka")
     roles = _roles(objects)
     assert roles == {
-        ("ClusterRole", "kafka-kpo-operator-crd-observer"): CRD_OBSERVER_RULES,
         ("Role", "kpo-operator"): OPERATOR_RULES,
         ("Role", "kpo-placement"): PLACEMENT_RULES,
         ("ClusterRole", "kafka-kpo-broker-node-reader"): [

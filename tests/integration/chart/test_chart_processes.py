@@ -289,6 +289,10 @@ def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
         "json",
     ).stdout
     assert {"Submitted", "Completed"} <= {e["reason"] for e in json.loads(events)["items"]}
+    refused = [
+        line for line in release.operator.log_path.read_text().splitlines() if "Forbidden" in line
+    ]
+    assert not refused, "the operator made calls its Role refuses:\n" + "\n".join(refused[:5])
     consumer = KafkaConsumer(
         bootstrap_servers=release.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
     )

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kpo_broker.config import BrokerConfig
+from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import kafka_apis
@@ -95,8 +96,6 @@ class KafkaServer:
         topic_configs = TopicConfigs(c)
         quotas = self._new_replication_quotas()
         topic_configs.add_listener(quotas.apply_topic_config)
-        log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
-        await asyncio.to_thread(log_manager.startup)
         zk = KafkaZkClient(
             c.zookeeper_connect,
             session_timeout_ms=c.zookeeper_session_timeout_ms,
@@ -105,6 +104,10 @@ class KafkaServer:
         self.zk = zk
         await asyncio.to_thread(zk.connect)
         cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, _new_cluster_id())
+        # meta.properties before the logs are loaded: never touch another broker's data.
+        await asyncio.to_thread(checkpoint_broker_metadata, log_dirs, self.broker_id, cluster_id)
+        log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
+        await asyncio.to_thread(log_manager.startup)
         await asyncio.to_thread(self._load_topic_configs, topic_configs)
         await asyncio.to_thread(self._load_throttle_rates, quotas)
         metadata_cache = MetadataCache(cluster_id=cluster_id)

@@ -91,15 +91,6 @@ class ReassignmentReconciler(CancellingReconciler):
 
     Constructor arguments: see :class:`~kpo_operator.reassignment_core.ReconcilerCore`.
 
-    Args:
-        admin: The Admin API client of the managed cluster.
-        store: The Kubernetes API.
-        writer: The single throttle writer.
-        rate_window_s: Window of the replication-rate estimate, seconds.
-        throttle_resync_s: How often a Moving object re-checks its throttles, seconds.
-        clock: Monotonic seconds (rate estimates).
-        now: Wall-clock time (status timestamps).
-
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -15,7 +15,7 @@ from kafka import KafkaProducer
 from kubernetes import client
 from typer.testing import CliRunner
 
-from kpo_devenv import ControlPlane, ZooKeeperServer
+from kpo_devenv import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_operator.kafka_admin import KafkaPythonAdmin
 from kpo_operator.model import PartitionReassignmentSpec
@@ -26,7 +26,7 @@ from kpo_placement.manifests import ApplyError, apply_manifests
 from kpo_placement.metrics_sources import scrape_brokers
 from kpo_placement.snapshot import read_snapshot, write_snapshot
 from tests.integration.broker.cluster.helpers import create_topic
-from tests.integration.broker.conftest import wait_cluster_ready
+from tests.integration.broker.conftest import ClusterFactory
 
 pytestmark = pytest.mark.integration
 
@@ -37,22 +37,9 @@ VALUE = b"x" * 10_000
 
 
 @pytest.fixture
-def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[KafkaCluster]:
+def cluster(kafka_cluster_factory: ClusterFactory) -> KafkaCluster:
     """Three brokers in three racks serving Prometheus metrics."""
-    chroot = f"kafka-{uuid.uuid4().hex[:8]}"
-    kafka = KafkaCluster(
-        tmp_path / chroot,
-        f"{zookeeper.connect_string}/{chroot}",
-        3,
-        racks=["r0", "r1", "r2"],
-        metrics=True,
-    )
-    try:
-        kafka.start()
-        wait_cluster_ready(kafka)
-        yield kafka
-    finally:
-        kafka.stop()
+    return kafka_cluster_factory(3, racks=["r0", "r1", "r2"], metrics=True)
 
 
 def produce(cluster: KafkaCluster, counts: Mapping[int, int]) -> None:

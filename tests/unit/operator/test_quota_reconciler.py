@@ -8,7 +8,6 @@ with IncrementalAlterConfigs (KIP-339), touching only the operator's own keys.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -27,23 +26,12 @@ from kpo_operator.throttles import (
 )
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 from tests.unit.operator.fake_store import FakeObjectStore
+from tests.unit.operator.reassignment_env import Clock
 
 NS = "ns"
 ERROR_POLICY_VIOLATION = 44  # Kafka protocol error code
-BASE = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
 UNOWNED_BROKER = ("log.cleaner.threads", "2")
 UNOWNED_TOPIC = ("retention.ms", "86400000")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.t = 1000.0
-
-    def __call__(self) -> float:
-        return self.t
-
-    def now(self) -> datetime:
-        return BASE + timedelta(seconds=self.t - 1000.0)
 
 
 class Env:

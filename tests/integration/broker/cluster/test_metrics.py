@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import urllib.request
-import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
-from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import KafkaCluster
 from tests.integration.broker.cluster.helpers import consume_all, create_topic, leaders
-from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
+from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -27,21 +23,8 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 @pytest.fixture
-def cluster(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterator[KafkaCluster]:
-    chroot = f"kafka-{uuid.uuid4().hex[:8]}"
-    kafka = KafkaCluster(
-        tmp_path / chroot,
-        f"{zookeeper.connect_string}/{chroot}",
-        3,
-        {"replica.lag.time.max.ms": "3000"},
-        metrics=True,
-    )
-    try:
-        kafka.start()
-        wait_cluster_ready(kafka)
-        yield kafka
-    finally:
-        kafka.stop()
+def cluster(kafka_cluster_factory: ClusterFactory) -> KafkaCluster:
+    return kafka_cluster_factory(3, {"replica.lag.time.max.ms": "3000"}, metrics=True)
 
 
 def scrape(cluster: KafkaCluster, broker_id: int) -> Samples:

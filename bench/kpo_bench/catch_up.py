@@ -44,7 +44,8 @@ def partition_log_bytes(log_dir: Path, topic: str, partition: int) -> int:
     """Return the bytes in the ``.log`` segments of ``topic``-``partition`` under ``log_dir``.
 
     Both systems keep Kafka's layout: ``<log.dirs>/<topic>-<partition>/<base offset>.log``
-    (seed 002). Returns 0 while the folder does not exist.
+    (the Kafka documentation's implementation section "Log"). Returns 0 while the folder
+    does not exist.
     """
     folder = log_dir / f"{topic}-{partition}"
     total = 0

@@ -31,8 +31,8 @@ from kpo_devenv.zookeeper import ZooKeeperServer
 PLACEMENT = "placement"
 """``--only placement``: the placement benchmark alone (issue 6)."""
 
-#: Broker settings of both clusters: the shared ones plus the quota window seed 004's
-#: experiments need (inert while no replica is throttled).
+#: Broker settings of both clusters: the shared ones plus the quota window the
+#: throttled-reassignment experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
 
 #: ``tools/versions.env`` of the checkout this package lives in.
@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--only",
         choices=(*ONLY_CHOICES, PLACEMENT),
         help=(
-            "run only this group: 'throttle' = seed 004's throttled reassignments, "
+            "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner"
         ),
     )

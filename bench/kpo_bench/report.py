@@ -60,14 +60,14 @@ def comparison_table(
 def estimate_table(
     rows: list[EstimateRow], ours: SystemResult | None, baseline: SystemResult | None
 ) -> Table:
-    """Return seed 004's table: per experiment the estimate and each system's duration.
+    """Return the throttle table: per experiment the estimate and each system's duration.
 
     Each duration is shown with its deviation from the estimate and whether it is
     within :data:`kpo_bench.throttle_plan.TOLERANCE`.
     """
     kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
     kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
-    table = Table(title="throttled reassignments vs seed 004's estimate")
+    table = Table(title="throttled reassignments vs their estimate")
     table.add_column("experiment")
     table.add_column("estimate", justify="right")
     table.add_column(kpo_title, justify="right")

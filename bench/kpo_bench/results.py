@@ -45,8 +45,9 @@ FAILOVER = MetricSpec("failover_s", "leader failover after kill -9", "s", False)
 #: Every metric, in table order.
 METRICS: tuple[MetricSpec, ...] = (PRODUCE, CONSUME, CATCH_UP, FAILOVER)
 
-#: Seed 004's throttled reassignments (``kpo_bench.throttle_plan``): durations, s, judged
-#: against the seed's estimate rather than against Kafka (see :func:`estimate_rows`).
+#: The throttled-reassignment experiments (``kpo_bench.throttle_plan``): durations, s, judged
+#: against the ``min(leaders, followers) * R`` estimate rather than against Kafka (see
+#: :func:`estimate_rows`).
 THROTTLE_A = MetricSpec("throttle_a_s", "(a) same leader, two followers", "s", False)
 THROTTLE_B = MetricSpec("throttle_b_s", "(b) two leaders, same follower", "s", False)
 THROTTLE_C = MetricSpec("throttle_c_s", "(c) distinct leaders and followers", "s", False)
@@ -155,7 +156,7 @@ def compare(ours: SystemResult | None, baseline: SystemResult | None) -> list[Co
 
 @dataclass(frozen=True)
 class EstimateRow:
-    """One throttled-reassignment experiment, measured against seed 004's estimate.
+    """One throttled-reassignment experiment, measured against its estimate.
 
     Attributes:
         metric: the experiment's metric (one of :data:`THROTTLE_METRICS`).

@@ -49,7 +49,8 @@ def plan_steps(
 ) -> list[Step]:
     """Return the measurements to run, in order: all of them, or the ``only`` group.
 
-    Seed 004's throttle experiments run before the failover test, which kills a broker.
+    The throttled-reassignment experiments run before the failover test, which kills a
+    broker.
 
     Raises:
         ValueError: ``only`` is not one of :data:`ONLY_CHOICES`.
@@ -123,7 +124,7 @@ def run_system(
             versus = ""
             if isinstance(estimate, float):
                 deviation = format_deviation(measured.value / estimate - 1.0, TOLERANCE)
-                versus = f", seed 004 estimate {estimate:.2f} s: {deviation}"
+                versus = f", estimate {estimate:.2f} s: {deviation}"
             console.print(
                 f"{label}: {metric.label} = {format_value(measured.value, metric.unit)}"
                 f"{versus} (step took {took:.0f} s)"

@@ -24,8 +24,8 @@ class Workload:
         producer_props: ProducerPerformance's producer configs for the produce test.
         failover_timeout_s: longest wait for a new leader after the kill, s.
         catch_up_timeout_s: longest wait for the follower to catch up, s.
-        throttle_records: records filling each partition that seed 004's experiments
-            move (20 MiB of 1 KiB values; ``kpo_bench.throttle_plan``).
+        throttle_records: records filling each partition that the throttled-reassignment
+            experiments move (20 MiB of 1 KiB values; ``kpo_bench.throttle_plan``).
         throttle_rate_bytes_s: the throttle R, bytes/s (KIP-73
             ``leader/follower.replication.throttled.rate``), on every involved broker.
         throttle_timeout_s: longest wait for one experiment's reassignments, s.

@@ -1,4 +1,4 @@
-"""Run seed 004's throttled-reassignment experiments against a running cluster.
+"""Run the throttled-reassignment experiments against a running cluster.
 
 For each experiment of :data:`kpo_bench.throttle_plan.EXPERIMENTS` (the same on both
 systems):

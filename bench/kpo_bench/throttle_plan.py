@@ -1,9 +1,11 @@
-"""Seed 004's throttled-reassignment experiments: moves, throttles, estimate (pure logic).
+"""The throttled-reassignment experiments: moves, throttles, estimate (pure logic).
 
-Seed 004 ("partition replica throttling, source walk-through", last part) moves two
-partitions of equal size under one throttle rate R (KIP-73) and estimates the
-cluster-wide move rate as ``min(distinct throttled leaders, distinct throttled
-followers) * R``. Its three cases, here with 3 brokers and one partition per topic:
+Each experiment moves two partitions of equal size under one throttle rate R (KIP-73) and
+is judged against an estimate of the cluster-wide move rate, ``min(distinct throttled
+leaders, distinct throttled followers) * R``: each throttled leader sends, and each
+throttled follower fetches, at most R (Kafka's leader and follower
+``ReplicationQuotaManager``). The three cases, here with 3 brokers and one partition per
+topic:
 
 - (a) both partitions leave the same leader for different followers: one leader
   quota carries both moves, so they take ``2 * size / R``;
@@ -31,7 +33,7 @@ FOLLOWER_REPLICAS_CONFIG = "follower.replication.throttled.replicas"
 #: Broker static configs the experiments need: two 1 s quota samples, so the quota
 #: allows a burst of one window's worth (R bytes) at the start of a move instead of
 #: ten (Kafka's default ``replication.quota.window.num`` is 11), and the measured rate
-#: does not come in 11 s cycles (seed 004, ``purgeObsoleteSamples``).
+#: does not come in 11 s cycles (Kafka's ``SampledStat.purgeObsoleteSamples``).
 THROTTLE_BROKER_PROPERTIES = {"replication.quota.window.num": "2"}
 #: The acceptable deviation of a measured duration from the estimate (the issue's +-5 %).
 TOLERANCE = 0.05
@@ -73,7 +75,7 @@ class PartitionMove:
 
 @dataclass(frozen=True)
 class ThrottleExperiment:
-    """One of seed 004's experiments.
+    """One of the throttled-reassignment experiments.
 
     Attributes:
         key: short name used in metric keys and topic names, e.g. ``"a"``.
@@ -94,7 +96,7 @@ def _experiment(key: str, label: str, moves: Sequence[tuple[int, int]]) -> Throt
     return ThrottleExperiment(key, label, built)
 
 
-#: Seed 004's three experiments on brokers 0, 1, 2: (leader, new follower) per partition.
+#: The three experiments on brokers 0, 1, 2: (leader, new follower) per partition.
 EXPERIMENTS: tuple[ThrottleExperiment, ...] = (
     _experiment("a", "(a) same leader, two followers", [(0, 1), (0, 2)]),
     _experiment("b", "(b) two leaders, same follower", [(0, 2), (1, 2)]),
@@ -138,7 +140,7 @@ def follower_replicas_value(move: PartitionMove) -> str:
 
 
 def estimate_s(total_bytes: int, moves: Sequence[PartitionMove], rate_bytes_s: float) -> float:
-    """Return seed 004's estimate of the moves' duration, s.
+    """Return the estimate of the moves' duration, s.
 
     The cluster-wide rate is ``min(len(throttled_leaders), len(throttled_followers)) *
     rate_bytes_s``; the duration is the bytes copied over that rate.

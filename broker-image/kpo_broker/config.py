@@ -168,7 +168,7 @@ class BrokerConfig(BaseModel):
     delete_topic_enable: KafkaBool = _prop(
         "delete.topic.enable", True, f"Topic deletion allowed. {_H} true."
     )
-    # Replication (seed 003).
+    # Replication (Kafka's ReplicaManager, Partition and ReplicaFetcherThread).
     replica_lag_time_max_ms: KafkaInt = _long(
         "replica.lag.time.max.ms", 30000, f"Lag before leaving the ISR, ms. {_H} 30000."
     )
@@ -199,7 +199,7 @@ class BrokerConfig(BaseModel):
     unclean_leader_election_enable: KafkaBool = _prop(
         "unclean.leader.election.enable", False, f"Elect out-of-ISR replicas. {_H} false."
     )
-    # Controller (seed 001).
+    # Controller (Kafka's KafkaController).
     auto_leader_rebalance_enable: KafkaBool = _prop(
         "auto.leader.rebalance.enable", True, f"Preferred leader rebalance. {_H} true."
     )
@@ -221,7 +221,7 @@ class BrokerConfig(BaseModel):
     controller_socket_timeout_ms: KafkaInt = _int(
         "controller.socket.timeout.ms", 30000, f"Controller request timeout, ms. {_H} 30000.", ge=1
     )
-    # Log segments and retention (seed 002).
+    # Log segments and retention (Kafka's Log, LogSegment and LogManager).
     log_segment_bytes: KafkaInt = _int(
         "log.segment.bytes", 1073741824, f"Segment size, bytes. {_H} 1 GiB.", ge=14
     )
@@ -257,7 +257,7 @@ class BrokerConfig(BaseModel):
     request_timeout_ms: KafkaInt = _int(
         "request.timeout.ms", 30000, f"Request timeout, ms. {_H} 30000."
     )
-    # Replication quotas (KIP-73, seed 004).
+    # Replication quotas (KIP-73, Kafka's ReplicationQuotaManager).
     replication_quota_window_num: KafkaInt = _int(
         "replication.quota.window.num", 11, f"Samples per rate window. {_H} 11.", ge=1
     )

@@ -6,7 +6,8 @@ side builds it from the offsets the brokers acknowledged (``acks=all``); the
 read side builds it from a consumer (which fetches from the partition leader)
 or by decoding a replica's log segment files on disk (Kafka's layout:
 ``<log.dir>/<topic>-<partition>/<base offset:020d>.log``, v2 record batches
-with CRC32C, seed 002). Equal digests mean the same records at the same offsets.
+with CRC32C; the Kafka documentation's implementation sections "Log" and "Record
+Batch"). Equal digests mean the same records at the same offsets.
 All I/O goes through kafka-python; nothing here runs a server.
 """
 

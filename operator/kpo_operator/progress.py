@@ -241,12 +241,12 @@ def format_time(moment: datetime) -> str:
 def throttled_duration(parts: Iterable[PartitionProgress], rate: int | None) -> timedelta | None:
     """Predict how long copying ``parts`` takes at a replication throttle of ``rate`` bytes/s.
 
-    The throttle applies on each broker separately (seed 004: a leader sends at
-    most ``leader.replication.throttled.rate``, a follower fetches at most
-    ``follower.replication.throttled.rate``), so the busiest broker sets the pace:
-    the result is the largest of each leader's bytes to send and each adding
-    replica's broker's bytes to receive, divided by ``rate``. ``None`` when
-    unthrottled (the pace is then the hardware's, not predictable here).
+    The throttle applies on each broker separately (Kafka's ``ReplicationQuotaManager``, one
+    per side: a leader sends at most ``leader.replication.throttled.rate``, a follower
+    fetches at most ``follower.replication.throttled.rate``), so the busiest broker sets the
+    pace: the result is the largest of each leader's bytes to send and each adding replica's
+    broker's bytes to receive, divided by ``rate``. ``None`` when unthrottled (the pace is
+    then the hardware's, not predictable here).
     """
     if rate is None or rate <= 0:
         return None

@@ -1,7 +1,7 @@
 """The single writer of replication throttles (KIP-73): contributions, merge and diff.
 
-Kafka throttles replication with five dynamic configs (seed 004): on brokers
-``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``
+Kafka throttles replication with five dynamic configs (read by ``ReplicationQuotaManager``):
+on brokers ``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``
 (bytes/s of throttled replication traffic) and
 ``replica.alter.log.dirs.io.max.bytes.per.second`` (bytes/s of moves between log
 dirs, KIP-113); on topics ``leader.replication.throttled.replicas`` and

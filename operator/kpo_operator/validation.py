@@ -1,15 +1,15 @@
 """Validate a PartitionReassignment against the cluster, as ReassignPartitionsCommand does.
 
-Kafka's ``kafka-reassign-partitions --execute`` (seed 000 §4.1) refuses a
-reassignment JSON when: the partition list is empty; a partition is listed twice;
-a partition's replica list is empty or names a broker twice; ``log_dirs`` does not
-have one entry per replica; a topic/partition does not exist; a target broker is
-not alive; or a reassignment is already in flight. The operator applies the same
-rules, with two refinements: the in-flight check is per partition (KIP-455 allows
-concurrent reassignments of different partitions) and ignores partitions this
-object itself already submitted (the operator may restart mid-move); and a named
-log dir must be one of the broker's log dirs (AlterReplicaLogDirs would otherwise
-fail with LOG_DIR_NOT_FOUND).
+Kafka's ``kafka-reassign-partitions --execute``
+(``ReassignPartitionsCommand.executeAssignment``) refuses a reassignment JSON when: the
+partition list is empty; a partition is listed twice; a partition's replica list is empty or
+names a broker twice; ``log_dirs`` does not have one entry per replica; a topic/partition
+does not exist; a target broker is not alive; or a reassignment is already in flight. The
+operator applies the same rules, with two refinements: the in-flight check is per partition
+(KIP-455 allows concurrent reassignments of different partitions) and ignores partitions
+this object itself already submitted (the operator may restart mid-move); and a named log
+dir must be one of the broker's log dirs (AlterReplicaLogDirs would otherwise fail with
+LOG_DIR_NOT_FOUND).
 
 Every problem is reported, each naming its entry, e.g.
 ``spec.partitions[2]: broker 7 is not alive``; nothing is validated lazily.

@@ -122,7 +122,8 @@ def predicted_seconds(moves: Sequence[ReplicaMove], throttle: int | None) -> flo
     """Seconds to copy ``moves`` at a throttle of ``throttle`` bytes/s; ``None`` unthrottled.
 
     Same model as the operator's ETA of a not-yet-started reassignment
-    (:func:`kpo_operator.progress.throttled_duration`, seed 004).
+    (:func:`kpo_operator.progress.throttled_duration`: Kafka's leader and follower
+    ``ReplicationQuotaManager`` on each broker, KIP-73).
     """
     parts = [
         PartitionProgress(

@@ -2,21 +2,22 @@
 
 A wave is a set of partition moves submitted together (one ``AlterPartitionReassignments``
 request, KIP-455) and awaited before the next wave. During a move the partition's current
-leader *sends* the partition's bytes to every adding replica, which *receives* them
-(seed 000's reassignment flow). So a move counts as one outgoing move on its current
-leader and one incoming move on each adding broker; a wave holds at most
-``max_outgoing_per_broker`` / ``max_incoming_per_broker`` of them per broker, and at most
-``max_bytes_per_wave`` bytes (a single larger move gets a wave of its own). Moves that
-only reorder replicas (a new preferred leader) copy nothing, use no slot, and ride in the
-first wave.
+leader *sends* the partition's bytes to every adding replica, which *receives* them (Kafka's
+``KafkaController.onPartitionReassignment``: the adding replicas fetch from the leader). So
+a move counts as one outgoing move on its current leader and one incoming move on each
+adding broker; a wave holds at most ``max_outgoing_per_broker`` /
+``max_incoming_per_broker`` of them per broker, and at most ``max_bytes_per_wave`` bytes (a
+single larger move gets a wave of its own). Moves that only reorder replicas (a new
+preferred leader) copy nothing, use no slot, and ride in the first wave.
 
-Duration (seed 004, KIP-73): a throttled broker sends at most ``leader.replication.
-throttled.rate`` and receives at most ``follower.replication.throttled.rate``, both set to
-the throttle ``R``. A wave therefore lasts about its busiest broker's bytes over ``R``:
-``max(max bytes sent by one leader, max bytes received by one broker) / R``. For moves of
-equal size this is seed 004's ``total / (min(leaders, followers) * R)`` (its cases (a),
-(b) and (c): ``2 size / R``, ``2 size / R``, ``size / R``); with uneven sizes it is the
-tighter of the two, as the busiest broker finishes last.
+Duration (KIP-73, Kafka's ``ReplicationQuotaManager``): a throttled broker sends at most
+``leader.replication.throttled.rate`` and receives at most
+``follower.replication.throttled.rate``, both set to the throttle ``R``. A wave therefore
+lasts about its busiest broker's bytes over ``R``: ``max(max bytes sent by one leader, max
+bytes received by one broker) / R``. For moves of equal size this is the cluster-wide
+estimate ``total / (min(leaders, followers) * R)`` (for two moves with one shared leader,
+one shared follower, or neither: ``2 size / R``, ``2 size / R``, ``size / R``); with uneven
+sizes it is the tighter of the two, as the busiest broker finishes last.
 
 Packing is first-fit by decreasing bytes (ties by partition position), so the same moves
 and limits always give the same waves.

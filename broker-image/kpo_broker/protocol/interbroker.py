@@ -26,8 +26,9 @@ compact encoding with tagged fields, request header v2 and response header v1):
 Nested struct types are reachable as class attributes named after the schema
 type, for example ``LeaderAndIsrRequest.LeaderAndIsrTopicState`` and
 ``UpdateMetadataRequest.UpdateMetadataEndpoint``; fields use snake_case names
-(``zk_version``, ``leader_epoch``, ``is_new``...). Source: seed 001 (the
-controller's LeaderAndIsr/StopReplica commands), Kafka protocol guide.
+(``zk_version``, ``leader_epoch``, ``is_new``...). Source: Kafka's ``KafkaController``
+(its LeaderAndIsr/StopReplica commands, sent by ``ControllerChannelManager``), Kafka
+protocol guide.
 """
 
 from __future__ import annotations

@@ -4,16 +4,17 @@ As Kafka's ``fetchMessages`` + DelayedFetch: a fetch returns at once when it has
 ``min_bytes`` of data or an error, else waits up to ``max_wait_ms`` for appends (replica
 fetch) or HW moves (consumer fetch) on its partitions. A replica fetch (``replica_id``
 >= 0) also tells the leader the follower's LEO (its fetch offset), which may move the
-HW and bring the follower back into the ISR (seed 003 §6.2). The response holds at
-most ``max_bytes`` except that the first partition with data returns at least one
-whole batch (KIP-74).
+HW and bring the follower back into the ISR (Kafka's ``Partition.updateFollowerFetchState``).
+The response holds at most ``max_bytes`` except that the first partition with data returns
+at least one whole batch (KIP-74).
 
-Replication quotas (KIP-73, seed 004): for a replica fetch, a partition throttled on
-this leader's side (``leader.replication.throttled.replicas`` names it on this broker, or
-is ``*``) returns no records while the fetching follower is outside the ISR and the
-leader quota is exceeded; it counts as having no data, so a fetch left with only
-throttled data waits out ``max_wait_ms`` and returns empty. The bytes returned for
-throttled partitions are recorded in the leader quota once, when the response is final.
+Replication quotas (KIP-73, Kafka's ``ReplicaManager.shouldLeaderThrottle``): for a replica
+fetch, a partition throttled on this leader's side (``leader.replication.throttled.replicas``
+names it on this broker, or is ``*``) returns no records while the fetching follower is
+outside the ISR and the leader quota is exceeded; it counts as having no data, so a fetch
+left with only throttled data waits out ``max_wait_ms`` and returns empty. The bytes
+returned for throttled partitions are recorded in the leader quota once, when the response
+is final.
 """
 
 from __future__ import annotations

@@ -6,13 +6,15 @@ One fetcher task per (leader broker, fetcher index) pair (``num.replica.fetchers
 A partition joining a fetcher first truncates its log to the point where it diverges
 from the leader, found with OffsetForLeaderEpoch (KIP-101, KIP-279), never by the HW
 alone; then it fetches from its LEO. Each fetched batch is appended with the leader's
-offsets, and the follower's HW becomes min(its LEO, the leader's HW) (seed 003 §6.2).
+offsets, and the follower's HW becomes min(its LEO, the leader's HW) (Kafka's
+``ReplicaFetcherThread.processPartitionData``).
 
-Replication quotas (KIP-73, seed 004): a partition is left out of the Fetch request
-while the follower is out of sync, the partition is throttled on the follower side and
-the follower quota is exceeded; the bytes received for throttled partitions are recorded
-in the follower quota. When every ready partition is left out, the fetcher waits
-``replica.fetch.backoff.ms`` (or until new partitions arrive) before trying again.
+Replication quotas (KIP-73, Kafka's ``ReplicaFetcherThread.shouldFollowerThrottle``): a
+partition is left out of the Fetch request while the follower is out of sync, the partition
+is throttled on the follower side and the follower quota is exceeded; the bytes received for
+throttled partitions are recorded in the follower quota. When every ready partition is left
+out, the fetcher waits ``replica.fetch.backoff.ms`` (or until new partitions arrive) before
+trying again.
 """
 
 from __future__ import annotations
@@ -251,7 +253,7 @@ class ReplicaFetcher:
             state.truncating = False
 
     def _should_throttle(self, tp: TopicPartition, partition: Partition, state: FetchState) -> bool:
-        """Kafka's ``shouldFollowerThrottle`` (seed 004).
+        """Kafka's ``ReplicaFetcherThread.shouldFollowerThrottle``.
 
         The follower is in sync when the last LeaderAndIsr listed it in the ISR, or when
         its last fetch reached the leader's HW (lag 0, as Kafka's fetch state).

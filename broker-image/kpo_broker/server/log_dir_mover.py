@@ -1,11 +1,11 @@
 """The alter-log-dirs copier: moves replicas between log dirs of this broker (KIP-113).
 
-Kafka's ``ReplicaAlterLogDirsThread`` (seed 000, section 4.3) as one asyncio task: for
-every future log of a hosted partition it reads batches from the partition's current
-local log at the future log's LEO and appends them to the future log, throttled by the
-dynamic broker config ``replica.alter.log.dirs.io.max.bytes.per.second`` (bytes/s;
-unthrottled when unset). When the future log has caught up with the current log's LEO,
-the swap happens in the same synchronous step, so no append can slip in between: the
+Kafka's ``ReplicaAlterLogDirsThread`` (started by ``ReplicaManager.alterReplicaLogDirs``) as
+one asyncio task: for every future log of a hosted partition it reads batches from the
+partition's current local log at the future log's LEO and appends them to the future log,
+throttled by the dynamic broker config ``replica.alter.log.dirs.io.max.bytes.per.second``
+(bytes/s; unthrottled when unset). When the future log has caught up with the current log's
+LEO, the swap happens in the same synchronous step, so no append can slip in between: the
 log manager renames the dirs and the ``Partition`` gets the new log object.
 
 ``copy_step`` and ``IoThrottle`` are pure logic over ``Log`` objects; ``LogDirMover``

@@ -4,7 +4,8 @@ Pure logic over a :class:`~kpo_broker.log.log.Log`: no ZooKeeper or network I/O 
 An ISR change is returned to the caller as an :class:`IsrChange` proposal; the replica
 manager writes it to ZooKeeper (compare-and-set on the partition state znode) and then
 calls :meth:`Partition.apply_isr_change`. This mirrors Kafka's ``Partition``
-(seed 003 §4-§6): the leader keeps a view of every follower's LEO, updated from the
+(``updateFollowerFetchState``, ``maybeIncrementLeaderHW``, ``maybeExpandIsr``,
+``maybeShrinkIsr``): the leader keeps a view of every follower's LEO, updated from the
 fetch offset of each replica fetch; the leader's HW is the minimum LEO of the ISR; a
 follower's HW is min(its LEO, the leader's HW); an ISR member that has not caught up
 within ``replica.lag.time.max.ms`` is removed, and a follower that reaches the HW is
@@ -254,7 +255,10 @@ class Partition:
         self.update_follower_high_watermark(leader_high_watermark)
 
     def update_follower_high_watermark(self, leader_high_watermark: int) -> None:
-        """Set a follower's HW to min(its LEO, the leader's HW) (seed 003 §6.2 (3))."""
+        """Set a follower's HW to min(its LEO, the leader's HW).
+
+        As Kafka's ``ReplicaFetcherThread.processPartitionData``.
+        """
         new_hw = min(self.log.log_end_offset, leader_high_watermark)
         if new_hw > self.high_watermark:
             self.high_watermark = new_hw

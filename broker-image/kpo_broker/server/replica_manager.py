@@ -131,7 +131,7 @@ class ReplicaManager:
     def become_leader_or_follower(
         self, controller_epoch: int, states: dict[TopicPartition, PartitionState]
     ) -> dict[TopicPartition, LeaderAndIsrResult]:
-        """Apply a LeaderAndIsr request (seed 001; Kafka's ``becomeLeaderOrFollower``).
+        """Apply a LeaderAndIsr request (Kafka's ``ReplicaManager.becomeLeaderOrFollower``).
 
         A partition state is applied only when its leader epoch is newer than the one
         held (a request with the same or an older epoch gets STALE_CONTROLLER_EPOCH for

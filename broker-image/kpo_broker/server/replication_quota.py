@@ -2,7 +2,7 @@
 
 Two :class:`ReplicationQuotaManager` instances live on each broker, one for the leader
 side (bytes served to throttled followers) and one for the follower side (bytes fetched
-for throttled partitions); seed 004, "限流的实现".
+for throttled partitions), as Kafka's ``QuotaFactory.instantiate`` creates them.
 
 Rate measurement (the semantics of Kafka's ``Rate`` over a ``SampledStat`` summing its
 samples, configured by ``replication.quota.window.num`` = N and
@@ -214,7 +214,10 @@ class ReplicationQuotaManager:
         return replicas is not None and replicas.contains(partition, broker_id)
 
     def should_throttle(self, topic: str, partition: int, broker_id: int, in_sync: bool) -> bool:
-        """Kafka's throttle decision: out of sync, throttled, and over the quota (seed 004).
+        """Kafka's throttle decision: out of sync, throttled, and over the quota.
+
+        As Kafka's ``ReplicaManager.shouldLeaderThrottle`` and
+        ``ReplicaFetcherThread.shouldFollowerThrottle``.
 
         Args:
             topic: the partition's topic.

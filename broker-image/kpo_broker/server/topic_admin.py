@@ -2,10 +2,10 @@
 
 As Kafka's ``AdminZkClient`` (ZooKeeper mode): the broker that receives CreateTopics,
 DeleteTopics or CreatePartitions validates the request, writes the assignment
-(``/brokers/topics/<topic>``, seed 001 §4) or the deletion marker
-(``/admin/delete_topics/<topic>``), and the controller does the rest through its
-watches. The request then waits, up to its ``timeout_ms``, until the metadata cache
-shows the outcome (leaders elected, topic gone), answering REQUEST_TIMED_OUT if not.
+(``/brokers/topics/<topic>``, placed as Kafka's ``AdminUtils.assignReplicasToBrokers``) or
+the deletion marker (``/admin/delete_topics/<topic>``), and the controller does the rest
+through its watches. The request then waits, up to its ``timeout_ms``, until the metadata
+cache shows the outcome (leaders elected, topic gone), answering REQUEST_TIMED_OUT if not.
 """
 
 from __future__ import annotations

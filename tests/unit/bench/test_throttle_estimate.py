@@ -50,7 +50,7 @@ def test_the_three_experiments_have_the_seeds_shapes() -> None:
 
 
 def test_shared_leader_or_follower_doubles_the_estimate() -> None:
-    # Seed 004: cluster rate = min(distinct leaders, distinct followers) * R.
+    # The estimate: cluster rate = min(distinct leaders, distinct followers) * R.
     for key, expected in (("a", 2 * SIZE / R), ("b", 2 * SIZE / R), ("c", SIZE / R)):
         moves = by_key(key)
         assert estimate_s(copied_bytes(moves, sizes(moves)), moves, R) == pytest.approx(expected)

@@ -31,7 +31,8 @@ from kpo_operator.model import PartitionReassignmentSpec, PartitionTarget
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
 
-# The document of seed 000 §2: partition 2 of "test" to brokers [2, 1], any log dir.
+# A kafka-reassign-partitions --reassignment-json-file document: partition 2 of "test" to
+# brokers [2, 1], any log dir.
 SEED_EXAMPLE = {
     "version": 1,
     "partitions": [

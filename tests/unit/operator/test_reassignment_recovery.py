@@ -3,7 +3,9 @@
 ``status.partitions`` is written before anything reaches Kafka (Pending), so an
 operator that dies anywhere in a step resumes from the status alone: it submits
 what was accepted and not submitted, never resubmits what is in flight, and
-never loses a partition (seed 000; KIP-455 ListPartitionReassignments).
+never loses a partition (as Kafka's ReassignPartitionsCommand records a reassignment in
+``/admin/reassign_partitions`` before any broker acts on it; KIP-455
+ListPartitionReassignments).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A throttled object sets its throttles first and is submitted with
 AlterPartitionReassignments (KIP-455) on the next step, once brokers have the
-configs (``kafka-reassign-partitions --throttle``, seed 004); without a throttle
+configs (``kafka-reassign-partitions --throttle``, KIP-73); without a throttle
 change it is submitted in the same step. Progress is measured from replica sizes
 (DescribeLogDirs, KIP-113); completion removes the object's throttles.
 """

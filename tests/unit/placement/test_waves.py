@@ -14,7 +14,7 @@ def move(p, old, new, size=20 * MIB):
 @pytest.mark.parametrize(
     ("moves", "expected_s"),
     [
-        # seed 004 (a): one leader sends both copies: 2 x size / R
+        # kpo_bench.throttle_plan's (a): one leader sends both copies: 2 x size / R
         ([move(0, (0,), (0, 1)), move(1, (0,), (0, 2))], 40.0),
         # (b): two leaders, one follower receives both: 2 x size / R
         ([move(0, (0,), (0, 2)), move(1, (1,), (1, 2))], 40.0),

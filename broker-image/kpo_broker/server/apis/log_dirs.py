@@ -78,7 +78,7 @@ async def handle_describe_log_dirs(
 def alter_replica_log_dir(broker: BrokerComponents, tp: TopicPartition, log_dir: Path) -> int:
     """Move (or place) this broker's replica of ``tp`` into ``log_dir``; return an error code.
 
-    As Kafka's ``ReplicaManager.alterReplicaLogDirs`` (KIP-113, seed 000 section 4.3):
+    As Kafka's ``ReplicaManager.alterReplicaLogDirs`` (KIP-113):
 
     * ``log_dir`` not a log dir of this broker: LOG_DIR_NOT_FOUND;
     * partition not hosted: the dir is remembered so the replica is created there when

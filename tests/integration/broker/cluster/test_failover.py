@@ -1,4 +1,8 @@
-"""Leader and controller failures on real broker processes (kill -9), seed 001 §A/§E, seed 003."""
+"""Leader and controller failures on real broker processes (kill -9).
+
+As Kafka's KafkaController.onBrokerFailure and onBrokerStartup, with the ISR and high
+watermark rules of Kafka's Partition.
+"""
 
 from __future__ import annotations
 

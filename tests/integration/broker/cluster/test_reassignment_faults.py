@@ -1,9 +1,9 @@
-"""Partition reassignment (KIP-455) under faults on real 3-4 broker clusters, seed 000 §4.2.
+"""Partition reassignment (KIP-455, KafkaController.onPartitionReassignment) under faults.
 
-Throttled moves (KIP-73, seed 004) keep a reassignment in flight long enough to kill the
-controller or the partition's leader in the middle of it, or to submit a second target
-for the same partition; once the throttle is removed the move must complete (no
-reassignment listed, AR = RAR = ISR) and every record acknowledged with acks=all by
+On real 3-4 broker clusters, throttled moves (KIP-73) keep a reassignment in flight long
+enough to kill the controller or the partition's leader in the middle of it, or to submit a
+second target for the same partition; once the throttle is removed the move must complete
+(no reassignment listed, AR = RAR = ISR) and every record acknowledged with acks=all by
 kafka-python's default idempotent producer must be read back, in order, exactly once.
 """
 

@@ -27,7 +27,7 @@ def test_two_controllers_race_and_one_wins_with_epoch_1(cluster: Cluster) -> Non
     assert epoch is not None and epoch.epoch == 1
     assert cluster.admin.get_controller_id() == winner.broker_id
 
-    # The winner tells every live broker about the cluster (seed 001 §D).
+    # The winner tells every live broker about the cluster (KafkaController.onControllerFailover).
     for broker in (b1, b2):
         wait_for(lambda b=broker: bool(b.received(UPDATE_METADATA)), what="UpdateMetadata")
         body = broker.received(UPDATE_METADATA)[0].body

@@ -1,4 +1,7 @@
-"""Partition reassignment (KIP-455, seed 000 §4.2) with fake brokers and a real ZooKeeper."""
+"""Partition reassignment (KIP-455) with fake brokers and a real ZooKeeper.
+
+As Kafka's KafkaController.onPartitionReassignment.
+"""
 
 from __future__ import annotations
 

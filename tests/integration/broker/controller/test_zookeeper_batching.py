@@ -1,4 +1,4 @@
-"""Seed 001 §F anti-goal: no synchronous ZooKeeper round trip per partition.
+"""No synchronous ZooKeeper round trip per partition, as Kafka's KafkaZkClient pipelines them.
 
 Creating a topic and failing a broker touch hundreds of partition state znodes; the
 controller must write them in batches, so the number of round trips does not grow with

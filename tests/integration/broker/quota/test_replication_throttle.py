@@ -1,6 +1,7 @@
-"""Replication throttling (KIP-73, seed 004) on real brokers: a lagging follower catches up
-at about the throttle rate, in-sync replicas of other topics are not slowed down, and
-removing the throttle lets the follower finish at full speed."""
+"""Replication throttling (KIP-73, Kafka's ReplicationQuotaManager) on real brokers.
+
+A lagging follower catches up at about the throttle rate, in-sync replicas of other topics
+are not slowed down, and removing the throttle lets the follower finish at full speed."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
     assert not result.version_conflicts
     assert not result.missing
     # One request per partition (plus the topic's partitions znode), pipelined: the
-    # caller waited 3 times, not 2000 (seed 001 §F).
+    # caller waited 3 times, not 2000 (as Kafka's KafkaZkClient.updateLeaderAndIsr).
     assert after.requests - before.requests == 2001
     assert after.round_trips - before.round_trips <= 3
 

@@ -1,4 +1,7 @@
-"""Replica assignment for topic creation and CreatePartitions (seed 001 §4)."""
+"""Replica assignment for topic creation and CreatePartitions.
+
+As Kafka's AdminUtils.assignReplicasToBrokers.
+"""
 
 import random
 from collections import Counter
@@ -29,7 +32,8 @@ def brokers(*ids: int) -> list[BrokerMetadata]:
 
 
 def test_seed_example_four_brokers_four_partitions_three_replicas() -> None:
-    # Seed 001 §4: partition i on broker i mod n, its replica j on broker (i + j) mod n.
+    # Kafka's AdminUtils.assignReplicasToBrokers: partition i on broker i mod n, its replica j
+    # on broker (i + j) mod n.
     assert assign_replicas_to_brokers(brokers(0, 1, 2, 3), 4, 3, start_index=0) == {
         0: [0, 1, 2],
         1: [1, 2, 3],

@@ -1,4 +1,4 @@
-"""Leader election strategies, with seed 001 §A's examples."""
+"""Leader election strategies, with broker-failure examples (KafkaController.onBrokerFailure)."""
 
 from kpo_broker.controller.election import (
     LeaderElectionResult,
@@ -8,7 +8,7 @@ from kpo_broker.controller.election import (
     elect_preferred_leader,
 )
 
-# --- offline partition (seed 001 §A) ------------------------------------------------------
+# --- offline partition (KafkaController.onBrokerFailure) ----------------------------------
 
 
 def test_seed_broker1_failure_moves_leadership_to_replica2() -> None:

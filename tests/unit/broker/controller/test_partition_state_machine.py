@@ -87,7 +87,7 @@ def test_new_partition_without_live_replica_fails_and_stays_new() -> None:
     [
         # Offline: first replica of AR that is live and in the ISR; ISR = live ISR.
         (OfflinePartitionLeaderElection(), [2, 3], [], (1, 2, 3), False, (2, (2, 3))),
-        # Seed 001 §A: no live ISR member, clean only -> no leader.
+        # Kafka's offlinePartitionLeaderElection: no live ISR member, clean only -> no leader.
         (OfflinePartitionLeaderElection(), [3], [], (1, 2), False, None),
         # ... unclean allowed by the broker config -> first live replica alone.
         (OfflinePartitionLeaderElection(), [3], [], (1, 2), True, (3, (3,))),

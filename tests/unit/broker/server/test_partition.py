@@ -1,4 +1,4 @@
-"""Partition leader/follower logic (seed 003 §6) over a real log in a temp dir."""
+"""Partition leader/follower logic (Kafka's Partition: HW and ISR) over a real log in a temp dir."""
 
 from collections.abc import Iterator
 from pathlib import Path

@@ -1,4 +1,7 @@
-"""Replication quota rate measurement and throttled replica lists (KIP-73, seed 004)."""
+"""Replication quota rate measurement and throttled replica lists (KIP-73).
+
+As Kafka's ReplicationQuotaManager.
+"""
 
 import pytest
 

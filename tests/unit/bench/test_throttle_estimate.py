@@ -40,7 +40,7 @@ def sizes(moves: tuple[PartitionMove, ...]) -> dict[str, int]:
     return {m.topic: SIZE for m in moves}
 
 
-def test_the_three_experiments_have_the_seeds_shapes() -> None:
+def test_the_three_experiments_have_their_shapes() -> None:
     a, b, c = by_key("a"), by_key("b"), by_key("c")
     assert (throttled_leaders(a), throttled_followers(a)) == ({0}, {1, 2})
     assert (throttled_leaders(b), throttled_followers(b)) == ({0, 1}, {2})

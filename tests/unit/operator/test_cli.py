@@ -17,7 +17,7 @@ from kpo_operator.model import PartitionReassignmentSpec
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
-SEED_JSON = (
+KAFKA_JSON = (
     '{"version":1,"partitions":[{"topic":"test","partition":2,"replicas":[2,1],'
     '"log_dirs":["any","any"]}]}'
 )
@@ -47,7 +47,7 @@ def failed(result: Result) -> str:
 
 def test_from_json_file_with_every_option(tmp_path: Path) -> None:
     path = tmp_path / "reassign.json"
-    path.write_text(SEED_JSON)
+    path.write_text(KAFKA_JSON)
     result = run(
         "from-json",
         str(path),
@@ -77,7 +77,7 @@ def test_from_json_file_with_every_option(tmp_path: Path) -> None:
 
 
 def test_from_json_reads_stdin() -> None:
-    (doc,) = documents(run("from-json", "-", "--name", "m", stdin=SEED_JSON))
+    (doc,) = documents(run("from-json", "-", "--name", "m", stdin=KAFKA_JSON))
     assert doc["metadata"] == {"name": "m"}
     assert "throttle" not in doc["spec"]
 
@@ -104,7 +104,7 @@ def test_from_json_splits_large_moves_into_a_multi_document_stream() -> None:
             "partitions[1].replicas: must be a list of broker ids",
         ),
         ("not json", [], "line 1 column 1"),
-        (SEED_JSON, ["--namespace", "Bad_NS"], "namespace: 'Bad_NS' is not a valid"),
+        (KAFKA_JSON, ["--namespace", "Bad_NS"], "namespace: 'Bad_NS' is not a valid"),
     ],
 )
 def test_from_json_errors(text: str, options: list[str], message: str) -> None:
@@ -112,7 +112,7 @@ def test_from_json_errors(text: str, options: list[str], message: str) -> None:
 
 
 def test_from_json_usage_errors() -> None:
-    assert run("from-json", "-", stdin=SEED_JSON).exit_code == 2  # --name is required
+    assert run("from-json", "-", stdin=KAFKA_JSON).exit_code == 2  # --name is required
     assert run("from-json", "-", "--name", "m", "--throttle", "0").exit_code == 2
     assert "cannot read input" in failed(run("from-json", "/no/such/file", "--name", "m"))
 

@@ -33,7 +33,7 @@ EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
 
 # A kafka-reassign-partitions --reassignment-json-file document: partition 2 of "test" to
 # brokers [2, 1], any log dir.
-SEED_EXAMPLE = {
+KAFKA_JSON_EXAMPLE = {
     "version": 1,
     "partitions": [
         {"topic": "test", "partition": 2, "replicas": [2, 1], "log_dirs": ["any", "any"]}
@@ -62,8 +62,8 @@ def errors_of(data: Any) -> list[str]:
 # -- Kafka JSON -> targets ------------------------------------------------------------
 
 
-def test_seed_example_parses_with_its_log_dirs() -> None:
-    (parsed,) = parse_reassignment_json(json.dumps(SEED_EXAMPLE))
+def test_kafka_json_example_parses_with_its_log_dirs() -> None:
+    (parsed,) = parse_reassignment_json(json.dumps(KAFKA_JSON_EXAMPLE))
     assert parsed.key == ("test", 2)
     assert parsed.replicas == [2, 1]
     assert parsed.log_dirs == ["any", "any"]
@@ -183,8 +183,8 @@ def test_dump_is_compact_like_kafka_or_indented() -> None:
 # -- targets -> manifests -------------------------------------------------------------
 
 
-def test_manifest_of_the_seed_example() -> None:
-    targets = parse_reassignment_data(SEED_EXAMPLE)
+def test_manifest_of_the_kafka_json_example() -> None:
+    targets = parse_reassignment_data(KAFKA_JSON_EXAMPLE)
     options = ManifestOptions("move-test-2", "kafka", 10485760, preferred_leader_election=True)
     (manifest,) = to_manifests(targets, options)
     assert manifest == {

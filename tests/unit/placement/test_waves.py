@@ -22,7 +22,7 @@ def move(p, old, new, size=20 * MIB):
         ([move(0, (0,), (0, 1)), move(1, (1,), (1, 2))], 20.0),
     ],
 )
-def test_duration_matches_seed_004_experiments(moves, expected_s):
+def test_duration_matches_throttle_experiments(moves, expected_s):
     waves = split_into_waves(moves, throttle_bytes_per_s=1 * MIB)
     assert len(waves) == 1
     assert waves[0].predicted_duration_s == pytest.approx(expected_s)

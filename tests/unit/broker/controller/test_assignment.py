@@ -31,7 +31,7 @@ def brokers(*ids: int) -> list[BrokerMetadata]:
 # --- known layouts ----------------------------------------------------------------------
 
 
-def test_seed_example_four_brokers_four_partitions_three_replicas() -> None:
+def test_round_robin_four_brokers_four_partitions_three_replicas() -> None:
     # Kafka's AdminUtils.assignReplicasToBrokers: partition i on broker i mod n, its replica j
     # on broker (i + j) mod n.
     assert assign_replicas_to_brokers(brokers(0, 1, 2, 3), 4, 3, start_index=0) == {

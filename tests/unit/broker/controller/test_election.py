@@ -11,19 +11,19 @@ from kpo_broker.controller.election import (
 # --- offline partition (KafkaController.onBrokerFailure) ----------------------------------
 
 
-def test_seed_broker1_failure_moves_leadership_to_replica2() -> None:
+def test_broker1_failure_moves_leadership_to_replica2() -> None:
     # Partition1: replicas 1,2,3, leader 1, ISR [1,2,3]; broker 1 dies.
     result = elect_leader_for_offline_partition([1, 2, 3], [1, 2, 3], {2, 3}, False)
     assert result == LeaderElectionResult(leader=2, isr=(2, 3), unclean=False)
 
 
-def test_seed_live_isr_member_leads_and_isr_keeps_live_members() -> None:
+def test_live_isr_member_leads_and_isr_keeps_live_members() -> None:
     # AR=[1,2,3,4,5], ISR=[1,2,3], live brokers [2,3,5]: leader 2, ISR [2,3].
     result = elect_leader_for_offline_partition([1, 2, 3, 4, 5], [1, 2, 3], {2, 3, 5}, True)
     assert result == LeaderElectionResult(2, (2, 3), unclean=False)
 
 
-def test_seed_no_live_isr_member_falls_back_to_live_replica_when_unclean_allowed() -> None:
+def test_no_live_isr_member_falls_back_to_live_replica_when_unclean_allowed() -> None:
     # AR=[1,2,3,4,5], ISR=[1,2,3], live brokers [4,6,7]: leader 4, ISR [4] (may lose data).
     result = elect_leader_for_offline_partition([1, 2, 3, 4, 5], [1, 2, 3], {4, 6, 7}, True)
     assert result == LeaderElectionResult(4, (4,), unclean=True)

@@ -175,12 +175,6 @@ class ControllerContext:
         assignment = self.partition_full_replica_assignment(tp)
         return () if assignment is None else assignment.replicas
 
-    def partition_assignments_for_topic(
-        self, topic: str
-    ) -> dict[TopicPartition, ReplicaAssignment]:
-        """Return partition -> assignment of every known partition of ``topic``."""
-        return {TopicPartition(topic, p): a for p, a in self._assignments.get(topic, {}).items()}
-
     def partitions_for_topic(self, topic: str) -> set[TopicPartition]:
         """Return the known partitions of ``topic``."""
         return {TopicPartition(topic, p) for p in self._assignments.get(topic, {})}

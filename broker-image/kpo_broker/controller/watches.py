@@ -159,8 +159,3 @@ class ControllerWatches:
         for watch in self._watches.values():
             watch.cancel()
         self._watches.clear()
-
-    @property
-    def watched_paths(self) -> set[str]:
-        """The znodes watched now."""
-        return set(self._watches)

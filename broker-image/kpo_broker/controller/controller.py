@@ -361,7 +361,7 @@ class KafkaController:
         self.event_manager.put(event)
         return event.result
 
-    # --- event processing (event thread) ------------------------------------------------
+    # --- event processing (event thread) --------------------------------------------------
 
     def preempt(self, event: ControllerEvent) -> None:
         """Answer an event that will not be processed with NOT_CONTROLLER."""
@@ -459,7 +459,7 @@ class KafkaController:
             _log.exception("failed to send UpdateMetadata")
             self.batch.clear()
 
-    # --- election and resignation ------------------------------------------------------
+    # --- controller election (/controller) ------------------------------------------------
 
     def _on_session_state(self, state: ZkSessionState) -> None:
         """Kazoo thread: turn session expiry and re-establishment into events."""
@@ -621,7 +621,7 @@ class KafkaController:
         self.context.reset()
         _log.info("broker %s is not the controller", self.broker_id)
 
-    # --- broker events -------------------------------------------------------------------
+    # --- broker events --------------------------------------------------------------------
 
     def _process_broker_change(self) -> None:
         """Compare ``/brokers/ids`` with the context and handle new, bounced and dead brokers."""
@@ -789,7 +789,7 @@ class KafkaController:
             if not deleting(tp.topic) and len(ctx.partition_replica_assignment(tp)) > 1
         }
 
-    # --- topic events --------------------------------------------------------------------
+    # --- topic events ---------------------------------------------------------------------
 
     def _process_topic_change(self) -> None:
         """Create the partitions of new topics; forget topics that vanished."""
@@ -932,7 +932,7 @@ class KafkaController:
                 names, controller_epoch_zk_version=ctx.epoch_zk_version
             )
 
-    # --- reassignment events (KIP-455) -------------------------------------------------------
+    # --- reassignment events (KIP-455) ----------------------------------------------------
 
     def _process_alter_partition_reassignments(self, event: AlterPartitionReassignments) -> None:
         """Answer an AlterPartitionReassignments event: partition -> (error code, message).
@@ -968,7 +968,7 @@ class KafkaController:
         if self.is_active:
             self.reassignment_manager.on_partition_isr_change(tp)
 
-    # --- election events ---------------------------------------------------------------------
+    # --- election events ------------------------------------------------------------------
 
     def _process_elect_leaders(self, event: ElectLeaders) -> None:
         """Answer an ElectLeaders event: partition -> (error code, message).

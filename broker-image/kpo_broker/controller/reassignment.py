@@ -102,7 +102,7 @@ class ReassignmentManager:
         self._watches = watches
         self._send_update_metadata = send_update_metadata
 
-    # --- API and znode entry points --------------------------------------------------------
+    # --- API and znode entry points -------------------------------------------------------
 
     def alter_partition_reassignments(
         self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
@@ -310,7 +310,7 @@ class ReassignmentManager:
         rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_SUCCESSFUL)
         rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT_REPLICA)
 
-    # --- ZooKeeper writes and requests -----------------------------------------------------
+    # --- ZooKeeper writes and requests ----------------------------------------------------
 
     def _update_leader_epoch_and_send_request(
         self, tp: TopicPartition, assignment: ReplicaAssignment
@@ -402,7 +402,7 @@ class ReassignmentManager:
         else:
             self._zk.delete_partition_reassignment(controller_epoch_zk_version=fence)
 
-    # --- helpers ------------------------------------------------------------------------
+    # --- helpers --------------------------------------------------------------------------
 
     def _build_reassignments(
         self, requested: Mapping[TopicPartition, Sequence[int] | None]

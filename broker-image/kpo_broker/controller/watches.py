@@ -1,7 +1,7 @@
 """The ZooKeeper watches of the active controller, turned into controller events.
 
-Seed 001 §G lists the controller's listeners; each one here only enqueues an event (the
-event thread re-reads ZooKeeper), as Kafka's ``ZNodeChangeHandler``s do:
+The controller's ZooKeeper listeners; each one here only enqueues an event (the event
+thread re-reads ZooKeeper), as Kafka's ``ZNodeChangeHandler``s do:
 
 =================================== =====================================
 znode                               event

@@ -1,4 +1,5 @@
 """The ZooKeeper-elected controller: state machines, leader election and replica assignment.
 
-Seed 001 ("KafkaController") describes the controller this package implements.
+Kafka's ``KafkaController`` of ZooKeeper mode (:mod:`kpo_broker.controller.controller`)
+with its collaborators, one module each.
 """

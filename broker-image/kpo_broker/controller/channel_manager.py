@@ -8,10 +8,10 @@ event loop that runs in a dedicated thread owned by the manager; each uses a
 (the controller's own broker included, over TCP as in Kafka).
 
 A request that fails on a connection error or a timeout (``controller.socket.timeout.ms``)
-is retried, after a short backoff, until it gets a response or the broker is removed
-(seed 001 §F: a broker that misses commands re-reads its state when it restarts). The
-response goes to the request's callback on the manager's thread; callbacks must only
-enqueue controller events.
+is retried, after a short backoff, until it gets a response or the broker is removed (a
+broker that missed commands gets its state again when it restarts). The response goes to
+the request's callback on the manager's thread; callbacks must only enqueue controller
+events.
 """
 
 from __future__ import annotations

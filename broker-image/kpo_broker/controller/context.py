@@ -2,13 +2,13 @@
 
 As Kafka's ``ControllerContext``: the live brokers and their epochs, the brokers shutting
 down, every topic with its replica assignment (AR, with the KIP-455 adding/removing
-replicas of a running reassignment, seed 000 §4.2), each partition's leadership
+replicas of a running reassignment), each partition's leadership
 (LeaderAndIsr plus the controller epoch that wrote it), the partition and replica
 states of the two state machines, the topic deletion queue, and the controller epoch
 with the version of ``/controller_epoch`` that fences its writes.
 
 Pure data and queries: only the controller's event thread reads and writes it, and it is
-rebuilt from ZooKeeper at each failover (seed 001 §D).
+rebuilt from ZooKeeper at each failover (Kafka's ``initializeControllerContext``).
 """
 
 from __future__ import annotations
@@ -174,12 +174,6 @@ class ControllerContext:
         """Return AR of ``tp`` (preferred replica first); empty for an unknown partition."""
         assignment = self.partition_full_replica_assignment(tp)
         return () if assignment is None else assignment.replicas
-
-    def partition_assignments_for_topic(
-        self, topic: str
-    ) -> dict[TopicPartition, ReplicaAssignment]:
-        """Return partition -> assignment of every known partition of ``topic``."""
-        return {TopicPartition(topic, p): a for p, a in self._assignments.get(topic, {}).items()}
 
     def partitions_for_topic(self, topic: str) -> set[TopicPartition]:
         """Return the known partitions of ``topic``."""

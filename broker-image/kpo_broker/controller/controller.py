@@ -1,21 +1,69 @@
-"""KafkaController: election through ``/controller``, failover, resignation, event dispatch.
+"""KafkaController: election through ``/controller``, failover, resignation, event handling.
 
-Every broker runs one (seed 001 "Controller"): the first to create the ephemeral
+Every broker runs one (Kafka's ``KafkaController``): the first to create the ephemeral
 ``/controller`` znode (bumping ``/controller_epoch`` in the same multi) is the active
 controller; the others watch ``/controller`` and run for election when it disappears.
-On winning, the controller *fails over* (seed 001 §D): it registers its watches, loads
-the cluster from ZooKeeper into its :class:`ControllerContext`, sends UpdateMetadata to
-all live brokers, starts the replica and partition state machines (partitions with a
-live leader Online, the others elected or Offline), resumes topic deletions and pending
-preferred elections, and schedules the auto leader rebalance.
 
-It resigns (drops its state, its watches and its connections, and goes back to watching
-``/controller``) when ``/controller`` names another broker, when a ZooKeeper write is
-fenced by ``/controller_epoch`` (:class:`ControllerMovedError`), or when its ZooKeeper
-session expires; after a new session it runs for election again.
+The controller owns the event queue (:mod:`kpo_broker.controller.event_manager`): all
+work happens on the event thread, the public methods only enqueue events, and
+:meth:`KafkaController.process` hands each event to its handler here. The handlers
+delegate the heavy lifting to collaborators that own their state and get the context
+(and what else they need) in their constructors: the
+:class:`~kpo_broker.controller.partition_state_machine.PartitionStateMachine` and
+:class:`~kpo_broker.controller.replica_state_machine.ReplicaStateMachine`, the
+:class:`~kpo_broker.controller.topic_deletion.TopicDeletionManager`, the
+:class:`~kpo_broker.controller.reassignment.ReassignmentManager` (KIP-455) and the
+:class:`~kpo_broker.controller.replica_election.ReplicaElectionManager`.
 
-All work happens on the event thread (:mod:`kpo_broker.controller.event_manager`);
-the public methods only enqueue events.
+Failover (Kafka's ``onControllerFailover``): on winning the election the controller
+registers its watches *before* reading ZooKeeper, deletes stale ISR change
+notifications, loads brokers, topics, assignments and partition states into its
+:class:`ControllerContext`, connects to every live broker, queues the pending topic
+deletions, sends UpdateMetadata to all live brokers (before any LeaderAndIsr, so brokers
+know the live brokers first), starts the replica then the partition state machine
+(partitions with a live leader Online, the others elected or Offline), resumes
+reassignments (the ``/admin/reassign_partitions`` znode's, then those with
+adding/removing replicas in ZooKeeper, KIP-455), deletions and pending preferred
+elections, and schedules the auto leader rebalance.
+
+It resigns (Kafka's ``onControllerResignation``: drops its state, its watches and its
+connections, and goes back to watching ``/controller``) when ``/controller`` names
+another broker, when a ZooKeeper write is fenced by ``/controller_epoch``
+(:class:`ControllerMovedError`), or when its ZooKeeper session expires; after a new
+session it runs for election again.
+
+Broker events (Kafka's ``onBrokerStartup``, ``onBrokerFailure``, ``doControlledShutdown``):
+
+- BrokerChange (``/brokers/ids`` children): new, dead and *bounced* brokers (same id,
+  newer broker epoch: it restarted between two reads) are told apart by comparing the
+  registrations with the context (KIP-380).
+- Broker startup: the other brokers get UpdateMetadata with the new broker; the new
+  broker gets UpdateMetadata with every partition, then LeaderAndIsr for every replica
+  it hosts (OnlineReplica); offline and new partitions are elected (it may lead some
+  now); reassignments with target replicas on it are resumed (KIP-455); halted topic
+  deletions with replicas on it resume.
+- Broker failure: partitions it led go OfflinePartition and are elected from the live
+  ISR (or unclean, if allowed; else they stay offline with leader -1); its replicas go
+  OfflineReplica, which removes it from the ISRs it was in; each write bumps the leader
+  epoch; all writes are batched.
+- ControlledShutdown: leadership of the broker's partitions moves to other ISR members
+  (controlled-shutdown election), it leaves the ISRs of the partitions it follows, and
+  the partitions it still leads are returned; the broker retries until none is left.
+
+Topic events (Kafka's ``onNewPartitionCreation`` and the topic deletion handlers):
+
+- TopicChange (``/brokers/topics`` children): new topics' assignments are read and
+  their partitions created: NewPartition / NewReplica, then OnlinePartition (leader =
+  first live replica of AR, ISR = live replicas of AR, state znodes created in one
+  batch) and OnlineReplica; the replicas get LeaderAndIsr, every broker UpdateMetadata.
+- PartitionModifications (``/brokers/topics/<topic>``): partitions added to a topic are
+  created the same way.
+- TopicDeletion (``/admin/delete_topics`` children): topics are queued in the
+  :class:`~kpo_broker.controller.topic_deletion.TopicDeletionManager`, or the markers
+  removed when ``delete.topic.enable`` is false.
+- StopReplica responses of deletions advance the deletion.
+- IsrChangeNotification: leaders changed ISRs; the states are re-read and sent to every
+  broker in UpdateMetadata, then the notifications are deleted.
 """
 
 from __future__ import annotations
@@ -23,13 +71,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
+from typing import Any
 
 from kpo_broker.config import BrokerConfig
-from kpo_broker.controller.base import NO_CONTROLLER
-from kpo_broker.controller.broker_events import BrokerEventsMixin
-from kpo_broker.controller.channel_manager import ConnectionFactory
-from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.errors import ControllerError, NotControllerError
+from kpo_broker.controller.channel_manager import ConnectionFactory, ControllerChannelManager
+from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
+from kpo_broker.controller.errors import (
+    BrokerNotAvailableError,
+    ControllerError,
+    NotControllerError,
+    StaleBrokerEpochError,
+)
 from kpo_broker.controller.event_manager import ControllerEventManager
 from kpo_broker.controller.events import (
     AlterPartitionReassignments,
@@ -57,13 +109,22 @@ from kpo_broker.controller.events import (
     TopicDeletionStopReplicaResponseReceived,
     ZkPartitionReassignment,
 )
-from kpo_broker.controller.failover import FailoverMixin
+from kpo_broker.controller.leader_election import (
+    ControlledShutdownPartitionLeaderElection,
+    OfflinePartitionLeaderElection,
+)
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
+from kpo_broker.controller.reassignment import ReassignmentManager
+from kpo_broker.controller.replica_election import ReplicaElectionManager
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
-from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch, RequestVersions
+from kpo_broker.controller.request_batch import (
+    ControllerBrokerRequestBatch,
+    RequestVersions,
+    ResponseCallback,
+)
 from kpo_broker.controller.scheduler import RepeatingTask
+from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.controller.topic_deletion import TopicDeletionManager
-from kpo_broker.controller.topic_events import TopicEventsMixin
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
@@ -73,12 +134,24 @@ from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
 
 _log = logging.getLogger("kpo_broker.controller")
 
+#: ``active_controller_id`` when no controller is known.
+NO_CONTROLLER = -1
+
 #: Delay of the first auto rebalance check after failover, in seconds (as in Kafka).
 AUTO_REBALANCE_INITIAL_DELAY_S = 5.0
 
+#: ControlledShutdown broker epoch of requests older than v2 (KIP-380): not checked.
+UNKNOWN_BROKER_EPOCH = -1
 
-class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
-    """The controller of one broker (active or standby).
+#: StopReplica response error code when the request itself failed (no partition errors).
+_NONE = 0
+
+
+class KafkaController:
+    """The controller of one broker (active or standby); see the module docstring.
+
+    Everything but the read-only properties and the public request methods is touched
+    only by the event thread.
 
     Args:
         config: the broker's config: ``broker.id``, ``inter.broker.listener.name``,
@@ -92,6 +165,20 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
         request_versions: versions of LeaderAndIsr / UpdateMetadata / StopReplica.
         auto_rebalance_initial_delay_s: delay of the first auto rebalance check.
         channel_retry_backoff_ms: pause before resending a failed broker request.
+
+    Attributes:
+        config: the broker's configuration.
+        zk: the broker's ZooKeeper client (its session also holds the broker registration).
+        context: cached cluster metadata, valid while active.
+        event_manager: the event queue and thread.
+        watches: the active controller's watches.
+        batch: the request batch the state machines fill.
+        partition_state_machine: partition states.
+        replica_state_machine: replica states.
+        topic_deletion_manager: topic deletions.
+        reassignment_manager: partition reassignments (KIP-455).
+        replica_election_manager: preferred, unclean and auto-rebalance elections.
+        channel_manager: connections to the brokers, while active.
     """
 
     def __init__(
@@ -115,7 +202,7 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             controller_id=config.broker_id,
             listener_name=config.inter_broker_listener,
             versions=request_versions,
-            on_stop_replica_response=self.on_stop_replica_response,
+            on_stop_replica_response=self._on_stop_replica_response,
         )
         self.partition_state_machine = PartitionStateMachine(
             self.context,
@@ -133,7 +220,24 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             on_topic_deleted=self.watches.unwatch_topic,
             delete_topic_enable=config.delete_topic_enable,
         )
-        self.channel_manager = None
+        self.reassignment_manager = ReassignmentManager(
+            self.context,
+            zk,
+            self.batch,
+            self.partition_state_machine,
+            self.replica_state_machine,
+            self.topic_deletion_manager,
+            self.watches,
+            send_update_metadata=self.send_update_metadata_request,
+        )
+        self.replica_election_manager = ReplicaElectionManager(
+            self.context,
+            zk,
+            self.partition_state_machine,
+            self.topic_deletion_manager,
+            leader_imbalance_per_broker_percentage=config.leader_imbalance_per_broker_percentage,
+        )
+        self.channel_manager: ControllerChannelManager | None = None
         self._active_controller_id = NO_CONTROLLER
         self._connection_factory = connection_factory
         self._channel_retry_backoff_ms = channel_retry_backoff_ms
@@ -143,6 +247,26 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
         self._session_expired = False
 
     # --- public API (any thread) ----------------------------------------------------------
+
+    @property
+    def broker_id(self) -> int:
+        """Return the id of the broker running this controller (``broker.id``)."""
+        return self.config.broker_id
+
+    @property
+    def is_active(self) -> bool:
+        """Whether this broker is the active controller; safe to read from any thread."""
+        return self._active_controller_id == self.config.broker_id
+
+    @property
+    def active_controller_id(self) -> int:
+        """The controller this broker knows of, or -1 (as last read from ``/controller``)."""
+        return self._active_controller_id
+
+    @property
+    def controller_epoch(self) -> int:
+        """The controller epoch this broker last won with (0 before any win)."""
+        return self.context.epoch
 
     def startup(self) -> None:
         """Listen to the ZooKeeper session, start the event thread and run for election.
@@ -165,11 +289,6 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             self._controller_watch = None
         self._active_controller_id = NO_CONTROLLER
         self._on_controller_resignation()
-
-    @property
-    def controller_epoch(self) -> int:
-        """The controller epoch this broker last won with (0 before any win)."""
-        return self.context.epoch
 
     def controlled_shutdown(self, broker_id: int, broker_epoch: int) -> Future[set[TopicPartition]]:
         """Ask the controller to move ``broker_id``'s leaders away (ControlledShutdown API).
@@ -242,7 +361,7 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
         self.event_manager.put(event)
         return event.result
 
-    # --- event processing (event thread) ------------------------------------------------
+    # --- event processing (event thread) --------------------------------------------------
 
     def preempt(self, event: ControllerEvent) -> None:
         """Answer an event that will not be processed with NOT_CONTROLLER."""
@@ -274,39 +393,73 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             self._active_controller_id = NO_CONTROLLER
             self._on_controller_resignation()
         elif isinstance(event, BrokerChange):
-            self.process_broker_change()
+            self._process_broker_change()
         elif isinstance(event, BrokerModifications):
-            self.process_broker_modifications(event.broker_id)
+            self._process_broker_modifications(event.broker_id)
         elif isinstance(event, TopicChange):
-            self.process_topic_change()
+            self._process_topic_change()
         elif isinstance(event, PartitionModifications):
-            self.process_partition_modifications(event.topic)
+            self._process_partition_modifications(event.topic)
         elif isinstance(event, TopicDeletion):
-            self.process_topic_deletion()
+            self._process_topic_deletion()
         elif isinstance(event, TopicDeletionStopReplicaResponseReceived):
-            self.process_topic_deletion_stop_replica_response(event)
+            self._process_topic_deletion_stop_replica_response(event)
         elif isinstance(event, IsrChangeNotification):
-            self.process_isr_change_notification()
+            self._process_isr_change_notification()
         elif isinstance(event, PreferredReplicaElectionZNode):
-            self.process_preferred_replica_election_znode()
+            self._process_preferred_replica_election_znode()
         elif isinstance(event, AutoPreferredReplicaLeaderElection):
-            self.process_auto_preferred_replica_leader_election()
+            self._process_auto_preferred_replica_leader_election()
         elif isinstance(event, ControlledShutdown):
-            self.process_controlled_shutdown(event)
+            self._process_controlled_shutdown(event)
         elif isinstance(event, ElectLeaders):
-            self.process_elect_leaders(event)
+            self._process_elect_leaders(event)
         elif isinstance(event, AlterPartitionReassignments):
-            self.process_alter_partition_reassignments(event)
+            self._process_alter_partition_reassignments(event)
         elif isinstance(event, ListPartitionReassignments):
-            self.process_list_partition_reassignments(event)
+            self._process_list_partition_reassignments(event)
         elif isinstance(event, ZkPartitionReassignment):
-            self.process_zk_partition_reassignment()
+            self._process_zk_partition_reassignment()
         elif isinstance(event, PartitionReassignmentIsrChange):
-            self.process_partition_reassignment_isr_change(event.topic_partition)
+            self._process_partition_reassignment_isr_change(event.topic_partition)
         else:
             _log.warning("ignoring unknown controller event %s", event.name)
 
-    # --- election and resignation ------------------------------------------------------
+    # --- requests to brokers --------------------------------------------------------------
+
+    def send_request(
+        self,
+        broker_id: int,
+        request: Any,
+        api_version: int,
+        callback: ResponseCallback | None = None,
+    ) -> None:
+        """Queue a request on the channel manager (the batch's :class:`RequestSender`).
+
+        Dropped when the controller is not active (no channel manager).
+        """
+        channel = self.channel_manager
+        if channel is None:
+            _log.warning("not sending %s: the controller is not active", type(request).__name__)
+            return
+        channel.send_request(broker_id, request, api_version, callback)
+
+    def send_update_metadata_request(
+        self, broker_ids: Iterable[int], partitions: Iterable[TopicPartition]
+    ) -> None:
+        """Send UpdateMetadata (live brokers + ``partitions``' states) to ``broker_ids``.
+
+        Errors are logged (Kafka's ``sendUpdateMetadataRequest``); nothing is written.
+        """
+        try:
+            self.batch.new_batch()
+            self.batch.add_update_metadata_request_for_brokers(broker_ids, partitions)
+            self.batch.send_requests_to_brokers(self.context.epoch)
+        except Exception:
+            _log.exception("failed to send UpdateMetadata")
+            self.batch.clear()
+
+    # --- controller election (/controller) ------------------------------------------------
 
     def _on_session_state(self, state: ZkSessionState) -> None:
         """Kazoo thread: turn session expiry and re-establishment into events."""
@@ -335,7 +488,7 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
         return self._active_controller_id
 
     def _elect(self) -> None:
-        """Run for election; fail over on winning (seed 001 §D step 1)."""
+        """Run for election; fail over on winning (Kafka's ``elect``)."""
         if self._read_active_controller_id() != NO_CONTROLLER:
             _log.debug("broker %s is the controller", self._active_controller_id)
             return
@@ -369,3 +522,478 @@ class KafkaController(BrokerEventsMixin, TopicEventsMixin, FailoverMixin):
             self.zk.resign_controller(zk_version)
         except Exception:
             _log.exception("could not delete /controller")
+
+    # --- failover and resignation ---------------------------------------------------------
+
+    def _on_controller_failover(self) -> None:
+        """Take over as the active controller (the epoch is already in the context)."""
+        ctx = self.context
+        self.watches.register_failover_watches()
+        notifications = self.zk.get_isr_change_notifications()
+        if notifications:
+            self.zk.delete_isr_change_notifications(
+                notifications, controller_epoch_zk_version=ctx.epoch_zk_version
+            )
+        self._initialize_controller_context()
+        to_delete, ineligible = self._fetch_topic_deletions_in_progress()
+        self.topic_deletion_manager.init(to_delete, ineligible)
+        self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
+        self.replica_state_machine.startup()
+        self.partition_state_machine.startup()
+        self.reassignment_manager.initialize_partition_reassignments()
+        _log.info("ready to serve as the controller with epoch %s", ctx.epoch)
+        self.topic_deletion_manager.resume_deletions()
+        pending = self.zk.get_preferred_replica_election()
+        if pending:
+            self.replica_election_manager.elect_preferred_replicas_from_znode(pending)
+        if self.config.auto_leader_rebalance_enable:
+            self._rebalance_task = RepeatingTask(
+                f"controller-{self.broker_id}-auto-leader-rebalance",
+                self._auto_rebalance_initial_delay_s,
+                float(self.config.leader_imbalance_check_interval_seconds),
+                lambda: self.event_manager.put(AutoPreferredReplicaLeaderElection()),
+            )
+            self._rebalance_task.start()
+
+    def _initialize_controller_context(self) -> None:
+        """Load brokers, topics, assignments and partition states into the context.
+
+        Kafka's ``initializeControllerContext``; also connects to the live brokers.
+        """
+        ctx = self.context
+        ctx.set_live_brokers(self.zk.get_live_brokers().values())
+        topics = self.zk.get_all_topics()
+        ctx.set_all_topics(topics)
+        self.watches.watch_topics(sorted(topics))
+        for topic, assignment in self.zk.get_replica_assignments(topics).items():
+            ctx.set_topic_assignment(topic, assignment.partitions)
+        ctx.partitions_being_reassigned = {
+            tp
+            for tp in ctx.all_partitions()
+            if (a := ctx.partition_full_replica_assignment(tp)) is not None
+            and a.is_being_reassigned
+        }
+        ctx.shutting_down_broker_ids.clear()
+        self.watches.watch_brokers(sorted(ctx.live_or_shutting_down_broker_ids))
+        for tp, state in self.zk.get_partition_states(ctx.all_partitions()).items():
+            ctx.put_partition_leadership(tp, state)
+        self.channel_manager = self._new_channel_manager()
+        self.channel_manager.startup(ctx.live_or_shutting_down_brokers)
+
+    def _new_channel_manager(self) -> ControllerChannelManager:
+        kwargs: dict[str, Any] = {"retry_backoff_ms": self._channel_retry_backoff_ms}
+        if self._connection_factory is not None:
+            kwargs["connection_factory"] = self._connection_factory
+        return ControllerChannelManager(
+            self.broker_id,
+            self.config.inter_broker_listener,
+            self.config.controller_socket_timeout_ms,
+            **kwargs,
+        )
+
+    def _fetch_topic_deletions_in_progress(self) -> tuple[set[str], set[str]]:
+        """Return (topics queued for deletion, topics that cannot be deleted now)."""
+        ctx = self.context
+        queued = self.zk.get_topics_marked_for_deletion()
+        with_offline_replicas = {
+            topic
+            for topic in ctx.all_topics
+            if any(
+                not ctx.is_replica_online(r.replica, r.topic_partition)
+                for r in ctx.replicas_for_topic(topic)
+            )
+        }
+        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned}
+        return queued, with_offline_replicas | reassigning
+
+    def _on_controller_resignation(self) -> None:
+        """Drop everything of the active role (Kafka's ``onControllerResignation``)."""
+        self.watches.cancel_all()
+        if self._rebalance_task is not None:
+            self._rebalance_task.cancel()
+            self._rebalance_task = None
+        self.partition_state_machine.shutdown()
+        self.replica_state_machine.shutdown()
+        if self.channel_manager is not None:
+            self.channel_manager.shutdown()
+            self.channel_manager = None
+        self.batch.clear()
+        self.context.reset()
+        _log.info("broker %s is not the controller", self.broker_id)
+
+    # --- broker events --------------------------------------------------------------------
+
+    def _process_broker_change(self) -> None:
+        """Compare ``/brokers/ids`` with the context and handle new, bounced and dead brokers."""
+        if not self.is_active:
+            return
+        current = self.zk.get_live_brokers()
+        known = self.context.live_broker_epochs
+        new_ids = sorted(set(current) - set(known))
+        dead_ids = sorted(set(known) - set(current))
+        bounced_ids = sorted(i for i in set(current) & set(known) if current[i].epoch > known[i])
+        _log.info(
+            "broker change: new %s, dead %s, bounced %s, live %s",
+            new_ids,
+            dead_ids,
+            bounced_ids,
+            sorted(current),
+        )
+        channel = self.channel_manager
+        if channel is not None:
+            for broker_id in new_ids:
+                channel.add_broker(current[broker_id])
+            for broker_id in bounced_ids:
+                channel.remove_broker(broker_id)
+                channel.add_broker(current[broker_id])
+            for broker_id in dead_ids:
+                channel.remove_broker(broker_id)
+        if new_ids:
+            self.context.add_live_brokers(current[i] for i in new_ids)
+            self._on_broker_startup(new_ids)
+        if bounced_ids:
+            self.context.remove_live_brokers(bounced_ids)
+            self._on_broker_failure(bounced_ids)
+            self.context.add_live_brokers(current[i] for i in bounced_ids)
+            self._on_broker_startup(bounced_ids)
+        if dead_ids:
+            self.context.remove_live_brokers(dead_ids)
+            self._on_broker_failure(dead_ids)
+
+    def _on_broker_startup(self, broker_ids: list[int]) -> None:
+        """Bring brokers that (re)started into the cluster (Kafka's ``onBrokerStartup``)."""
+        ctx = self.context
+        existing = ctx.live_or_shutting_down_broker_ids - set(broker_ids)
+        self.send_update_metadata_request(existing, [])
+        with_leaders = {
+            tp
+            for tp in ctx.all_partitions()
+            if ctx.partition_leadership(tp) is not None
+            and not self.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic)
+        }
+        self.send_update_metadata_request(broker_ids, with_leaders)
+        replicas = ctx.replicas_on_brokers(set(broker_ids))
+        self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
+        self.partition_state_machine.trigger_online_partition_state_change()
+        started = set(broker_ids)
+        self.reassignment_manager.maybe_resume_reassignments(
+            lambda _, assignment: any(r in started for r in assignment.target_replicas)
+        )
+        to_resume = {
+            r.topic
+            for r in replicas
+            if self.topic_deletion_manager.is_topic_queued_up_for_deletion(r.topic)
+        }
+        if to_resume:
+            self.topic_deletion_manager.resume_deletion_for_topics(to_resume)
+        self.watches.watch_brokers(broker_ids)
+
+    def _on_broker_failure(self, broker_ids: list[int]) -> None:
+        """Handle dead brokers: elect new leaders, shrink ISRs (Kafka's ``onBrokerFailure``)."""
+        self._on_replicas_become_offline(self.context.replicas_on_brokers(set(broker_ids)))
+        self.watches.unwatch_brokers(broker_ids)
+
+    def _on_replicas_become_offline(self, replicas: set[PartitionAndReplica]) -> None:
+        """Move leaderless partitions offline and elect, then take the replicas offline."""
+        ctx = self.context
+        deleting = self.topic_deletion_manager.is_topic_queued_up_for_deletion
+        for_deletion = {r for r in replicas if deleting(r.topic)}
+        not_for_deletion = replicas - for_deletion
+        offline_leader = {
+            tp
+            for tp in ctx.all_partitions()
+            if not deleting(tp.topic)
+            and (leader := ctx.partition_leader(tp)) is not None
+            and not ctx.is_replica_online(leader, tp)
+        }
+        self.partition_state_machine.handle_state_changes(
+            offline_leader, PartitionState.OFFLINE_PARTITION
+        )
+        self.partition_state_machine.trigger_online_partition_state_change()
+        self.replica_state_machine.handle_state_changes(
+            not_for_deletion, ReplicaState.OFFLINE_REPLICA
+        )
+        if for_deletion:
+            self.topic_deletion_manager.fail_replica_deletion(for_deletion)
+        if not offline_leader:
+            self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [])
+
+    def _process_broker_modifications(self, broker_id: int) -> None:
+        """Cache a changed broker registration and tell every broker about it."""
+        if not self.is_active:
+            return
+        new = self.zk.get_broker(broker_id)
+        old = self.context.live_broker(broker_id)
+        if new is None or old is None or (new.endpoints, new.rack) == (old.endpoints, old.rack):
+            return
+        _log.info("broker %s changed its registration: %s", broker_id, new)
+        self.context.add_live_brokers([new])
+        if self.channel_manager is not None:
+            self.channel_manager.remove_broker(broker_id)
+            self.channel_manager.add_broker(new)
+        self.send_update_metadata_request(self.context.live_or_shutting_down_broker_ids, [])
+
+    def _process_controlled_shutdown(self, event: ControlledShutdown) -> None:
+        """Answer a ControlledShutdown event with the partitions the broker still leads."""
+        remaining = self._do_controlled_shutdown(event.broker_id, event.broker_epoch)
+        if not event.result.done():
+            event.result.set_result(remaining)
+
+    def _do_controlled_shutdown(self, broker_id: int, broker_epoch: int) -> set[TopicPartition]:
+        """Move leadership away from ``broker_id`` and take it out of the ISRs.
+
+        Args:
+            broker_id: the broker shutting down.
+            broker_epoch: its epoch from the request; -1 is not checked (requests < v2).
+
+        Returns:
+            the partitions (with more than one replica) it still leads.
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+            StaleBrokerEpochError: the epoch is older than the registered one.
+            BrokerNotAvailableError: the broker is not registered.
+            ControllerMovedError: a ZooKeeper write was fenced.
+        """
+        if not self.is_active:
+            raise NotControllerError("controller moved to another broker")
+        ctx = self.context
+        cached = ctx.broker_epoch(broker_id)
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and cached is not None and broker_epoch < cached:
+            raise StaleBrokerEpochError(
+                f"broker {broker_id} epoch {broker_epoch} is older than {cached}"
+            )
+        if broker_id not in ctx.live_or_shutting_down_broker_ids:
+            raise BrokerNotAvailableError(f"broker {broker_id} is not registered")
+        _log.info("controlled shutdown of broker %s", broker_id)
+        ctx.shutting_down_broker_ids.add(broker_id)
+        deleting = self.topic_deletion_manager.is_topic_queued_up_for_deletion
+        to_act_on = {
+            tp
+            for tp in ctx.partitions_on_broker(broker_id)
+            if len(ctx.partition_replica_assignment(tp)) > 1
+            and ctx.partition_leadership(tp) is not None
+            and not deleting(tp.topic)
+        }
+        led = {tp for tp in to_act_on if ctx.partition_leader(tp) == broker_id}
+        followed = to_act_on - led
+        self.partition_state_machine.handle_state_changes(
+            led, PartitionState.ONLINE_PARTITION, ControlledShutdownPartitionLeaderElection()
+        )
+        self.replica_state_machine.handle_state_changes(
+            {PartitionAndReplica(tp, broker_id) for tp in followed}, ReplicaState.OFFLINE_REPLICA
+        )
+        return {
+            tp
+            for tp in ctx.partitions_led_by(broker_id)
+            if not deleting(tp.topic) and len(ctx.partition_replica_assignment(tp)) > 1
+        }
+
+    # --- topic events ---------------------------------------------------------------------
+
+    def _process_topic_change(self) -> None:
+        """Create the partitions of new topics; forget topics that vanished."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        topics = self.zk.get_all_topics()
+        new_topics = topics - ctx.all_topics
+        deleted_topics = ctx.all_topics - topics
+        ctx.set_all_topics(topics)
+        self.watches.watch_topics(sorted(new_topics))
+        assignments = self.zk.get_replica_assignments(new_topics)
+        for topic in deleted_topics:
+            self.watches.unwatch_topic(topic)
+            ctx.remove_topic(topic)
+        added: set[TopicPartition] = set()
+        for topic, assignment in assignments.items():
+            ctx.set_topic_assignment(topic, assignment.partitions)
+            added |= ctx.partitions_for_topic(topic)
+        _log.info("topic change: new %s, deleted %s", sorted(new_topics), sorted(deleted_topics))
+        if added:
+            self._on_new_partition_creation(added)
+
+    def _process_partition_modifications(self, topic: str) -> None:
+        """Create partitions added to ``topic``'s assignment."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        assignment = self.zk.get_replica_assignments([topic]).get(topic)
+        if assignment is None:
+            return
+        to_add = {
+            TopicPartition(topic, p): a
+            for p, a in assignment.partitions.items()
+            if not ctx.partition_replica_assignment(TopicPartition(topic, p))
+        }
+        if not to_add:
+            return
+        if self.topic_deletion_manager.is_topic_queued_up_for_deletion(topic):
+            _log.warning(
+                "not adding partitions %s of %s: it is being deleted", sorted(to_add), topic
+            )
+            return
+        _log.info("new partitions %s", sorted(str(tp) for tp in to_add))
+        for tp, replicas in to_add.items():
+            ctx.update_partition_full_replica_assignment(tp, replicas)
+        self._on_new_partition_creation(set(to_add))
+
+    def _on_new_partition_creation(self, partitions: set[TopicPartition]) -> None:
+        """Move new partitions and their replicas through New to Online.
+
+        Kafka's ``onNewPartitionCreation`` (topic creation, partitions added).
+        """
+        replicas = self.context.replicas_for_partitions(partitions)
+        self.partition_state_machine.handle_state_changes(partitions, PartitionState.NEW_PARTITION)
+        self.replica_state_machine.handle_state_changes(replicas, ReplicaState.NEW_REPLICA)
+        self.partition_state_machine.handle_state_changes(
+            partitions, PartitionState.ONLINE_PARTITION, OfflinePartitionLeaderElection()
+        )
+        self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
+
+    def _process_topic_deletion(self) -> None:
+        """Queue the topics of ``/admin/delete_topics`` for deletion."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        fence = ctx.epoch_zk_version
+        requested = self.zk.get_topics_marked_for_deletion()
+        unknown = requested - ctx.all_topics
+        if unknown:
+            _log.warning("ignoring deletion of unknown topics %s", sorted(unknown))
+            self.zk.remove_topic_deletion_markers(unknown, controller_epoch_zk_version=fence)
+        to_delete = requested - unknown
+        if not to_delete:
+            return
+        if not self.topic_deletion_manager.delete_topic_enable:
+            _log.info(
+                "removing deletion markers of %s: delete.topic.enable is false", sorted(to_delete)
+            )
+            self.zk.remove_topic_deletion_markers(to_delete, controller_epoch_zk_version=fence)
+            return
+        _log.info("starting deletion of topics %s", sorted(to_delete))
+        reassigning = {tp.topic for tp in ctx.partitions_being_reassigned} & to_delete
+        self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
+            reassigning, "reassignment in progress"
+        )
+        self.topic_deletion_manager.enqueue_topics_for_deletion(to_delete)
+
+    def _on_stop_replica_response(
+        self, broker_id: int, response: Any, deleted: frozenset[TopicPartition]
+    ) -> None:
+        """Turn a StopReplica response of a deletion into an event (channel thread).
+
+        Only the partitions the request asked to delete are reported.
+        """
+        errors: dict[TopicPartition, int] = {}
+        for entry in response.partition_errors:
+            tp = TopicPartition(entry.topic_name, entry.partition_index)
+            if tp in deleted:
+                errors[tp] = entry.error_code
+        if response.error_code != _NONE:
+            errors = dict.fromkeys(deleted, response.error_code)
+        self.event_manager.put(
+            TopicDeletionStopReplicaResponseReceived(broker_id, response.error_code, errors)
+        )
+
+    def _process_topic_deletion_stop_replica_response(
+        self, event: TopicDeletionStopReplicaResponseReceived
+    ) -> None:
+        """Mark the replicas deleted, or failed (to be retried)."""
+        if not self.is_active:
+            return
+        if event.request_error != _NONE:
+            in_error = set(event.partition_errors)
+        else:
+            in_error = {tp for tp, code in event.partition_errors.items() if code != _NONE}
+        manager = self.topic_deletion_manager
+        manager.fail_replica_deletion(_replicas(in_error, event.replica_id))
+        deleted = set(event.partition_errors) - in_error
+        if deleted:
+            manager.complete_replica_deletion(_replicas(deleted, event.replica_id))
+
+    def _process_isr_change_notification(self) -> None:
+        """Re-read the states of partitions whose ISR changed and send them to every broker."""
+        if not self.is_active:
+            return
+        ctx = self.context
+        names = self.zk.get_isr_change_notifications()
+        if not names:
+            return
+        try:
+            notified = self.zk.get_isr_change_notification_partitions(names)
+            known = notified & ctx.all_partitions()
+            if known:
+                for tp, state in self.zk.get_partition_states(known).items():
+                    ctx.put_partition_leadership(tp, state)
+                self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, known)
+        finally:
+            self.zk.delete_isr_change_notifications(
+                names, controller_epoch_zk_version=ctx.epoch_zk_version
+            )
+
+    # --- reassignment events (KIP-455) ----------------------------------------------------
+
+    def _process_alter_partition_reassignments(self, event: AlterPartitionReassignments) -> None:
+        """Answer an AlterPartitionReassignments event: partition -> (error code, message).
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+        """
+        if not self.is_active:
+            raise NotControllerError("controller moved to another broker")
+        results = self.reassignment_manager.alter_partition_reassignments(event.reassignments)
+        if not event.result.done():
+            event.result.set_result(results)
+
+    def _process_list_partition_reassignments(self, event: ListPartitionReassignments) -> None:
+        """Answer a ListPartitionReassignments event with the running reassignments.
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+        """
+        if not self.is_active:
+            raise NotControllerError("controller moved to another broker")
+        listed = self.reassignment_manager.list_partition_reassignments(event.partitions)
+        if not event.result.done():
+            event.result.set_result(listed)
+
+    def _process_zk_partition_reassignment(self) -> None:
+        """Start the reassignments listed in ``/admin/reassign_partitions``."""
+        if self.is_active:
+            self.reassignment_manager.start_zk_partition_reassignments()
+
+    def _process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
+        """Complete ``tp``'s reassignment if all of its target replicas joined the ISR."""
+        if self.is_active:
+            self.reassignment_manager.on_partition_isr_change(tp)
+
+    # --- election events ------------------------------------------------------------------
+
+    def _process_elect_leaders(self, event: ElectLeaders) -> None:
+        """Answer an ElectLeaders event: partition -> (error code, message).
+
+        Raises:
+            NotControllerError: this broker is not the controller (the future fails too).
+        """
+        if not self.is_active:
+            raise NotControllerError("controller moved to another broker")
+        results = self.replica_election_manager.elect_leaders(event.partitions, event.election_type)
+        if not event.result.done():
+            event.result.set_result(results)
+
+    def _process_preferred_replica_election_znode(self) -> None:
+        """Run the preferred elections listed in ``/admin/preferred_replica_election``."""
+        if self.is_active:
+            self.replica_election_manager.elect_preferred_replicas_from_znode(
+                self.zk.get_preferred_replica_election()
+            )
+
+    def _process_auto_preferred_replica_leader_election(self) -> None:
+        """Rebalance leaders if a broker's imbalance exceeds the configured percentage."""
+        if self.is_active:
+            self.replica_election_manager.check_and_trigger_auto_leader_rebalance()
+
+
+def _replicas(partitions: Iterable[TopicPartition], replica_id: int) -> set[PartitionAndReplica]:
+    return {PartitionAndReplica(tp, replica_id) for tp in partitions}

@@ -5,7 +5,7 @@ callbacks (kazoo's threads), broker request handlers (the broker's asyncio loop)
 scheduled tasks and broker responses only :meth:`ControllerEventManager.put` events;
 a single dedicated thread takes them in FIFO order and hands each to the
 :class:`ControllerEventProcessor`, so the controller's state is only ever touched by
-that thread and needs no locks (seed 001 §G: "one brain").
+that thread and needs no locks (Kafka's single-threaded controller).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 
 Kafka's controller (ZooKeeper mode) is single threaded: ZooKeeper watches, broker
 requests (ControlledShutdown, ElectLeaders), scheduled tasks and broker responses only
-*enqueue* events, and one thread applies them in order (seed 001 §G lists the inputs:
-ZooKeeper listeners, broker channels, scheduled preferred leader elections). Events that
+*enqueue* events, and one thread applies them in order (the inputs: ZooKeeper
+listeners, broker channels, scheduled preferred leader elections). Events that
 need an answer carry a :class:`concurrent.futures.Future` completed by that thread.
 
 When the controller cannot process a queued event (it resigned, or is shutting down),
@@ -89,7 +89,7 @@ class SessionReestablished(ControllerEvent):
 
 @dataclass(frozen=True)
 class BrokerChange(ControllerEvent):
-    """The children of ``/brokers/ids`` changed: brokers started or failed (seed 001 §A, §E)."""
+    """The children of ``/brokers/ids`` changed: brokers started or failed (``BrokerChange``)."""
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ class BrokerModifications(ControllerEvent):
 
 @dataclass(frozen=True)
 class TopicChange(ControllerEvent):
-    """The children of ``/brokers/topics`` changed: topics created or removed (seed 001 §B)."""
+    """The children of ``/brokers/topics`` changed: topics created or removed (``TopicChange``)."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ class ListPartitionReassignments(ControllerEvent):
 
 @dataclass(frozen=True)
 class ZkPartitionReassignment(ControllerEvent):
-    """``/admin/reassign_partitions`` was created: start the reassignments it lists (seed 000)."""
+    """``/admin/reassign_partitions`` was created: start the reassignments it lists."""
 
 
 @dataclass(frozen=True)

@@ -2,19 +2,21 @@
 
 As Kafka's ``ZkPartitionStateMachine``: a state change is applied to many partitions at
 once; legal transitions come from :mod:`kpo_broker.controller.states`, leaders from the
-pure strategies of :mod:`kpo_broker.controller.election`. Every ZooKeeper access is
-batched (one pipelined round of reads, one of fenced writes per attempt, seed 001 §F:
-never one synchronous write per partition), and the LeaderAndIsr / UpdateMetadata
-requests of the change are collected in the :class:`ControllerBrokerRequestBatch` and
-sent at its end.
+pure algorithms of :mod:`kpo_broker.controller.leader_election`. Every ZooKeeper access
+is batched (one pipelined round of reads, one of fenced writes per attempt, as Kafka
+does with ZooKeeper multi-ops: never one synchronous write per partition), and the
+LeaderAndIsr / UpdateMetadata requests of the change are collected in the
+:class:`ControllerBrokerRequestBatch` and sent at its end.
 
 Entering OnlinePartition:
 
 - from NewPartition: leader = first live replica of AR, ISR = live replicas of AR,
-  leader epoch 0; the state znodes are created (seed 001 §B, topic creation);
+  leader epoch 0; the state znodes are created (topic creation, Kafka's
+  ``initializeLeaderAndIsrForPartitions``);
 - from Offline/Online: a leader is elected by the given strategy from the state read in
   ZooKeeper, the leader epoch is bumped and the state written with a compare-and-set on
-  the partition epoch; conflicting partitions are re-read and retried (seed 001 §A).
+  the partition epoch; conflicting partitions are re-read and retried (Kafka's
+  ``electLeaderForPartitions``, e.g. after a broker failure).
 """
 
 from __future__ import annotations
@@ -23,15 +25,16 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from kpo_broker.controller import leader_election
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.election_strategies import (
+from kpo_broker.controller.errors import StateChangeFailedError
+from kpo_broker.controller.leader_election import (
+    LeaderElectionResult,
     LeaderElectionStrategy,
     OfflinePartitionLeaderElection,
-    elect_with_strategy,
-    topics_without_live_isr,
-    unclean_allowed_topics,
+    PreferredReplicaPartitionLeaderElection,
+    ReassignPartitionLeaderElection,
 )
-from kpo_broker.controller.errors import StateChangeFailedError
 from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch
 from kpo_broker.controller.states import PartitionState, is_valid_transition
 from kpo_broker.zk.configs import EntityConfig
@@ -48,6 +51,9 @@ __all__ = ["PartitionStateMachine", "PartitionStateStore", "StateChangeResults"]
 
 _log = logging.getLogger(__name__)
 _state_change_log = logging.getLogger("kpo_broker.state.change")
+
+#: Topic config overriding ``unclean.leader.election.enable``.
+UNCLEAN_LEADER_ELECTION_CONFIG = "unclean.leader.election.enable"
 
 #: Outcome per partition: its new LeaderAndIsr, or why the change failed.
 StateChangeResults = dict[TopicPartition, LeaderAndIsr | Exception]
@@ -115,7 +121,7 @@ class PartitionStateMachine:
 
         A partition with a state znode is OnlinePartition when its leader is live, else
         OfflinePartition; one without is NewPartition. Offline and new partitions are
-        then moved online (controller failover, seed 001 §D step 5).
+        then moved online (Kafka's ``onControllerFailover``).
         """
         for tp in self._context.all_partitions():
             leader = self._context.partition_leader(tp)
@@ -315,7 +321,7 @@ class PartitionStateMachine:
         new_states: dict[TopicPartition, LeaderAndIsr] = {}
         recipients: dict[TopicPartition, list[int]] = {}
         for tp, state in readable.items():
-            elected, to = elect_with_strategy(
+            elected, to = _elect_with_strategy(
                 self._context, tp, state.leader_and_isr, strategy, tp.topic in unclean
             )
             if elected is None:
@@ -362,8 +368,86 @@ class PartitionStateMachine:
         """
         if not isinstance(strategy, OfflinePartitionLeaderElection):
             return set()
-        topics = topics_without_live_isr(self._context, states)
+        topics = _topics_without_live_isr(self._context, states)
         if strategy.allow_unclean or not topics:
             return topics
         configs = self._zk.get_entity_configs("topics", topics)
-        return unclean_allowed_topics(topics, configs, self._unclean_default)
+        return _unclean_allowed_topics(topics, configs, self._unclean_default)
+
+
+def _elect_with_strategy(
+    context: ControllerContext,
+    tp: TopicPartition,
+    current: LeaderAndIsr,
+    strategy: LeaderElectionStrategy,
+    unclean: bool,
+) -> tuple[LeaderElectionResult | None, list[int]]:
+    """Elect a leader for ``tp`` with ``strategy`` (Kafka's ``doElectLeaderForPartitions``).
+
+    Feeds the strategy's algorithm the partition's AR, its ISR read from ZooKeeper and
+    the live brokers from the context. Brokers in controlled shutdown cannot lead; they
+    still get the LeaderAndIsr of a controlled-shutdown election (to become followers).
+
+    Args:
+        context: AR and live brokers.
+        tp: the partition.
+        current: its LeaderAndIsr as read from ZooKeeper.
+        strategy: the election.
+        unclean: whether an offline election may pick a replica outside the ISR.
+
+    Returns:
+        (the election result or None when nobody may lead, the LeaderAndIsr recipients).
+    """
+    assignment = context.partition_full_replica_assignment(tp)
+    replicas = () if assignment is None else assignment.replicas
+    live = context.live_broker_ids
+    recipients = [r for r in replicas if r in live]
+    result: LeaderElectionResult | None
+    if isinstance(strategy, OfflinePartitionLeaderElection):
+        result = leader_election.elect_leader_for_offline_partition(
+            replicas, current.isr, live, unclean
+        )
+    elif isinstance(strategy, ReassignPartitionLeaderElection):
+        target = () if assignment is None else assignment.target_replicas
+        result = leader_election.elect_leader_for_reassignment(target, current.isr, live)
+    elif isinstance(strategy, PreferredReplicaPartitionLeaderElection):
+        result = leader_election.elect_preferred_leader(replicas, current.isr, live)
+    else:
+        all_live = context.live_or_shutting_down_broker_ids
+        result = leader_election.elect_leader_for_controlled_shutdown(
+            replicas, current.isr, all_live, context.shutting_down_broker_ids
+        )
+        recipients = [r for r in replicas if r in all_live]
+    return result, recipients
+
+
+def _topics_without_live_isr(
+    context: ControllerContext, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch]
+) -> set[str]:
+    """Return the topics of the partitions whose ISR has no live member."""
+    live = context.live_broker_ids
+    return {
+        tp.topic
+        for tp, state in states.items()
+        if not any(r in live for r in state.leader_and_isr.isr)
+    }
+
+
+def _unclean_allowed_topics(
+    topics: set[str], topic_configs: Mapping[str, EntityConfig], broker_default: bool
+) -> set[str]:
+    """Return the ``topics`` whose ``unclean.leader.election.enable`` is true.
+
+    Args:
+        topics: candidate topics.
+        topic_configs: topic -> its config overrides (``/config/topics/<topic>``).
+        broker_default: the broker's ``unclean.leader.election.enable``.
+    """
+    allowed = set()
+    for topic in topics:
+        config = topic_configs.get(topic)
+        override = None if config is None else config.config.get(UNCLEAN_LEADER_ELECTION_CONFIG)
+        enabled = broker_default if override is None else override.strip().lower() == "true"
+        if enabled:
+            allowed.add(topic)
+    return allowed

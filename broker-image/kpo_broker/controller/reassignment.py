@@ -1,4 +1,4 @@
-"""Partition reassignment by the controller (KIP-455, seed 000 §4.2).
+"""Partition reassignment by the controller (KIP-455): the :class:`ReassignmentManager`.
 
 Sources of reassignments: the AlterPartitionReassignments API, and the legacy
 ``/admin/reassign_partitions`` znode (``{"version":1,"partitions":[...]}``), read when it
@@ -32,20 +32,21 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from kpo_broker.controller import errors
-from kpo_broker.controller.base import ControllerBase
-from kpo_broker.controller.context import PartitionAndReplica
-from kpo_broker.controller.election_strategies import ReassignPartitionLeaderElection
-from kpo_broker.controller.events import (
-    AlterPartitionReassignments,
-    ListPartitionReassignments,
-    ReassignmentResults,
-)
+from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
+from kpo_broker.controller.events import ReassignmentResults
+from kpo_broker.controller.leader_election import ReassignPartitionLeaderElection
+from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.reassignment_plan import (
     build_reassignment,
     is_reassignment_complete,
     validate_target_replicas,
 )
+from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
+from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch
 from kpo_broker.controller.states import PartitionState, ReplicaState
+from kpo_broker.controller.topic_deletion import TopicDeletionManager
+from kpo_broker.controller.watches import ControllerWatches
+from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
 from kpo_broker.zk.model import (
     NO_LEADER,
@@ -60,64 +61,102 @@ _log = logging.getLogger("kpo_broker.controller")
 MAX_CAS_ATTEMPTS = 10
 
 
-class ReassignmentMixin(ControllerBase):
-    """Handlers of reassignment events (see module docstring)."""
+class ReassignmentManager:
+    """Runs the active controller's partition reassignments (see module docstring).
 
-    # --- API and znode entry points --------------------------------------------------------
+    Called on the controller's event thread only, while the controller is active (the
+    controller checks that before delegating). Its state lives in the context
+    (``partitions_being_reassigned``, the full replica assignments).
 
-    def process_alter_partition_reassignments(self, event: AlterPartitionReassignments) -> None:
-        """Answer an AlterPartitionReassignments event: partition -> (error code, message).
+    Args:
+        context: the controller's context.
+        zk: reads and fenced writes of assignments, partition states and
+            ``/admin/reassign_partitions``.
+        batch: collects the LeaderAndIsr requests of the flow.
+        partition_state_machine: elects the leader from RAR.
+        replica_state_machine: moves added and removed replicas.
+        topic_deletion_manager: keeps the topic from being deleted while it moves.
+        watches: watches the state znodes of the partitions being reassigned.
+        send_update_metadata: sends UpdateMetadata (broker ids, partitions) once a
+            reassignment completes (the controller's ``send_update_metadata_request``).
+    """
 
-        Raises:
-            NotControllerError: this broker is not the controller.
-        """
-        if not self.is_active:
-            raise errors.NotControllerError("controller moved to another broker")
-        results = self.alter_partition_reassignments_now(event.reassignments)
-        if not event.result.done():
-            event.result.set_result(results)
+    def __init__(
+        self,
+        context: ControllerContext,
+        zk: KafkaZkClient,
+        batch: ControllerBrokerRequestBatch,
+        partition_state_machine: PartitionStateMachine,
+        replica_state_machine: ReplicaStateMachine,
+        topic_deletion_manager: TopicDeletionManager,
+        watches: ControllerWatches,
+        *,
+        send_update_metadata: Callable[[Iterable[int], Iterable[TopicPartition]], None],
+    ) -> None:
+        self._context = context
+        self._zk = zk
+        self._batch = batch
+        self._partition_state_machine = partition_state_machine
+        self._replica_state_machine = replica_state_machine
+        self._topic_deletion_manager = topic_deletion_manager
+        self._watches = watches
+        self._send_update_metadata = send_update_metadata
 
-    def alter_partition_reassignments_now(
+    # --- API and znode entry points -------------------------------------------------------
+
+    def alter_partition_reassignments(
         self, reassignments: Mapping[TopicPartition, Sequence[int] | None]
     ) -> ReassignmentResults:
-        """Validate and start (or change, or cancel) reassignments; see the module docstring.
+        """Validate and start (or change, or cancel) reassignments (AlterPartitionReassignments).
 
-        Invalid partitions get their error and are left unchanged.
+        Args:
+            reassignments: partition -> target replicas (RAR), or None to cancel.
+
+        Returns:
+            partition -> (error code, message); invalid partitions get their error and
+            are left unchanged.
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
         """
         results, to_start = self._build_reassignments(reassignments)
         self._remove_from_zk_reassignment(lambda tp, _: tp in to_start)
         results.update(self._trigger_reassignments(to_start))
         return results
 
-    def process_list_partition_reassignments(self, event: ListPartitionReassignments) -> None:
-        """Answer a ListPartitionReassignments event with the running reassignments.
+    def list_partition_reassignments(
+        self, partitions: Iterable[TopicPartition] | None
+    ) -> dict[TopicPartition, ReplicaAssignment]:
+        """Return the running reassignments (ListPartitionReassignments).
 
-        Raises:
-            NotControllerError: this broker is not the controller.
+        Args:
+            partitions: the partitions to look at, or None for all.
+
+        Returns:
+            partition -> assignment (AR, adding, removing replicas) of those being
+            reassigned, in partition order.
         """
-        if not self.is_active:
-            raise errors.NotControllerError("controller moved to another broker")
-        ctx = self.context
-        wanted = ctx.partitions_being_reassigned if event.partitions is None else event.partitions
+        ctx = self._context
+        wanted = ctx.partitions_being_reassigned if partitions is None else partitions
         listed: dict[TopicPartition, ReplicaAssignment] = {}
         for tp in sorted(wanted):
             assignment = ctx.partition_full_replica_assignment(tp)
             if assignment is not None and assignment.is_being_reassigned:
                 listed[tp] = assignment
-        if not event.result.done():
-            event.result.set_result(listed)
+        return listed
 
-    def process_zk_partition_reassignment(self) -> set[TopicPartition]:
+    def start_zk_partition_reassignments(self) -> set[TopicPartition]:
         """Start the reassignments listed in ``/admin/reassign_partitions``.
 
         Partitions that cannot be reassigned are logged and removed from the znode.
 
         Returns:
             the partitions whose reassignment started (or completed at once).
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
         """
-        if not self.is_active:
-            return set()
-        requested = self.zk.get_partition_reassignment()
+        requested = self._zk.get_partition_reassignment()
         if not requested:
             return set()
         results, to_start = self._build_reassignments(dict(requested))
@@ -132,17 +171,21 @@ class ReassignmentMixin(ControllerBase):
             self._remove_from_zk_reassignment(lambda tp, _: tp in failed)
         return set(results) - failed
 
-    def process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        """Complete ``tp``'s reassignment if all of RAR joined the ISR."""
-        if not self.is_active or tp not in self.context.partitions_being_reassigned:
+    def on_partition_isr_change(self, tp: TopicPartition) -> None:
+        """Complete ``tp``'s reassignment if all of RAR joined the ISR.
+
+        Kafka's ``processPartitionReassignmentIsrChange``; ignored when ``tp`` is not
+        being reassigned.
+        """
+        if tp not in self._context.partitions_being_reassigned:
             return
-        assignment = self.context.partition_full_replica_assignment(tp)
+        assignment = self._context.partition_full_replica_assignment(tp)
         if assignment is not None and self._is_complete(tp, assignment):
             self.on_partition_reassignment(tp, assignment)
 
     def initialize_partition_reassignments(self) -> None:
         """Resume reassignments at failover: the znode's, then those found in AR (KIP-455)."""
-        started = self.process_zk_partition_reassignment()
+        started = self.start_zk_partition_reassignments()
         self.maybe_resume_reassignments(lambda tp, _: tp not in started)
 
     def maybe_resume_reassignments(
@@ -152,7 +195,7 @@ class ReassignmentMixin(ControllerBase):
 
         Used at failover and when brokers hosting target replicas (re)start.
         """
-        ctx = self.context
+        ctx = self._context
         for tp in sorted(ctx.partitions_being_reassigned):
             assignment = ctx.partition_full_replica_assignment(tp)
             if assignment is None or not should_resume(tp, assignment):
@@ -175,7 +218,7 @@ class ReassignmentMixin(ControllerBase):
             ControllerMovedError: a ZooKeeper write was fenced.
             StateChangeFailedError: the assignment or the leader epoch could not be written.
         """
-        self.topic_deletion_manager.mark_topic_ineligible_for_deletion(
+        self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
             {tp.topic}, "reassignment in progress"
         )
         self._update_current_reassignment(tp, reassignment)
@@ -187,8 +230,8 @@ class ReassignmentMixin(ControllerBase):
         self._complete_reassignment(tp, reassignment)
 
     def _complete_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
-        ctx = self.context
-        self.replica_state_machine.handle_state_changes(
+        ctx = self._context
+        self._replica_state_machine.handle_state_changes(
             _replicas(tp, reassignment.adding_replicas), ReplicaState.ONLINE_REPLICA
         )
         completed = ReplicaAssignment(reassignment.target_replicas)
@@ -196,20 +239,20 @@ class ReassignmentMixin(ControllerBase):
         self._move_leader_if_required(tp, completed)
         self._stop_removed_replicas(tp, reassignment.removing_replicas)
         self._write_partition_assignment(tp, completed)
-        self.watches.unwatch_reassignment_isr(tp)
+        self._watches.unwatch_reassignment_isr(tp)
         ctx.partitions_being_reassigned.discard(tp)
         self._remove_from_zk_reassignment(
             lambda p, replicas: p == tp and tuple(replicas) == completed.replicas
         )
-        self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, [tp])
-        self.topic_deletion_manager.resume_deletion_for_topics({tp.topic})
+        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, [tp])
+        self._topic_deletion_manager.resume_deletion_for_topics({tp.topic})
         _log.info("reassignment of %s to %s completed", tp, list(completed.replicas))
 
     def _update_current_reassignment(
         self, tp: TopicPartition, reassignment: ReplicaAssignment
     ) -> None:
         """Write the new AR; stop replicas a changed target no longer needs."""
-        ctx = self.context
+        ctx = self._context
         current = ctx.partition_full_replica_assignment(tp)
         if current != reassignment:
             self._write_partition_assignment(tp, reassignment)
@@ -217,39 +260,39 @@ class ReassignmentMixin(ControllerBase):
             if current is not None:
                 unneeded = [r for r in current.replicas if r not in reassignment.replicas]
                 self._stop_removed_replicas(tp, unneeded)
-        self.watches.watch_reassignment_isr(tp)
+        self._watches.watch_reassignment_isr(tp)
         ctx.partitions_being_reassigned.add(tp)
 
     def _is_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
         if not assignment.is_being_reassigned:
             return True
-        state = self.zk.get_partition_states([tp]).get(tp)
+        state = self._zk.get_partition_states([tp]).get(tp)
         return is_reassignment_complete(
             assignment, None if state is None else state.leader_and_isr.isr
         )
 
     def _start_new_replicas(self, tp: TopicPartition, adding: Iterable[int]) -> None:
         """Move the added replicas that have no state yet to NewReplica (they start fetching)."""
-        ctx = self.context
+        ctx = self._context
         new = [
             r
             for r in _replicas(tp, adding)
             if ctx.replica_state(r) in (None, ReplicaState.NON_EXISTENT_REPLICA)
         ]
-        self.replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
+        self._replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
 
     def _move_leader_if_required(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
         """Elect a leader from RAR unless the live leader is in RAR (then bump its epoch)."""
-        leader = self.context.partition_leader(tp)
+        leader = self._context.partition_leader(tp)
         if (
             leader is not None
             and leader != NO_LEADER
             and leader in completed.replicas
-            and self.context.is_replica_online(leader, tp)
+            and self._context.is_replica_online(leader, tp)
         ):
             self._update_leader_epoch_and_send_request(tp, completed)
             return
-        results = self.partition_state_machine.handle_state_changes(
+        results = self._partition_state_machine.handle_state_changes(
             [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElection()
         )
         outcome = results.get(tp)
@@ -261,13 +304,13 @@ class ReassignmentMixin(ControllerBase):
         replicas = _replicas(tp, removed)
         if not replicas:
             return
-        rsm = self.replica_state_machine
+        rsm = self._replica_state_machine
         rsm.handle_state_changes(replicas, ReplicaState.OFFLINE_REPLICA)
         rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_STARTED)
         rsm.handle_state_changes(replicas, ReplicaState.REPLICA_DELETION_SUCCESSFUL)
         rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT_REPLICA)
 
-    # --- ZooKeeper writes and requests -----------------------------------------------------
+    # --- ZooKeeper writes and requests ----------------------------------------------------
 
     def _update_leader_epoch_and_send_request(
         self, tp: TopicPartition, assignment: ReplicaAssignment
@@ -276,21 +319,21 @@ class ReassignmentMixin(ControllerBase):
         leadership = self._bump_leader_epoch(tp)
         if leadership is None:
             raise errors.StateChangeFailedError(f"cannot bump the leader epoch of {tp}")
-        ctx = self.context
+        ctx = self._context
         live = ctx.live_or_shutting_down_broker_ids
-        self.batch.new_batch()
+        self._batch.new_batch()
         try:
             original = [r for r in assignment.original_replicas if r in live]
             adding = [r for r in assignment.adding_replicas if r in live]
-            self.batch.add_leader_and_isr_request_for_brokers(
+            self._batch.add_leader_and_isr_request_for_brokers(
                 original, tp, leadership, assignment, is_new=False
             )
-            self.batch.add_leader_and_isr_request_for_brokers(
+            self._batch.add_leader_and_isr_request_for_brokers(
                 adding, tp, leadership, assignment, is_new=True
             )
-            self.batch.send_requests_to_brokers(ctx.epoch)
+            self._batch.send_requests_to_brokers(ctx.epoch)
         except Exception:
-            self.batch.clear()
+            self._batch.clear()
             raise
 
     def _bump_leader_epoch(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
@@ -300,13 +343,13 @@ class ReassignmentMixin(ControllerBase):
             the new state (also cached), or None without a state znode or when a newer
             controller wrote it.
         """
-        ctx = self.context
+        ctx = self._context
         for _ in range(MAX_CAS_ATTEMPTS):
-            state = self.zk.get_partition_states([tp]).get(tp)
+            state = self._zk.get_partition_states([tp]).get(tp)
             if state is None or state.controller_epoch > ctx.epoch:
                 return None
             lai = state.leader_and_isr
-            written = self.zk.update_leader_and_isr(
+            written = self._zk.update_leader_and_isr(
                 {tp: lai.with_new_leader(lai.leader, lai.isr)},
                 ctx.epoch,
                 controller_epoch_zk_version=ctx.epoch_zk_version,
@@ -329,15 +372,15 @@ class ReassignmentMixin(ControllerBase):
             ControllerMovedError: the write was fenced.
         """
         for _ in range(MAX_CAS_ATTEMPTS):
-            current = self.zk.get_replica_assignments([tp.topic]).get(tp.topic)
+            current = self._zk.get_replica_assignments([tp.topic]).get(tp.topic)
             if current is None:
                 raise errors.StateChangeFailedError(f"topic {tp.topic} does not exist")
             merged = {**current.partitions, tp.partition: assignment}
-            version = self.zk.set_replica_assignment(
+            version = self._zk.set_replica_assignment(
                 tp.topic,
                 merged,
                 current.zk_version,
-                controller_epoch_zk_version=self.context.epoch_zk_version,
+                controller_epoch_zk_version=self._context.epoch_zk_version,
             )
             if version is not None:
                 return
@@ -347,25 +390,25 @@ class ReassignmentMixin(ControllerBase):
         self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
     ) -> None:
         """Drop matching partitions from ``/admin/reassign_partitions``; delete it when empty."""
-        current = self.zk.get_partition_reassignment()
+        current = self._zk.get_partition_reassignment()
         if not current:
             return
         remaining = {tp: r for tp, r in current.items() if not should_remove(tp, r)}
         if len(remaining) == len(current):
             return
-        fence = self.context.epoch_zk_version
+        fence = self._context.epoch_zk_version
         if remaining:
-            self.zk.set_partition_reassignment(remaining, controller_epoch_zk_version=fence)
+            self._zk.set_partition_reassignment(remaining, controller_epoch_zk_version=fence)
         else:
-            self.zk.delete_partition_reassignment(controller_epoch_zk_version=fence)
+            self._zk.delete_partition_reassignment(controller_epoch_zk_version=fence)
 
-    # --- helpers ------------------------------------------------------------------------
+    # --- helpers --------------------------------------------------------------------------
 
     def _build_reassignments(
         self, requested: Mapping[TopicPartition, Sequence[int] | None]
     ) -> tuple[ReassignmentResults, dict[TopicPartition, ReplicaAssignment]]:
         """Validate requests; return (errors, partition -> assignment to reach)."""
-        ctx = self.context
+        ctx = self._context
         results: ReassignmentResults = {}
         to_start: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, target in sorted(requested.items()):
@@ -374,7 +417,7 @@ class ReassignmentMixin(ControllerBase):
                 current,
                 target,
                 ctx.live_broker_ids,
-                topic_being_deleted=self.topic_deletion_manager.is_topic_queued_up_for_deletion(
+                topic_being_deleted=self._topic_deletion_manager.is_topic_queued_up_for_deletion(
                     tp.topic
                 ),
             )

@@ -1,4 +1,4 @@
-"""Pure rules of partition reassignment (KIP-455, seed 000 §4.2): validation and target states.
+"""Pure rules of partition reassignment (KIP-455): validation and target states.
 
 A reassignment moves a partition from its original replicas (OAR) to target replicas
 (RAR). While it runs, AR = RAR + OAR, with ``adding_replicas`` = RAR - OAR and
@@ -6,8 +6,9 @@ A reassignment moves a partition from its original replicas (OAR) to target repl
 A second submission for a partition being reassigned replaces the target, computed
 from the *original* replicas; a cancellation (no target) goes back to OAR.
 
-Nothing here reads or writes ZooKeeper: the controller's reassignment handlers
-(:mod:`kpo_broker.controller.reassignment`) call these with its context.
+Nothing here reads or writes ZooKeeper: the controller's
+:class:`~kpo_broker.controller.reassignment.ReassignmentManager` calls these with its
+context.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def build_reassignment(
 
 
 def is_reassignment_complete(assignment: ReplicaAssignment, isr: Collection[int] | None) -> bool:
-    """Whether every target replica (RAR) is in the ISR (seed 000 §4.2 step 4).
+    """Whether every target replica (RAR) is in the ISR (Kafka's ``isReassignmentComplete``).
 
     Args:
         assignment: the partition's assignment.

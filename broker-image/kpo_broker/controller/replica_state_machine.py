@@ -6,11 +6,11 @@ broker (and the partition's other replicas) must get in the
 
 - NewReplica: LeaderAndIsr (``is_new``) to the replica, if the partition has a leader;
 - OnlineReplica: LeaderAndIsr to the replica (a restarted broker learns every replica it
-  hosts, seed 001 §E); from NewReplica the replica joins AR if it is not in it yet;
+  hosts, Kafka's ``onBrokerStartup``); from NewReplica the replica joins AR if it is not in it yet;
 - OfflineReplica: StopReplica (no deletion) to the replica, then the replica leaves the
   ISR in ZooKeeper (leader -1 if it led; the last ISR member is kept so that a clean
-  election stays possible), with LeaderAndIsr to the other live replicas (seed 001 §A,
-  "shrink the ISR of partitions the dead broker followed");
+  election stays possible), with LeaderAndIsr to the other live replicas (Kafka's
+  ``onBrokerFailure`` shrinks the ISR of the partitions the dead broker followed);
 - ReplicaDeletionStarted: StopReplica with ``delete_partition`` (topic deletion);
 - NonExistentReplica: the replica leaves AR in the context.
 

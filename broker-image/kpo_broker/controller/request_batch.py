@@ -6,9 +6,9 @@ batch builds one request of each kind per broker and hands them to a
 :class:`RequestSender` (the channel manager) in the order LeaderAndIsr, UpdateMetadata,
 StopReplica, as Kafka's ``AbstractControllerBrokerRequestBatch`` does. Each request
 carries the controller id, the controller epoch and the receiving broker's epoch
-(KIP-380), so brokers reject requests of stale controllers (seed 001 §F "multiple
-leaders"). Building is pure: entries are snapshots of the :class:`ControllerContext`
-taken when added.
+(KIP-380), so brokers reject requests of stale controllers (a deposed controller or
+leader cannot act on an older epoch). Building is pure: entries are snapshots of the
+:class:`ControllerContext` taken when added.
 """
 
 from __future__ import annotations

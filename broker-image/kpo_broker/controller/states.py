@@ -1,7 +1,7 @@
 """The controller's partition and replica states and their legal transitions.
 
-Kafka's controller tracks every partition and every replica in a small state machine
-(seed 001 §G: "the controller emulates a state machine"); a transition is legal only
+Kafka's controller tracks every partition and every replica in a small state machine;
+a transition is legal only
 from the states listed for the target in the tables below, as in Kafka's
 ``PartitionStateMachine`` and ``ReplicaStateMachine``.
 
@@ -14,8 +14,8 @@ Partition states:
 
 Replica states:
 
-- ``NewReplica``: created by a topic creation or a reassignment (RAR - OAR, seed 000
-  §4.2 step 3); it can only be a follower.
+- ``NewReplica``: created by a topic creation or a reassignment (RAR - OAR, Kafka's
+  ``onPartitionReassignment``); it can only be a follower.
 - ``OnlineReplica``: started and part of the assignment; may be leader or follower.
 - ``OfflineReplica``: its broker died (or it is being removed).
 - ``ReplicaDeletionStarted``: StopReplica with deletion was sent.

@@ -7,7 +7,7 @@ As Kafka's ``TopicDeletionManager`` (``delete.topic.enable``). For each queued t
 2. replicas on dead brokers go ReplicaDeletionIneligible: the deletion *waits* for
    those brokers (the topic is ineligible until one of them restarts); replicas on live
    brokers go OfflineReplica then ReplicaDeletionStarted, i.e. StopReplica with
-   ``delete_partition`` (seed 001 §B step 4);
+   ``delete_partition``;
 3. each StopReplica response moves the replicas to ReplicaDeletionSuccessful (or, on
    error, ReplicaDeletionIneligible to be retried);
 4. once every replica is ReplicaDeletionSuccessful, they become NonExistentReplica and

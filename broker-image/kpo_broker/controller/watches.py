@@ -1,7 +1,7 @@
 """The ZooKeeper watches of the active controller, turned into controller events.
 
-Seed 001 §G lists the controller's listeners; each one here only enqueues an event (the
-event thread re-reads ZooKeeper), as Kafka's ``ZNodeChangeHandler``s do:
+The controller's ZooKeeper listeners; each one here only enqueues an event (the event
+thread re-reads ZooKeeper), as Kafka's ``ZNodeChangeHandler``s do:
 
 =================================== =====================================
 znode                               event
@@ -159,8 +159,3 @@ class ControllerWatches:
         for watch in self._watches.values():
             watch.cancel()
         self._watches.clear()
-
-    @property
-    def watched_paths(self) -> set[str]:
-        """The znodes watched now."""
-        return set(self._watches)

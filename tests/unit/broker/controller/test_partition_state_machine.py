@@ -1,13 +1,13 @@
 import pytest
 
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.election_strategies import (
+from kpo_broker.controller.errors import StateChangeFailedError
+from kpo_broker.controller.leader_election import (
     ControlledShutdownPartitionLeaderElection,
     LeaderElectionStrategy,
     OfflinePartitionLeaderElection,
     PreferredReplicaPartitionLeaderElection,
 )
-from kpo_broker.controller.errors import StateChangeFailedError
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.states import PartitionState
 from kpo_broker.zk.errors import ControllerMovedError

@@ -1,6 +1,6 @@
-"""Leader election strategies, with broker-failure examples (KafkaController.onBrokerFailure)."""
+"""Leader election algorithms, with the broker-failure examples of Kafka's replication design."""
 
-from kpo_broker.controller.election import (
+from kpo_broker.controller.leader_election import (
     LeaderElectionResult,
     elect_leader_for_controlled_shutdown,
     elect_leader_for_offline_partition,
@@ -8,7 +8,7 @@ from kpo_broker.controller.election import (
     elect_preferred_leader,
 )
 
-# --- offline partition (KafkaController.onBrokerFailure) ----------------------------------
+# --- offline partition (offlinePartitionLeaderElection) -------------------------------------
 
 
 def test_broker1_failure_moves_leadership_to_replica2() -> None:

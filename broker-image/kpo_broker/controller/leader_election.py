@@ -1,21 +1,71 @@
-"""Partition leader election strategies, as pure functions.
+"""How a partition's leader is chosen: the strategies and their pure algorithms.
 
 The controller elects a leader when a partition goes online, loses its leader, finishes
 a reassignment, moves back to its preferred replica, or when its leader's broker shuts
-down in a controlled way (Kafka's ``PartitionLeaderElectionAlgorithms``). Each function
-gets the partition's assigned replicas (AR, preferred leader first), its ISR and the
-live brokers, and returns the new leader and ISR, or None when no replica qualifies
-(the partition then stays or becomes OfflinePartition).
+down in a controlled way. A *strategy* (Kafka's ``PartitionLeaderElectionStrategy``)
+names which rule the partition state machine applies; each rule is a pure function
+(Kafka's ``PartitionLeaderElectionAlgorithms``) that gets the partition's assigned
+replicas (AR, preferred leader first), its ISR and the live brokers, and returns the new
+leader and ISR, or None when no replica qualifies (the partition then stays or becomes
+OfflinePartition).
 
-Seed 001 §A gives the offline rule: prefer a live ISR member; with no live ISR member,
-any live replica of AR may lead, which can lose committed messages (an *unclean*
-election, allowed only by ``unclean.leader.election.enable``).
+The offline rule (Kafka's ``offlinePartitionLeaderElection``, as in Kafka's replication
+design for a broker failure): prefer a live ISR member; with no live ISR member, any
+live replica of AR may lead, which can lose committed messages (an *unclean* election,
+allowed only by ``unclean.leader.election.enable``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class OfflinePartitionLeaderElection:
+    """Elect from the live ISR, else (when allowed) any live replica of AR.
+
+    Kafka's ``OfflinePartitionLeaderElectionStrategy``.
+
+    Attributes:
+        allow_unclean: force unclean elections (ElectLeaders with type UNCLEAN); when
+            False the broker's or topic's ``unclean.leader.election.enable`` decides.
+    """
+
+    allow_unclean: bool = False
+
+
+@dataclass(frozen=True)
+class ReassignPartitionLeaderElection:
+    """Elect among a completed reassignment's target replicas (KIP-455).
+
+    Kafka's ``ReassignPartitionLeaderElectionStrategy``.
+    """
+
+
+@dataclass(frozen=True)
+class PreferredReplicaPartitionLeaderElection:
+    """Move leadership back to the preferred replica (first of AR).
+
+    Kafka's ``PreferredReplicaPartitionLeaderElectionStrategy``.
+    """
+
+
+@dataclass(frozen=True)
+class ControlledShutdownPartitionLeaderElection:
+    """Move leadership off brokers in controlled shutdown.
+
+    Kafka's ``ControlledShutdownPartitionLeaderElectionStrategy``.
+    """
+
+
+#: The elections the partition state machine runs when it moves partitions online.
+LeaderElectionStrategy = (
+    OfflinePartitionLeaderElection
+    | ReassignPartitionLeaderElection
+    | PreferredReplicaPartitionLeaderElection
+    | ControlledShutdownPartitionLeaderElection
+)
 
 
 @dataclass(frozen=True)
@@ -48,7 +98,7 @@ def elect_leader_for_offline_partition(
     live_brokers: Collection[int],
     unclean_leader_election_enable: bool,
 ) -> LeaderElectionResult | None:
-    """Elect a leader for a NewPartition or OfflinePartition (seed 001 §A).
+    """Elect a leader for a NewPartition or OfflinePartition (``offlinePartitionLeaderElection``).
 
     The leader is the first replica of AR that is live and in the ISR; the new ISR is
     the live part of the ISR. When no ISR member is live and
@@ -80,7 +130,10 @@ def elect_leader_for_reassignment(
     isr: Sequence[int],
     live_brokers: Collection[int],
 ) -> LeaderElectionResult | None:
-    """Elect a leader among a completed reassignment's target replicas (seed 000 §4.2 step 7).
+    """Elect a leader among a completed reassignment's target replicas (RAR).
+
+    Kafka's ``reassignPartitionLeaderElection``, used by ``onPartitionReassignment`` when
+    the leader is not in RAR or not live.
 
     The leader is the first replica of RAR that is live and in the ISR; the ISR is kept
     (replicas being removed leave it when they go offline).

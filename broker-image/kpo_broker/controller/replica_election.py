@@ -1,5 +1,9 @@
 """Replica leader elections asked for by clients, admins and the rebalance timer.
 
+The :class:`ReplicaElectionManager` runs Kafka's ``onReplicaElection`` for the
+controller; the leader of each partition is chosen by the partition state machine with
+a strategy of :mod:`kpo_broker.controller.leader_election`.
+
 - ElectLeaders API (KIP-183, KIP-460): preferred elections move leadership back to the
   first replica of AR when it is live and in the ISR; unclean elections elect a leader
   for partitions without a live leader, outside the ISR if needed.
@@ -19,21 +23,20 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 
 from kpo_broker.controller import errors
-from kpo_broker.controller.base import ControllerBase
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.election_strategies import (
+from kpo_broker.controller.events import ElectionResults, ElectionTrigger, ElectionType
+from kpo_broker.controller.leader_election import (
     LeaderElectionStrategy,
     OfflinePartitionLeaderElection,
     PreferredReplicaPartitionLeaderElection,
 )
-from kpo_broker.controller.events import (
-    ElectionResults,
-    ElectionTrigger,
-    ElectionType,
-    ElectLeaders,
+from kpo_broker.controller.partition_state_machine import (
+    PartitionStateMachine,
+    StateChangeResults,
 )
-from kpo_broker.controller.partition_state_machine import StateChangeResults
 from kpo_broker.controller.states import PartitionState
+from kpo_broker.controller.topic_deletion import TopicDeletionManager
+from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.model import NO_LEADER, LeaderAndIsr, TopicPartition
 
 _log = logging.getLogger("kpo_broker.controller")
@@ -80,8 +83,35 @@ def _led_by_preferred_replica(context: ControllerContext, tp: TopicPartition) ->
     return bool(replicas) and context.partition_leader(tp) == replicas[0]
 
 
-class ElectionsMixin(ControllerBase):
-    """Handlers of ElectLeaders, preferred replica election znodes and auto rebalance."""
+class ReplicaElectionManager:
+    """Runs the active controller's replica leader elections (see module docstring).
+
+    Called on the controller's event thread only, while the controller is active (the
+    controller checks that before delegating).
+
+    Args:
+        context: the controller's context.
+        zk: deletes ``/admin/preferred_replica_election`` after its elections (fenced).
+        partition_state_machine: moves the partitions online with the election.
+        topic_deletion_manager: partitions of topics being deleted are not elected.
+        leader_imbalance_per_broker_percentage: the broker's
+            ``leader.imbalance.per.broker.percentage`` (0-100), for the auto rebalance.
+    """
+
+    def __init__(
+        self,
+        context: ControllerContext,
+        zk: KafkaZkClient,
+        partition_state_machine: PartitionStateMachine,
+        topic_deletion_manager: TopicDeletionManager,
+        *,
+        leader_imbalance_per_broker_percentage: int,
+    ) -> None:
+        self._context = context
+        self._zk = zk
+        self._partition_state_machine = partition_state_machine
+        self._topic_deletion_manager = topic_deletion_manager
+        self._imbalance_percentage = leader_imbalance_per_broker_percentage
 
     def on_replica_election(
         self,
@@ -91,8 +121,12 @@ class ElectionsMixin(ControllerBase):
     ) -> StateChangeResults:
         """Run elections of ``election_type`` for ``partitions`` (moving them online).
 
-        Unclean elections are forced only when an admin asked for them. A ZooKeeper
-        triggered election deletes ``/admin/preferred_replica_election`` afterwards.
+        Kafka's ``onReplicaElection``. Unclean elections are forced only when an admin
+        asked for them. A ZooKeeper triggered election deletes
+        ``/admin/preferred_replica_election`` afterwards.
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
         """
         strategy: LeaderElectionStrategy
         if election_type is ElectionType.PREFERRED:
@@ -102,7 +136,7 @@ class ElectionsMixin(ControllerBase):
                 allow_unclean=trigger is ElectionTrigger.ADMIN_CLIENT
             )
         try:
-            results = self.partition_state_machine.handle_state_changes(
+            results = self._partition_state_machine.handle_state_changes(
                 partitions, PartitionState.ONLINE_PARTITION, strategy
             )
             if trigger is not ElectionTrigger.ADMIN_CLIENT:
@@ -112,27 +146,25 @@ class ElectionsMixin(ControllerBase):
             return results
         finally:
             if trigger is ElectionTrigger.ZK_TRIGGERED:
-                self.zk.delete_preferred_replica_election(
-                    controller_epoch_zk_version=self.context.epoch_zk_version
+                self._zk.delete_preferred_replica_election(
+                    controller_epoch_zk_version=self._context.epoch_zk_version
                 )
 
-    def process_elect_leaders(self, event: ElectLeaders) -> None:
-        """Answer an ElectLeaders event: partition -> (error code, message).
-
-        Raises:
-            NotControllerError: this broker is not the controller (the future fails too).
-        """
-        if not self.is_active:
-            raise errors.NotControllerError("controller moved to another broker")
-        results = self.elect_leaders_now(event.partitions, event.election_type)
-        if not event.result.done():
-            event.result.set_result(results)
-
-    def elect_leaders_now(
+    def elect_leaders(
         self, partitions: Iterable[TopicPartition] | None, election_type: ElectionType
     ) -> ElectionResults:
-        """Validate and run an admin election (see :meth:`process_elect_leaders`)."""
-        ctx = self.context
+        """Validate and run an admin election (ElectLeaders API, KIP-183, KIP-460).
+
+        Args:
+            partitions: the partitions, or None for all partitions.
+            election_type: preferred or unclean.
+
+        Returns:
+            partition -> (error code, message): 0, UNKNOWN_TOPIC_OR_PARTITION,
+            INVALID_TOPIC_EXCEPTION (topic being deleted), ELECTION_NOT_NEEDED,
+            PREFERRED_LEADER_NOT_AVAILABLE or ELIGIBLE_LEADERS_NOT_AVAILABLE.
+        """
+        ctx = self._context
         known_all = ctx.all_partitions()
         wanted = known_all if partitions is None else set(partitions)
         results: ElectionResults = {}
@@ -141,7 +173,7 @@ class ElectionsMixin(ControllerBase):
             leader = ctx.partition_leader(tp)
             if tp not in known_all:
                 results[tp] = (errors.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist.")
-            elif self.topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic):
+            elif self._topic_deletion_manager.is_topic_queued_up_for_deletion(tp.topic):
                 results[tp] = (INVALID_TOPIC_EXCEPTION, "The topic is being deleted.")
             elif election_type is ElectionType.PREFERRED and _led_by_preferred_replica(ctx, tp):
                 results[tp] = (errors.ELECTION_NOT_NEEDED, "Leader is the preferred replica.")
@@ -165,19 +197,14 @@ class ElectionsMixin(ControllerBase):
                 results[tp] = (failure, str(outcome) if outcome is not None else None)
         return results
 
-    def process_preferred_replica_election_znode(self) -> None:
-        """Run the preferred elections listed in ``/admin/preferred_replica_election``."""
-        if self.is_active:
-            self.elect_preferred_replicas_from_znode(self.zk.get_preferred_replica_election())
-
     def elect_preferred_replicas_from_znode(self, requested: set[TopicPartition]) -> None:
         """Elect the preferred leaders of ``requested`` (read from the znode), then delete it.
 
         Unknown partitions, topics being deleted and partitions already led by their
         preferred replica are skipped.
         """
-        ctx = self.context
-        deleting = self.topic_deletion_manager.is_topic_queued_up_for_deletion
+        ctx = self._context
+        deleting = self._topic_deletion_manager.is_topic_queued_up_for_deletion
         valid = {
             tp
             for tp in requested & ctx.all_partitions()
@@ -186,14 +213,15 @@ class ElectionsMixin(ControllerBase):
         _log.info("preferred replica election for %s", sorted(str(tp) for tp in valid))
         self.on_replica_election(valid, ElectionType.PREFERRED, ElectionTrigger.ZK_TRIGGERED)
 
-    def process_auto_preferred_replica_leader_election(self) -> None:
-        """Rebalance leaders if a broker's imbalance exceeds the configured percentage."""
-        if not self.is_active:
-            return
+    def check_and_trigger_auto_leader_rebalance(self) -> None:
+        """Rebalance leaders if a broker's imbalance exceeds the configured percentage.
+
+        Kafka's ``checkAndTriggerAutoLeaderRebalance``; see :func:`partitions_to_rebalance`.
+        """
         candidates = partitions_to_rebalance(
-            self.context,
-            self.config.leader_imbalance_per_broker_percentage,
-            self.topic_deletion_manager.is_topic_queued_up_for_deletion,
+            self._context,
+            self._imbalance_percentage,
+            self._topic_deletion_manager.is_topic_queued_up_for_deletion,
         )
         if candidates:
             _log.info("auto leader rebalance of %s", sorted(str(tp) for tp in candidates))

@@ -1,7 +1,7 @@
 import pytest
 
 from kpo_broker.controller.context import ControllerContext
-from kpo_broker.controller.elections import partitions_to_rebalance
+from kpo_broker.controller.replica_election import partitions_to_rebalance
 from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
 
 from .fakes import context_with

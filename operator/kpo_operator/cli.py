@@ -28,20 +28,9 @@ from kpo_operator.generate import (
     parse_topics_to_move,
     propose_move,
 )
-from kpo_operator.kafka_admin import KafkaAdmin, KafkaPythonAdmin
-from kpo_operator.kafka_json import (
-    MAX_PARTITIONS_PER_OBJECT,
-    KafkaJsonError,
-    ManifestError,
-    ManifestOptions,
-    ParsedManifest,
-    dump_reassignment_json,
-    merge_targets,
-    parse_manifests,
-    parse_reassignment_json,
-    to_manifests,
-)
-from kpo_operator.kafka_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_kafka.reassignment_json import MAX_PARTITIONS_PER_OBJECT, KafkaJsonError, ManifestError, ManifestOptions, ParsedManifest, dump_reassignment_json, merge_targets, parse_manifests, parse_reassignment_json, to_manifests
+from kpo_kafka.admin_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
 
 app = typer.Typer(
     name="kpo-reassign",

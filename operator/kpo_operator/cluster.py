@@ -10,9 +10,11 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import ReplicaDirInfo, ReplicaKey
-from kpo_operator.model import ClusterView, PartitionState, TopicPartition
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import ReplicaDirInfo, ReplicaKey
+from kpo_operator.model import ClusterView
+from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.topic_partition import TopicPartition
 
 
 @dataclass

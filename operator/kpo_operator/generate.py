@@ -38,8 +38,9 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kpo_operator.kafka_json import topic_name_problem
-from kpo_operator.model import PartitionTarget, TopicPartition
+from kpo_kafka.reassignment_json import topic_name_problem
+from kpo_kafka.specs import PartitionTarget
+from kpo_kafka.topic_partition import TopicPartition
 
 Assignment = dict[TopicPartition, tuple[int, ...]]
 """``(topic, partition) -> replicas``, preferred leader first."""

@@ -24,12 +24,8 @@ from datetime import datetime
 from typing import Any
 
 from kpo_operator.conditions import Phase, reassignment_conditions, stamp_conditions
-from kpo_operator.model import (
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    SpecError,
-    TopicPartition,
-)
+from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.progress import PartitionProgress, Totals, format_time
 
 PENDING = "Pending"

@@ -30,7 +30,7 @@ from typing import Any
 
 import yaml
 
-from kpo_operator.kafka_admin import KafkaAdmin
+from kpo_kafka.admin import KafkaAdmin
 from kpo_placement.load_rates import TopicPartition, load_sample_rows
 from kpo_placement.metrics_sources import LoadSampler
 from kpo_placement.snapshot import Snapshot, SnapshotMetadata, table_from_rows

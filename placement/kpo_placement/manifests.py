@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from kpo_operator.cli import dump_manifests
-from kpo_operator.kafka_json import ManifestError, ManifestOptions, to_manifests
-from kpo_operator.model import PartitionTarget
+from kpo_kafka.reassignment_json import ManifestError, ManifestOptions, to_manifests
+from kpo_kafka.specs import PartitionTarget
 from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
 
 GROUP = "kpo.dev"

@@ -17,16 +17,7 @@ from dataclasses import dataclass
 
 from kafka import errors as kafka_errors
 
-from kpo_broker.controller.assignment import (
-    BrokerMetadata,
-    InconsistentBrokerRacksError,
-    InvalidPartitionsError,
-    InvalidReplicaAssignmentError,
-    InvalidReplicationFactorError,
-    assign_replicas_for_new_partitions,
-    assign_replicas_to_brokers,
-    validate_replica_assignment,
-)
+from kpo_kafka.assignment import BrokerMetadata, InconsistentBrokerRacksError, InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError, assign_replicas_for_new_partitions, assign_replicas_to_brokers, validate_replica_assignment
 from kpo_broker.server.dynamic_config import InvalidTopicConfigError, validate_topic_config
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.zk.client import KafkaZkClient

@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from kpo_devenv import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.model import PartitionReassignmentSpec
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_placement.cli import app
 from kpo_placement.collector import BrokerCapacity, Capacities, collect_snapshot
 from kpo_placement.load_rates import Scrape, TopicPartition

@@ -13,25 +13,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kpo_operator.admin_errors import api_error
-from kpo_operator.kafka_types import (
-    ERROR_INVALID_REPLICA_ASSIGNMENT,
-    ERROR_LOG_DIR_NOT_FOUND,
-    ERROR_NO_REASSIGNMENT_IN_PROGRESS,
-    ERROR_PREFERRED_LEADER_NOT_AVAILABLE,
-    ERROR_REPLICA_NOT_AVAILABLE,
-    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
-    ApiError,
-    ClusterInfo,
-    ConfigResource,
-    ConfigResourceKind,
-    KafkaAdminError,
-    PartitionInfo,
-    Reassignment,
-    ReplicaDirInfo,
-    ReplicaKey,
-    TopicPartition,
-)
+from kpo_kafka.admin_errors import api_error
+from kpo_kafka.admin_types import ERROR_INVALID_REPLICA_ASSIGNMENT, ERROR_LOG_DIR_NOT_FOUND, ERROR_NO_REASSIGNMENT_IN_PROGRESS, ERROR_PREFERRED_LEADER_NOT_AVAILABLE, ERROR_REPLICA_NOT_AVAILABLE, ERROR_UNKNOWN_TOPIC_OR_PARTITION, ApiError, ClusterInfo, ConfigResource, ConfigResourceKind, KafkaAdminError, PartitionInfo, Reassignment, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.topic_partition import TopicPartition
 
 
 def error(code: int) -> ApiError:

@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner, Result
 
 from kpo_operator import cli
-from kpo_operator.kafka_json import parse_reassignment_json
-from kpo_operator.kafka_types import KafkaUnavailableError
-from kpo_operator.model import PartitionReassignmentSpec
+from kpo_kafka.reassignment_json import parse_reassignment_json
+from kpo_kafka.admin_types import KafkaUnavailableError
+from kpo_kafka.specs import PartitionReassignmentSpec
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"

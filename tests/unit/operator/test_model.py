@@ -4,13 +4,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kpo_operator.model import (
-    ClusterView,
-    PartitionReassignmentSpec,
-    PartitionState,
-    SpecError,
-    TopicReplicaQuotaSpec,
-)
+from kpo_operator.model import ClusterView
+from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
+from kpo_kafka.admin_types import PartitionInfo
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
 

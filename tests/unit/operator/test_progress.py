@@ -2,7 +2,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kpo_operator.model import ClusterView, PartitionState, PartitionTarget
+from kpo_operator.model import ClusterView
+from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.specs import PartitionTarget
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,

@@ -4,13 +4,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kpo_operator.kafka_types import ConfigResourceKind
-from kpo_operator.model import (
-    ClusterView,
-    PartitionReassignmentSpec,
-    PartitionState,
-    TopicReplicaQuotaSpec,
-)
+from kpo_kafka.admin_types import ConfigResourceKind
+from kpo_operator.model import ClusterView
+from kpo_kafka.specs import PartitionReassignmentSpec, TopicReplicaQuotaSpec
+from kpo_kafka.admin_types import PartitionInfo
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,

@@ -2,7 +2,9 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.model import ClusterView, PartitionReassignmentSpec, PartitionState
+from kpo_operator.model import ClusterView
+from kpo_kafka.specs import PartitionReassignmentSpec
+from kpo_kafka.admin_types import PartitionInfo
 from kpo_operator.validation import ValidationIssue, validate_reassignment
 
 OWNER = "ns/me"

@@ -32,13 +32,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kpo_operator.model import (
-    ANY_LOG_DIR,
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    SpecError,
-    TopicPartition,
-)
+from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.topic_partition import TopicPartition
 
 KAFKA_JSON_VERSION = 1
 """The only reassignment JSON version Kafka defines."""

@@ -21,21 +21,9 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
-from kpo_operator.admin_errors import api_error, error_of_class, parse_alter_result, translated
-from kpo_operator.kafka_types import (
-    ERROR_ELECTION_NOT_NEEDED,
-    ApiError,
-    ClusterInfo,
-    ConfigResource,
-    ConfigResourceKind,
-    KafkaRequestError,
-    KafkaUnavailableError,
-    PartitionInfo,
-    Reassignment,
-    ReplicaDirInfo,
-    ReplicaKey,
-    TopicPartition,
-)
+from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
+from kpo_kafka.admin_types import ERROR_ELECTION_NOT_NEEDED, ApiError, ClusterInfo, ConfigResource, ConfigResourceKind, KafkaRequestError, KafkaUnavailableError, PartitionInfo, Reassignment, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
 

@@ -1,4 +1,4 @@
-"""Kafka's client-side vocabulary, shared by the operator, the placement job, the bench and the demo.
+"""Kafka's client-side vocabulary, shared by the operator, placement, the bench and the demo.
 
 Value types (:mod:`.topic_partition`, :mod:`.admin_types`), the Admin API interface and
 its kafka-python adapter (:mod:`.admin`, :mod:`.admin_errors`), the reassignment JSON of

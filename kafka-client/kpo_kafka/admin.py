@@ -22,7 +22,20 @@ from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
 from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
-from kpo_kafka.admin_types import ERROR_ELECTION_NOT_NEEDED, ApiError, ClusterInfo, ConfigResource, ConfigResourceKind, KafkaRequestError, KafkaUnavailableError, PartitionInfo, Reassignment, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.admin_types import (
+    ERROR_ELECTION_NOT_NEEDED,
+    NO_LEADER,
+    ApiError,
+    ClusterInfo,
+    ConfigResource,
+    ConfigResourceKind,
+    KafkaRequestError,
+    KafkaUnavailableError,
+    PartitionInfo,
+    Reassignment,
+    ReplicaDirInfo,
+    ReplicaKey,
+)
 from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
@@ -186,7 +199,7 @@ class KafkaPythonAdmin:
                 p["partition_index"]: PartitionInfo(
                     replicas=tuple(p["replica_nodes"]),
                     isr=tuple(p["isr_nodes"]),
-                    leader=p["leader_id"] if p["leader_id"] >= 0 else None,
+                    leader=p["leader_id"] if p["leader_id"] >= 0 else NO_LEADER,
                 )
                 for p in topic["partitions"]
             }
@@ -202,7 +215,7 @@ class KafkaPythonAdmin:
         with translated("ListPartitionReassignments"):
             listed = self._client().list_partition_reassignments(wanted)
         return {
-            (tp.topic, tp.partition): Reassignment(
+            TopicPartition(tp.topic, tp.partition): Reassignment(
                 replicas=tuple(info["replicas"]),
                 adding=tuple(info["adding_replicas"]),
                 removing=tuple(info["removing_replicas"]),
@@ -226,7 +239,7 @@ class KafkaPythonAdmin:
         with translated("AlterPartitionReassignments"):
             answer = self._client().alter_partition_reassignments(request)
         return {
-            (tp.topic, tp.partition): None if err is None else error_of_class(err)
+            TopicPartition(tp.topic, tp.partition): None if err is None else error_of_class(err)
             for tp, err in answer.items()
         }
 
@@ -352,7 +365,9 @@ class KafkaPythonAdmin:
         for topic in response.replica_election_results:
             for part in topic.partition_result:
                 code = 0 if part.error_code == ERROR_ELECTION_NOT_NEEDED else part.error_code
-                result[(topic.topic, part.partition_id)] = api_error(code, part.error_message)
+                result[TopicPartition(topic.topic, part.partition_id)] = api_error(
+                    code, part.error_message
+                )
         return result
 
     def alter_replica_log_dirs(

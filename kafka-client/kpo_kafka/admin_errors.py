@@ -15,7 +15,12 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from kpo_kafka.admin_types import ApiError, KafkaRequestError, KafkaUnavailableError, KafkaUnsupportedError
+from kpo_kafka.admin_types import (
+    ApiError,
+    KafkaRequestError,
+    KafkaUnavailableError,
+    KafkaUnsupportedError,
+)
 
 __all__ = ["api_error", "error_of_class", "parse_alter_result", "translated"]
 

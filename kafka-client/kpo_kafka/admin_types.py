@@ -1,7 +1,8 @@
 """Plain values and errors exchanged with a Kafka cluster through the Admin API.
 
-These types are what :class:`kpo_kafka.admin.KafkaAdmin` takes and
-returns, so the operator, the placement job, the bench and the demo never see a Kafka client's own classes.
+These types are what :class:`kpo_kafka.admin.KafkaAdmin` takes and returns, so
+the operator, the placement job, the bench and the demo never see a Kafka
+client's own classes.
 Broker ids, partition numbers and sizes are plain ``int`` (sizes in bytes,
 lags in messages); replica lists keep Kafka's order, whose first entry is the
 preferred leader.

@@ -371,6 +371,6 @@ def propose_move(
             broker_list, partitions, rf, start_index=start, replica_shift=shift, racks=racks
         )
         for partition in sorted(partitions):
-            current_assignment[(topic, partition)] = tuple(partitions[partition])
-            proposed[(topic, partition)] = placed[partition]
+            current_assignment[TopicPartition(topic, partition)] = tuple(partitions[partition])
+            proposed[TopicPartition(topic, partition)] = placed[partition]
     return ProposedMove(current_assignment, proposed, racks is not None, tuple(notes))

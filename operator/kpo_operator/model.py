@@ -19,7 +19,7 @@ class ClusterView:
     """A snapshot of the cluster the pure logic decides on; no I/O.
 
     Attributes:
-        topics: topic -> partition index -> :class:`PartitionState`.
+        topics: topic -> partition index -> :class:`PartitionInfo`.
         live_brokers: Ids of the registered (alive) brokers.
         log_dirs: broker id -> the absolute paths of its online log dirs (DescribeLogDirs).
         reassigning: Partitions with a reassignment in flight -> the name of the
@@ -27,11 +27,11 @@ class ClusterView:
             it was started outside the operator or the owner is not known.
     """
 
-    topics: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
     log_dirs: dict[int, frozenset[str]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, str | None] = field(default_factory=dict)
 
-    def partition(self, topic: str, partition: int) -> PartitionState | None:
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         """Return the state of ``topic``/``partition``, or ``None`` if it does not exist."""
         return self.topics.get(topic, {}).get(partition)

@@ -21,8 +21,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec
-from kpo_operator.model import ClusterView
 from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.model import ClusterView
 
 
 @dataclass(frozen=True)

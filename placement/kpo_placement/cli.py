@@ -21,8 +21,8 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from kpo_kafka.reassignment_json import ManifestError
 from kpo_kafka.admin_types import KafkaAdminError
+from kpo_kafka.manifests import ManifestError
 from kpo_placement.aggregate import AggregateOptions, Statistic, spark_session
 from kpo_placement.collector import (
     BrokerCapacity,

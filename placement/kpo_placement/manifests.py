@@ -29,8 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from kpo_operator.cli import dump_manifests
-from kpo_kafka.reassignment_json import ManifestError, ManifestOptions, to_manifests
+from kpo_kafka.manifests import ManifestError, ManifestOptions, dump_manifests, to_manifests
 from kpo_kafka.specs import PartitionTarget
 from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
 
@@ -211,7 +210,7 @@ def wave_manifests(
 def manifests_yaml(manifests: Sequence[dict[str, Any]]) -> str:
     """Return the objects as one YAML text, ``---`` separated when several.
 
-    Same layout as ``kpo-reassign`` (:func:`kpo_operator.cli.dump_manifests`): key order
+    Same layout as ``kpo-reassign`` (:func:`kpo_kafka.manifests.dump_manifests`): key order
     kept, replica lists inline.
     """
     return dump_manifests(manifests)

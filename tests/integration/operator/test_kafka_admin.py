@@ -13,7 +13,13 @@ from kafka import KafkaProducer
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_kafka.admin import KafkaPythonAdmin
-from kpo_kafka.admin_types import ERROR_LOG_DIR_NOT_FOUND, ERROR_NO_REASSIGNMENT_IN_PROGRESS, ERROR_UNKNOWN_TOPIC_OR_PARTITION, ConfigResource, KafkaUnavailableError
+from kpo_kafka.admin_types import (
+    ERROR_LOG_DIR_NOT_FOUND,
+    ERROR_NO_REASSIGNMENT_IN_PROGRESS,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    ConfigResource,
+    KafkaUnavailableError,
+)
 from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 

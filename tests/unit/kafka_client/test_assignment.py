@@ -7,7 +7,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kpo_kafka.assignment import BrokerMetadata, InconsistentBrokerRacksError, InvalidPartitionsError, InvalidReplicaAssignmentError, InvalidReplicationFactorError, RackAwareMode, assign_replicas_for_new_partitions, assign_replicas_to_brokers, rack_alternated_brokers, validate_replica_assignment
+from kpo_kafka.assignment import (
+    BrokerMetadata,
+    InconsistentBrokerRacksError,
+    InvalidPartitionsError,
+    InvalidReplicaAssignmentError,
+    InvalidReplicationFactorError,
+    RackAwareMode,
+    assign_replicas_for_new_partitions,
+    assign_replicas_to_brokers,
+    rack_alternated_brokers,
+    validate_replica_assignment,
+)
 
 
 def brokers(*ids: int) -> list[BrokerMetadata]:

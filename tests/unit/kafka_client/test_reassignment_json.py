@@ -11,7 +11,24 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kpo_kafka.reassignment_json import API_VERSION, KIND, MAX_PARTITIONS_PER_OBJECT, KafkaJsonError, ManifestError, ManifestOptions, dump_reassignment_json, merge_targets, parse_manifests, parse_reassignment_data, parse_reassignment_json, reassignment_data, to_manifests, topic_name_problem
+from kpo_kafka.manifests import (
+    API_VERSION,
+    KIND,
+    MAX_PARTITIONS_PER_OBJECT,
+    ManifestError,
+    ManifestOptions,
+    merge_targets,
+    parse_manifests,
+    to_manifests,
+)
+from kpo_kafka.reassignment_json import (
+    KafkaJsonError,
+    dump_reassignment_json,
+    parse_reassignment_data,
+    parse_reassignment_json,
+    reassignment_data,
+    topic_name_problem,
+)
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"

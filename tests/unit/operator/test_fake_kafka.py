@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from kpo_kafka.admin import KafkaAdmin
-from kpo_kafka.admin_types import ERROR_INVALID_REPLICA_ASSIGNMENT, ERROR_LOG_DIR_NOT_FOUND, ERROR_NO_REASSIGNMENT_IN_PROGRESS, ERROR_UNKNOWN_TOPIC_OR_PARTITION, ConfigResource, KafkaUnavailableError, PartitionInfo, Reassignment
+from kpo_kafka.admin_types import (
+    ERROR_INVALID_REPLICA_ASSIGNMENT,
+    ERROR_LOG_DIR_NOT_FOUND,
+    ERROR_NO_REASSIGNMENT_IN_PROGRESS,
+    ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    ConfigResource,
+    KafkaUnavailableError,
+    PartitionInfo,
+    Reassignment,
+)
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 
 TP = ("t", 0)

@@ -4,9 +4,9 @@ from typing import Any
 import pytest
 import yaml
 
-from kpo_operator.model import ClusterView
-from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
 from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
+from kpo_operator.model import ClusterView
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
 
@@ -103,7 +103,7 @@ def test_spec_must_be_a_mapping() -> None:
 
 
 def test_cluster_view_lookup_and_original_replicas() -> None:
-    state = PartitionState(replicas=(2, 1, 0), leader=0, isr=(0, 1), adding=(2,), removing=(0,))
+    state = PartitionInfo(replicas=(2, 1, 0), leader=0, isr=(0, 1), adding=(2,), removing=(0,))
     view = ClusterView(topics={"t": {0: state}}, live_brokers=frozenset({0, 1, 2}))
     assert view.partition("t", 0) is state
     assert view.partition("t", 1) is None

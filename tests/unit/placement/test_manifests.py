@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kpo_kafka.reassignment_json import ManifestError, parse_manifests
+from kpo_kafka.manifests import ManifestError, parse_manifests
 from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_placement.manifests import (
     BYTES_ANNOTATION,

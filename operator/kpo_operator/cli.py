@@ -24,6 +24,7 @@ import yaml
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
+from kpo_kafka.assignment import ReplicaAssignmentError
 from kpo_kafka.manifests import (
     MAX_PARTITIONS_PER_OBJECT,
     ManifestError,
@@ -82,7 +83,13 @@ def _reported() -> Iterator[None]:
     except (KafkaJsonError, ManifestError) as exc:
         typer.echo("error: " + ("\n  ".join(["invalid input:", *exc.errors])), err=True)
         raise typer.Exit(1) from exc
-    except (GenerateError, KafkaAdminError, _UsageError, yaml.YAMLError) as exc:
+    except (
+        GenerateError,
+        ReplicaAssignmentError,
+        KafkaAdminError,
+        _UsageError,
+        yaml.YAMLError,
+    ) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     except (OSError, UnicodeDecodeError) as exc:

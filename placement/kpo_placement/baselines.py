@@ -34,8 +34,9 @@ def kafka_generate(model: ClusterModel, eligible: BoolArray, seed: int = 0) -> I
         seed: Seed of the per-topic start index and shift draws.
 
     Raises:
-        kpo_operator.generate.GenerateError: Kafka would refuse (e.g. RF above the number of
-            brokers, some brokers with a rack and others without).
+        kpo_kafka.assignment.ReplicaAssignmentError: Kafka would refuse (e.g. RF above the
+            number of brokers, some brokers with a rack and others without).
+        kpo_operator.generate.GenerateError: the brokers or topics are not in the model.
     """
     ids = [int(i) for i in model.broker_ids]
     current: dict[str, dict[int, list[int]]] = {}

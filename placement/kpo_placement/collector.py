@@ -1,7 +1,7 @@
 """Snapshot a live cluster: assignment, racks, replica sizes, load samples and capacities.
 
 Sources, all through the operator's Admin API door
-(:class:`kpo_operator.kafka_admin.KafkaAdmin`) except the load and the capacities:
+(:class:`kpo_kafka.admin.KafkaAdmin`) except the load and the capacities:
 
 ============================ ================================================================
 table                        source
@@ -194,7 +194,7 @@ def collect_snapshot(
         the time between the first and last scrape (0 without samples).
 
     Raises:
-        KafkaAdminError: From the Admin API calls (``kpo_operator.kafka_types``).
+        KafkaAdminError: From the Admin API calls (``kpo_kafka.admin_types``).
         MetricsUnavailableError: From the sampler.
         SnapshotError: The cluster's answers break a snapshot invariant.
     """

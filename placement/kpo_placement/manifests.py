@@ -2,7 +2,7 @@
 
 Each wave becomes one ``kpo.dev/v1alpha1`` PartitionReassignment named ``<plan>-wave-<n>``
 (``n`` from 1), or several named ``<plan>-wave-<n>-1``, ``-2``... when the wave holds more
-than the CRD's 2000 partitions (:func:`kpo_operator.kafka_json.to_manifests` does the cut
+than the CRD's 2000 partitions (:func:`kpo_kafka.manifests.to_manifests` does the cut
 and checks each object against the CRD model). Every object carries:
 
 * labels ``kpo.dev/plan: <plan>`` and ``kpo.dev/wave: "<n>"`` (select a wave with

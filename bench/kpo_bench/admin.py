@@ -1,6 +1,7 @@
-"""Topic creation and metadata look-ups through kafka-python's admin client, for both systems.
+"""Topic creation and metadata look-ups through kpo's Admin API client, for both systems.
 
-Only APIs both brokers implement are used: Metadata (leader, replicas, ISR,
+The client is :class:`kpo_kafka.admin.KafkaPythonAdmin` (kafka-python's admin client).
+The set-up uses only APIs both brokers implement: Metadata (leader, replicas, ISR,
 controller id) and CreateTopics (with a replica assignment and topic configs).
 kafka-python rather than librdkafka: librdkafka's ``list_topics`` sends a Metadata v12
 request that kpo's broker rejects as malformed (see ``bench/README.md``).
@@ -11,10 +12,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from kafka.admin import KafkaAdminClient, NewTopic
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_kafka.admin_types import PartitionInfo
 
 T = TypeVar("T")
 
@@ -24,21 +25,6 @@ ADMIN_REQUEST_TIMEOUT_MS = 5000
 
 class BenchTimeoutError(TimeoutError):
     """A condition the benchmark waits for did not happen in time."""
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """A partition as the Metadata API reports it.
-
-    Attributes:
-        leader: leader broker id, -1 when it has none.
-        replicas: the assigned replicas (AR), in preference order.
-        isr: the in-sync replicas.
-    """
-
-    leader: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
 
 
 def wait_for(
@@ -73,16 +59,14 @@ def wait_for(
 
 
 @contextmanager
-def admin_session(bootstrap_servers: str) -> Iterator[Any]:
-    """Yield a kafka-python admin client for ``host:port,...``; close it afterwards.
+def admin_session(bootstrap_servers: str) -> Iterator[KafkaPythonAdmin]:
+    """Yield the Admin API client for ``host:port,...`` (client id ``kpo-bench``); close it after.
 
-    Raises:
-        kafka.errors.NoBrokersAvailable: no bootstrap server answered.
+    Requests time out after :data:`ADMIN_REQUEST_TIMEOUT_MS`; calls raise the
+    ``kpo_kafka.admin_types.KafkaAdminError`` family.
     """
-    admin = KafkaAdminClient(
-        bootstrap_servers=bootstrap_servers.split(","),
-        request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS,
-        client_id="kpo-bench",
+    admin = KafkaPythonAdmin(
+        bootstrap_servers, client_id="kpo-bench", request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS
     )
     try:
         yield admin
@@ -90,32 +74,12 @@ def admin_session(bootstrap_servers: str) -> Iterator[Any]:
         admin.close()
 
 
-def live_broker_ids(admin: Any) -> set[int]:
-    """Return the broker ids the Metadata API lists (the registered, live brokers)."""
-    return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]}
-
-
-def controller_id(admin: Any) -> int:
-    """Return the controller's broker id from Metadata (-1 while there is none)."""
-    value = admin.describe_cluster().get("controller_id")
-    return -1 if value is None else int(value)
-
-
-def partition_state(admin: Any, topic: str, partition: int) -> PartitionState | None:
+def partition_info(admin: KafkaAdmin, topic: str, partition: int) -> PartitionInfo | None:
     """Return ``topic``/``partition`` as Metadata reports it, or None if unknown."""
-    for described in admin.describe_topics([topic]):
-        name = described.get("name", described.get("topic"))
-        if name != topic or described.get("error_code", 0) != 0:
-            continue
-        for part in described["partitions"]:
-            if part["partition_index"] == partition:
-                return PartitionState(
-                    int(part["leader_id"]), tuple(part["replica_nodes"]), tuple(part["isr_nodes"])
-                )
-    return None
+    return admin.describe_topics([topic]).get(topic, {}).get(partition)
 
 
-def wait_for_brokers(admin: Any, broker_ids: set[int], timeout_s: float = 90.0) -> None:
+def wait_for_brokers(admin: KafkaAdmin, broker_ids: set[int], timeout_s: float = 90.0) -> None:
     """Wait until every broker of ``broker_ids`` is registered and a controller is elected.
 
     Raises:
@@ -123,14 +87,15 @@ def wait_for_brokers(admin: Any, broker_ids: set[int], timeout_s: float = 90.0) 
     """
 
     def ready() -> bool | None:
-        ok = broker_ids <= live_broker_ids(admin) and controller_id(admin) >= 0
+        cluster = admin.describe_cluster()
+        ok = broker_ids <= set(cluster.brokers) and cluster.controller_id is not None
         return True if ok else None
 
     wait_for(ready, timeout_s, f"brokers {sorted(broker_ids)} and a controller")
 
 
 def create_topic(
-    admin: Any,
+    admin: KafkaPythonAdmin,
     topic: str,
     *,
     partitions: int | None = None,
@@ -145,21 +110,27 @@ def create_topic(
     (one replica list per partition, preferred leader first).
 
     Raises:
-        kafka.errors.KafkaError: the broker refused the topic.
+        kpo_kafka.admin_types.KafkaAdminError: the broker refused the topic.
         BenchTimeoutError: the partitions did not all get a leader and full ISR in time.
     """
+    timeout_ms = int(timeout_s * 1000)
     if assignment is not None:
         count = len(assignment)
-        replicas = {p: list(r) for p, r in enumerate(assignment)}
-        new = NewTopic(topic, -1, -1, replica_assignments=replicas, topic_configs=config or {})
+        replicas = dict(enumerate(assignment))
+        admin.create_topic(topic, assignment=replicas, configs=config, timeout_ms=timeout_ms)
     else:
         count = partitions or 1
-        new = NewTopic(topic, count, replication_factor or 1, topic_configs=config or {})
-    admin.create_topics([new], timeout_ms=int(timeout_s * 1000))
+        admin.create_topic(
+            topic,
+            partitions=count,
+            replication_factor=replication_factor or 1,
+            configs=config,
+            timeout_ms=timeout_ms,
+        )
 
     def all_ready() -> bool | None:
         for p in range(count):
-            state = partition_state(admin, topic, p)
+            state = partition_info(admin, topic, p)
             if state is None or state.leader < 0 or set(state.isr) != set(state.replicas):
                 return None
         return True

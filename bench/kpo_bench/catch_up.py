@@ -26,7 +26,7 @@ from kpo_bench.admin import (
     BenchTimeoutError,
     admin_session,
     create_topic,
-    partition_state,
+    partition_info,
     wait_for,
 )
 from kpo_bench.clusters import Cluster
@@ -124,7 +124,7 @@ def measure_catch_up(cluster: Cluster, tools: JavaTools, workload: Workload) -> 
     with admin_session(cluster.bootstrap_servers) as admin:
 
         def isr_shrunk() -> bool | None:
-            state = partition_state(admin, CATCH_UP_TOPIC, 0)
+            state = partition_info(admin, CATCH_UP_TOPIC, 0)
             return True if state is not None and state.isr == (LEADER,) else None
 
         wait_for(isr_shrunk, 60, f"ISR of {CATCH_UP_TOPIC}-0 to shrink to [{LEADER}]")
@@ -166,7 +166,7 @@ def _restart_and_time(cluster: Cluster, leader_bytes: int, timeout_s: float) -> 
     with admin_session(cluster.bootstrap_servers) as admin:
 
         def rejoined() -> float | None:
-            state = partition_state(admin, CATCH_UP_TOPIC, 0)
+            state = partition_info(admin, CATCH_UP_TOPIC, 0)
             return time.monotonic() if state is not None and FOLLOWER in state.isr else None
 
         try:

@@ -24,14 +24,15 @@ from confluent_kafka import Producer
 from kpo_bench.admin import (
     BenchTimeoutError,
     admin_session,
-    controller_id,
     create_topic,
-    partition_state,
+    partition_info,
     wait_for,
 )
 from kpo_bench.clusters import Cluster
 from kpo_bench.results import Measured
 from kpo_bench.settings import Workload
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import NO_LEADER
 
 FAILOVER_TOPIC = "bench-failover"
 SEND_INTERVAL_S = 0.005
@@ -52,8 +53,10 @@ def first_ack_after(acks: Sequence[tuple[float, float]], instant: float) -> floa
     return min(times) if times else None
 
 
-def pick_victim(broker_ids: Sequence[int], controller: int) -> int:
+def pick_victim(broker_ids: Sequence[int], controller: int | None) -> int:
     """Return the broker to lead, then kill: the smallest id that is not the controller.
+
+    ``controller`` is ``None`` while there is none.
 
     Raises:
         ValueError: no broker other than the controller.
@@ -122,7 +125,7 @@ def measure_failover(cluster: Cluster, workload: Workload) -> Measured:
             within ``workload.failover_timeout_s``.
     """
     with admin_session(cluster.bootstrap_servers) as admin:
-        victim = pick_victim(list(cluster.brokers), controller_id(admin))
+        victim = pick_victim(list(cluster.brokers), admin.describe_cluster().controller_id)
         others = sorted(b for b in cluster.brokers if b != victim)
         create_topic(
             admin,
@@ -160,10 +163,10 @@ def measure_failover(cluster: Cluster, workload: Workload) -> Measured:
     return Measured(resumed - killed, details)
 
 
-def _wait_for_new_leader(admin: Any, old: int, timeout_s: float) -> tuple[int, float]:
+def _wait_for_new_leader(admin: KafkaAdmin, old: int, timeout_s: float) -> tuple[int, float]:
     def elected() -> tuple[int, float] | None:
-        state = partition_state(admin, FAILOVER_TOPIC, 0)
-        if state is not None and state.leader not in (-1, old):
+        state = partition_info(admin, FAILOVER_TOPIC, 0)
+        if state is not None and state.leader not in (NO_LEADER, old):
             return state.leader, time.monotonic()
         return None
 

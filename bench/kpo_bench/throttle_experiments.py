@@ -21,13 +21,10 @@ The brokers need ``replication.quota.window.num=2``
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import asdict
-from typing import Any
 
-from kafka import TopicPartition
-from kafka.admin import ConfigResource, ConfigResourceType
-
-from kpo_bench.admin import BenchTimeoutError, admin_session, create_topic, partition_state
+from kpo_bench.admin import BenchTimeoutError, admin_session, create_topic, partition_info
 from kpo_bench.catch_up import partition_log_bytes
 from kpo_bench.clusters import Cluster
 from kpo_bench.java_tools import JavaTools, run_producer_perf
@@ -46,6 +43,9 @@ from kpo_bench.throttle_plan import (
     throttled_followers,
     throttled_leaders,
 )
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import ConfigResource
+from kpo_kafka.topic_partition import TopicPartition
 
 POLL_INTERVAL_S = 0.1
 
@@ -118,61 +118,48 @@ def measure_throttled_moves(
     return Measured(took, details)
 
 
-def _alter_configs(admin: Any, resources: list[ConfigResource]) -> None:
-    """Apply ``resources`` incrementally (IncrementalAlterConfigs), raising on any error."""
-    result = admin.alter_configs(resources, raise_on_unknown=False, incremental=True)
+def _alter_configs(
+    admin: KafkaAdmin, changes: Mapping[ConfigResource, Mapping[str, str | None]]
+) -> None:
+    """Apply ``changes`` incrementally (IncrementalAlterConfigs), raising on any error."""
     failed = {
-        f"{kind}/{name}": outcome
-        for kind, by_name in result.items()
-        for name, outcome in by_name.items()
-        if outcome != "OK"
+        f"{resource.kind.value}/{resource.name}": str(error)
+        for resource, error in admin.incremental_alter_configs(changes).items()
+        if error is not None
     }
     if failed:
         raise ReassignmentError(f"config change refused: {failed}")
 
 
-def _set_throttles(admin: Any, experiment: ThrottleExperiment, rate: int) -> None:
-    resources = [
-        ConfigResource(
-            ConfigResourceType.BROKER, str(b), {name: str(rate) for name in RATE_CONFIGS}
-        )
+def _set_throttles(admin: KafkaAdmin, experiment: ThrottleExperiment, rate: int) -> None:
+    changes: dict[ConfigResource, dict[str, str | None]] = {
+        ConfigResource.broker(b): {name: str(rate) for name in RATE_CONFIGS}
         for b in sorted(involved_brokers(experiment.moves))
-    ]
-    resources += [
-        ConfigResource(
-            ConfigResourceType.TOPIC,
-            m.topic,
-            {
-                LEADER_REPLICAS_CONFIG: leader_replicas_value(m),
-                FOLLOWER_REPLICAS_CONFIG: follower_replicas_value(m),
-            },
-        )
-        for m in experiment.moves
-    ]
-    _alter_configs(admin, resources)
+    }
+    for m in experiment.moves:
+        changes[ConfigResource.topic(m.topic)] = {
+            LEADER_REPLICAS_CONFIG: leader_replicas_value(m),
+            FOLLOWER_REPLICAS_CONFIG: follower_replicas_value(m),
+        }
+    _alter_configs(admin, changes)
 
 
-def _clear_throttles(admin: Any, experiment: ThrottleExperiment) -> None:
-    delete = ("DELETE", None)
-    resources = [
-        ConfigResource(ConfigResourceType.BROKER, str(b), {name: delete for name in RATE_CONFIGS})
+def _clear_throttles(admin: KafkaAdmin, experiment: ThrottleExperiment) -> None:
+    changes: dict[ConfigResource, dict[str, str | None]] = {
+        ConfigResource.broker(b): dict.fromkeys(RATE_CONFIGS)
         for b in sorted(involved_brokers(experiment.moves))
-    ]
-    resources += [
-        ConfigResource(
-            ConfigResourceType.TOPIC,
-            m.topic,
-            {LEADER_REPLICAS_CONFIG: delete, FOLLOWER_REPLICAS_CONFIG: delete},
+    }
+    for m in experiment.moves:
+        changes[ConfigResource.topic(m.topic)] = dict.fromkeys(
+            (LEADER_REPLICAS_CONFIG, FOLLOWER_REPLICAS_CONFIG)
         )
-        for m in experiment.moves
-    ]
-    _alter_configs(admin, resources)
+    _alter_configs(admin, changes)
 
 
-def _move_and_wait(admin: Any, experiment: ThrottleExperiment, timeout_s: float) -> float:
+def _move_and_wait(admin: KafkaAdmin, experiment: ThrottleExperiment, timeout_s: float) -> float:
     """Submit the moves; return the seconds until ListPartitionReassignments omits them all."""
     ours = {TopicPartition(m.topic, m.partition) for m in experiment.moves}
-    reassignments = {TopicPartition(m.topic, m.partition): list(m.target) for m in experiment.moves}
+    reassignments = {TopicPartition(m.topic, m.partition): m.target for m in experiment.moves}
     began = time.monotonic()
     refused = {
         tp: err for tp, err in admin.alter_partition_reassignments(reassignments).items() if err
@@ -193,9 +180,9 @@ def _move_and_wait(admin: Any, experiment: ThrottleExperiment, timeout_s: float)
         time.sleep(POLL_INTERVAL_S)
 
 
-def _check_targets(admin: Any, experiment: ThrottleExperiment) -> None:
+def _check_targets(admin: KafkaAdmin, experiment: ThrottleExperiment) -> None:
     for move in experiment.moves:
-        state = partition_state(admin, move.topic, move.partition)
+        state = partition_info(admin, move.topic, move.partition)
         if state is None or set(state.replicas) != set(move.target):
             raise ReassignmentError(
                 f"{move.topic}: replicas {state} after the move, not {move.target}"

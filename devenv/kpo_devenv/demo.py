@@ -17,6 +17,7 @@ import os
 import signal
 import time
 from collections.abc import Callable
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -28,7 +29,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kpo_devenv.controlplane import ControlPlane
-from kpo_devenv.demo_data import PartitionDigest, create_topic, produce, wait_brokers
+from kpo_devenv.demo_data import CLIENT_ID, PartitionDigest, produce, wait_brokers
 from kpo_devenv.demo_state import (
     clear_state,
     default_state_dir,
@@ -42,6 +43,7 @@ from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.zookeeper import ZooKeeperServer
+from kpo_kafka.admin import KafkaPythonAdmin
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "orders"
@@ -157,7 +159,8 @@ class DemoStack:
         say(f"kube-apiserver on {self.plane.apiserver.url}, CRDs Established")
         self.kafka.start()
         self.record_state()
-        controller = wait_brokers(self.kafka.bootstrap_servers, list(self.kafka.brokers))
+        with closing(KafkaPythonAdmin(self.kafka.bootstrap_servers, CLIENT_ID)) as admin:
+            controller = wait_brokers(admin, list(self.kafka.brokers))
         for broker_id, broker in self.kafka.brokers.items():
             say(f"broker {broker_id} on {broker.bootstrap} (broker.rack={RACKS[broker_id]})")
         say(f"controller: broker {controller}")
@@ -240,7 +243,8 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
         stack.start(lambda text: console.print(f"  ✓ {text}"))
         bootstrap = stack.kafka.bootstrap_servers
         console.rule(f"[bold]2. Create topic {TOPIC} and produce {options.megabytes} MiB")
-        create_topic(bootstrap, TOPIC, ORIGINAL)
+        with closing(KafkaPythonAdmin(bootstrap, CLIENT_ID)) as admin:
+            admin.create_topic(TOPIC, assignment=ORIGINAL, wait_for_metadata=True)
         console.print(
             f"  topic {TOPIC}: {', '.join(f'{p}→{list(r)}' for p, r in ORIGINAL.items())}"
         )

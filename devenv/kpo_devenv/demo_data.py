@@ -7,8 +7,10 @@ read side builds it from a consumer (which fetches from the partition leader)
 or by decoding a replica's log segment files on disk (Kafka's layout:
 ``<log.dir>/<topic>-<partition>/<base offset:020d>.log``, v2 record batches
 with CRC32C; the Kafka documentation's implementation sections "Log" and "Record
-Batch"). Equal digests mean the same records at the same offsets.
-All I/O goes through kafka-python; nothing here runs a server.
+Batch"). Equal digests mean the same records at the same offsets. Records go through
+kafka-python's producer and consumer; Admin API calls through
+:class:`kpo_kafka.admin.KafkaPythonAdmin` (client id :data:`CLIENT_ID`). Nothing here runs a
+server.
 """
 
 from __future__ import annotations
@@ -17,17 +19,19 @@ import hashlib
 import os
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.record import MemoryRecords
+
+from kpo_kafka.admin import KafkaAdmin
 
 #: Size of each produced record's value, bytes (random, so incompressible).
 RECORD_BYTES = 8192
-#: The ``client.id`` the demo's clients present to the brokers.
+#: The ``client.id`` the demo's clients (producer, consumer, admin) present to the brokers.
 CLIENT_ID = "kpo-demo"
 
 
@@ -81,51 +85,7 @@ class DigestBuilder:
         return PartitionDigest(len(self._hashes), self._value_bytes, total.hexdigest())
 
 
-@dataclass(frozen=True)
-class PartitionState:
-    """A partition in the cluster metadata (Metadata API).
-
-    Attributes:
-        replicas: The assigned replicas (AR), preferred leader first.
-        isr: The in-sync replicas.
-        leader: The leader's broker id, -1 if none.
-    """
-
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int
-
-
-def _admin(bootstrap_servers: str) -> Any:
-    return KafkaAdminClient(
-        bootstrap_servers=bootstrap_servers, client_id=CLIENT_ID, request_timeout_ms=30000
-    )
-
-
-def create_topic(
-    bootstrap_servers: str, topic: str, assignment: Mapping[int, Sequence[int]]
-) -> None:
-    """Create ``topic`` with an explicit replica assignment (CreateTopics, replica_assignment).
-
-    Args:
-        bootstrap_servers: ``host:port[,...]``.
-        topic: Topic name.
-        assignment: partition -> replicas (preferred leader first).
-
-    Raises:
-        kafka.errors.KafkaError: the controller rejected it (e.g. TOPIC_ALREADY_EXISTS).
-    """
-    admin = _admin(bootstrap_servers)
-    try:
-        admin.create_topics(
-            {topic: {"assignments": {p: list(r) for p, r in assignment.items()}}},
-            wait_for_metadata=True,
-        )
-    finally:
-        admin.close()
-
-
-def wait_brokers(bootstrap_servers: str, broker_ids: Sequence[int], timeout_s: float = 60.0) -> int:
+def wait_brokers(admin: KafkaAdmin, broker_ids: Sequence[int], timeout_s: float = 60.0) -> int:
     """Wait until every broker in ``broker_ids`` is registered and a controller is elected.
 
     Returns:
@@ -138,64 +98,15 @@ def wait_brokers(bootstrap_servers: str, broker_ids: Sequence[int], timeout_s: f
     last: object = None
     while time.monotonic() < deadline:
         try:
-            admin = _admin(bootstrap_servers)
-            try:
-                info = admin.describe_cluster()
-            finally:
-                admin.close()
-            ids = {b["broker_id"] for b in info["brokers"]}
-            controller = info.get("controller_id")
-            if ids == set(broker_ids) and controller is not None and controller >= 0:
-                return int(controller)
-            last = f"brokers {sorted(ids)}, controller {controller}"
+            info = admin.describe_cluster()
+            ids = set(info.brokers)
+            if ids == set(broker_ids) and info.controller_id is not None:
+                return info.controller_id
+            last = f"brokers {sorted(ids)}, controller {info.controller_id}"
         except Exception as exc:  # not serving yet
             last = exc
         time.sleep(0.3)
     raise DemoDataError(f"brokers {list(broker_ids)} not all up after {timeout_s:.0f} s: {last}")
-
-
-def describe_partitions(bootstrap_servers: str, topic: str) -> dict[int, PartitionState]:
-    """Return partition -> replicas, ISR and leader of ``topic`` (Metadata).
-
-    Raises:
-        DemoDataError: the topic does not exist.
-    """
-    admin = _admin(bootstrap_servers)
-    try:
-        described = admin.describe_topics([topic])
-    finally:
-        admin.close()
-    for entry in described:
-        if entry["name"] == topic and entry["error_code"] == 0:
-            return {
-                p["partition_index"]: PartitionState(
-                    tuple(p["replica_nodes"]), tuple(p["isr_nodes"]), p["leader_id"]
-                )
-                for p in entry["partitions"]
-            }
-    raise DemoDataError(f"topic {topic!r} not found in the metadata")
-
-
-def replica_sizes(bootstrap_servers: str, topic: str) -> dict[tuple[int, int], int]:
-    """Return (broker id, partition) -> replica size of ``topic``, bytes (DescribeLogDirs).
-
-    Future replicas of a log-dir move (KIP-113) are left out.
-    """
-    admin = _admin(bootstrap_servers)
-    try:
-        answers = admin.describe_log_dirs(topic_partitions=[topic])
-    finally:
-        admin.close()
-    sizes: dict[tuple[int, int], int] = {}
-    for answer in answers:
-        for log_dir in answer["log_dirs"]:
-            for entry in log_dir["topics"]:
-                for part in entry["partitions"]:
-                    if entry["name"] == topic and not part["is_future_key"]:
-                        sizes[(int(answer["broker"]), part["partition_index"])] = part[
-                            "partition_size"
-                        ]
-    return sizes
 
 
 def produce(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,13 +21,14 @@ from rich import box
 from rich.table import Table
 
 from kpo_devenv.demo_data import (
+    CLIENT_ID,
+    DemoDataError,
     PartitionDigest,
-    PartitionState,
-    describe_partitions,
     read_log_dir,
     read_via_consumer,
-    replica_sizes,
 )
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_kafka.admin_types import PartitionInfo
 
 HOW_CHECKED = """How the data is checked:
  • the producer (acks=all) kept, per partition, the record count and a SHA-256
@@ -56,7 +58,7 @@ class PartitionCheck:
     partition: int
     original: tuple[int, ...]
     expected: tuple[int, ...]
-    state: PartitionState
+    state: PartitionInfo
     produced: PartitionDigest
     via_leader: PartitionDigest
     on_disk: dict[int, PartitionDigest] = field(default_factory=dict)
@@ -87,20 +89,25 @@ class PartitionCheck:
 
 
 def wait_for_placement(
-    bootstrap_servers: str,
+    admin: KafkaAdmin,
     topic: str,
     expected: Mapping[int, Sequence[int]],
     timeout_s: float = 30.0,
-) -> dict[int, PartitionState]:
+) -> dict[int, PartitionInfo]:
     """Poll Metadata until each partition has the ``expected`` replicas, all in the ISR.
 
     Returns:
         The last metadata seen (possibly still different after ``timeout_s`` seconds;
         :meth:`PartitionCheck.problems` then reports it).
+
+    Raises:
+        DemoDataError: the topic does not exist.
     """
     deadline = time.monotonic() + timeout_s
     while True:
-        states = describe_partitions(bootstrap_servers, topic)
+        states = admin.describe_topics([topic]).get(topic)
+        if states is None:
+            raise DemoDataError(f"topic {topic!r} not found in the metadata")
         done = all(
             p in states
             and states[p].replicas == tuple(r)
@@ -111,6 +118,17 @@ def wait_for_placement(
         if done or time.monotonic() > deadline:
             return states
         time.sleep(0.5)
+
+
+def replica_sizes(admin: KafkaAdmin, topic: str) -> dict[tuple[int, int], int]:
+    """Return (broker id, partition) -> replica size of ``topic``, bytes (DescribeLogDirs).
+
+    Future replicas of a log-dir move (KIP-113) are left out.
+    """
+    return {
+        (broker, partition): info.size_bytes
+        for (broker, _, partition), info in admin.describe_log_dirs(topics=[topic]).items()
+    }
 
 
 def verify_move(
@@ -133,11 +151,16 @@ def verify_move(
 
     Returns:
         One check per partition, in partition order.
+
+    Raises:
+        DemoDataError: the topic does not exist.
+        kpo_kafka.admin_types.KafkaAdminError: a Metadata or DescribeLogDirs request failed.
     """
     expected = {p: tuple(target.get(p, r)) for p, r in original.items()}
-    states = wait_for_placement(bootstrap_servers, topic, expected)
-    read = read_via_consumer(bootstrap_servers, topic, sorted(original))
-    sizes = replica_sizes(bootstrap_servers, topic)
+    with closing(KafkaPythonAdmin(bootstrap_servers, CLIENT_ID)) as admin:
+        states = wait_for_placement(admin, topic, expected)
+        read = read_via_consumer(bootstrap_servers, topic, sorted(original))
+        sizes = replica_sizes(admin, topic)
     checks = []
     for p in sorted(original):
         new = [b for b in expected[p] if b not in original[p]]
@@ -146,7 +169,7 @@ def verify_move(
                 partition=p,
                 original=tuple(original[p]),
                 expected=expected[p],
-                state=states.get(p, PartitionState((), (), -1)),
+                state=states.get(p, PartitionInfo(replicas=())),
                 produced=produced[p],
                 via_leader=read[p],
                 on_disk={b: read_log_dir(log_dirs[b], topic, p) for b in new},

@@ -1,7 +1,7 @@
 """``kpo-reassign``: PartitionReassignment manifests for users of ``kafka-reassign-partitions``.
 
-* ``from-json`` turns Kafka's reassignment JSON (seed 000 §2), or the whole output of
-  ``kafka-reassign-partitions --generate``, into PartitionReassignment YAML;
+* ``from-json`` turns Kafka's reassignment JSON (``--reassignment-json-file``), or the whole
+  output of ``kafka-reassign-partitions --generate``, into PartitionReassignment YAML;
 * ``to-json`` turns manifests back into Kafka's JSON, for ``kafka-reassign-partitions
   --execute``;
 * ``generate`` proposes a new placement of whole topics over a broker list, as
@@ -22,26 +22,31 @@ from typing import Annotated, Any
 import typer
 import yaml
 
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_kafka.admin_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
+from kpo_kafka.assignment import ReplicaAssignmentError
+from kpo_kafka.manifests import (
+    MAX_PARTITIONS_PER_OBJECT,
+    ManifestError,
+    ManifestOptions,
+    ParsedManifest,
+    dump_manifests,
+    merge_targets,
+    parse_manifests,
+    to_manifests,
+)
+from kpo_kafka.reassignment_json import (
+    KafkaJsonError,
+    dump_reassignment_json,
+    parse_reassignment_json,
+)
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.generate import (
     GenerateError,
     assignment_targets,
     parse_topics_to_move,
     propose_move,
 )
-from kpo_operator.kafka_admin import KafkaAdmin, KafkaPythonAdmin
-from kpo_operator.kafka_json import (
-    MAX_PARTITIONS_PER_OBJECT,
-    KafkaJsonError,
-    ManifestError,
-    ManifestOptions,
-    ParsedManifest,
-    dump_reassignment_json,
-    merge_targets,
-    parse_manifests,
-    parse_reassignment_json,
-    to_manifests,
-)
-from kpo_operator.kafka_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
 
 app = typer.Typer(
     name="kpo-reassign",
@@ -52,29 +57,6 @@ app = typer.Typer(
 )
 
 CURRENT_HEADER = "Current partition replica assignment"
-
-
-class _ManifestDumper(yaml.SafeDumper):
-    """PyYAML's safe dumper, writing lists of scalars inline (``replicas: [2, 1]``)."""
-
-
-def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
-    inline = bool(data) and all(isinstance(v, int | str) for v in data)
-    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=inline)
-
-
-_ManifestDumper.add_representer(list, _represent_list)
-
-
-def dump_manifests(manifests: Sequence[dict[str, Any]]) -> str:
-    """Serialise manifests as YAML, keeping key order; several become a multi-document stream."""
-    return yaml.dump_all(
-        manifests,
-        Dumper=_ManifestDumper,
-        sort_keys=False,
-        default_flow_style=False,
-        explicit_start=len(manifests) > 1,
-    )
 
 
 def connect(bootstrap_servers: str, request_timeout_ms: int) -> KafkaAdmin:
@@ -101,7 +83,13 @@ def _reported() -> Iterator[None]:
     except (KafkaJsonError, ManifestError) as exc:
         typer.echo("error: " + ("\n  ".join(["invalid input:", *exc.errors])), err=True)
         raise typer.Exit(1) from exc
-    except (GenerateError, KafkaAdminError, _UsageError, yaml.YAMLError) as exc:
+    except (
+        GenerateError,
+        ReplicaAssignmentError,
+        KafkaAdminError,
+        _UsageError,
+        yaml.YAMLError,
+    ) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(1) from exc
     except (OSError, UnicodeDecodeError) as exc:
@@ -261,7 +249,7 @@ def _topics(topics: str | None, topics_file: str | None) -> list[str]:
 def _in_flight_notes(
     admin: KafkaAdmin, described: Mapping[str, Mapping[int, PartitionInfo]]
 ) -> list[str]:
-    wanted = [(t, p) for t, parts in described.items() for p in parts]
+    wanted = [TopicPartition(t, p) for t, parts in described.items() for p in parts]
     try:
         listed = admin.list_partition_reassignments(wanted)
     except KafkaUnsupportedError:  # Kafka < 2.4: nothing to list

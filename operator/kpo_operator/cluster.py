@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import ReplicaDirInfo, ReplicaKey
-from kpo_operator.model import ClusterView, PartitionState, TopicPartition
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import PartitionInfo, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.model import ClusterView
 
 
 @dataclass
@@ -65,12 +66,12 @@ def read_cluster(
     described = admin.describe_topics(topics)
     view = ClusterView(live_brokers=frozenset(cluster.brokers))
     for topic, partitions in described.items():
-        states: dict[int, PartitionState] = {}
+        states: dict[int, PartitionInfo] = {}
         for index, info in partitions.items():
-            moving = in_flight.get((topic, index))
-            states[index] = PartitionState(
+            moving = in_flight.get(TopicPartition(topic, index))
+            states[index] = PartitionInfo(
                 replicas=moving.replicas if moving else info.replicas,
-                leader=-1 if info.leader is None else info.leader,
+                leader=info.leader,
                 isr=info.isr,
                 adding=moving.adding if moving else (),
                 removing=moving.removing if moving else (),

@@ -2,22 +2,11 @@
 
 ``--generate`` takes topics to move and a broker list and, for each topic, lets
 Kafka's ``AdminUtils.assignReplicasToBrokers`` (the placement used at topic
-creation) lay out the topic's partitions again over the listed brokers, keeping
-the partition count and the replication factor (RF). This module implements the
-same placement in its own code:
-
-* Brokers are taken in id order. Partition ``p``'s first replica (the preferred
-  leader) is broker ``(p + start) mod n``; its followers follow it at distances
-  ``1 + (shift + j) mod (n - 1)`` for ``j = 0 .. RF-2``, and ``shift`` grows by
-  one after every ``n`` partitions, so followers are spread as well as leaders.
-* Rack-aware mode (every listed broker has a ``broker.rack``): brokers are first
-  interleaved rack by rack (racks and the brokers of each rack in sorted order),
-  the walk uses a shift multiplied by the number of racks, and a candidate is
-  skipped while its rack, or itself, already holds a replica of the partition,
-  unless every rack (or broker) already does. Each partition thus spans
-  ``min(RF, racks)`` racks. Some listed brokers with a rack and others without is
-  an error unless rack awareness is disabled, as Kafka's default
-  ``RackAwareMode.Enforced`` does.
+creation, :func:`kpo_kafka.assignment.assign_replicas`) lay out the topic's
+partitions again over the listed brokers, keeping the partition count and the
+replication factor (RF). Rack-aware mode applies when every listed broker has a
+``broker.rack``; some listed brokers with a rack and others without is an error
+unless rack awareness is disabled, as Kafka's default ``RackAwareMode.Enforced`` does.
 
 Determinism: Kafka draws ``start`` and the initial ``shift`` at random for every
 topic. Here they come from ``random.Random("<seed>:<topic>")``, so one seed gives
@@ -38,8 +27,15 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kpo_operator.kafka_json import topic_name_problem
-from kpo_operator.model import PartitionTarget, TopicPartition
+from kpo_kafka.assignment import (
+    BrokerListError,
+    InconsistentBrokerRacksError,
+    InvalidReplicationFactorError,
+    assign_replicas,
+)
+from kpo_kafka.reassignment_json import topic_name_problem
+from kpo_kafka.specs import PartitionTarget
+from kpo_kafka.topic_partition import TopicPartition
 
 Assignment = dict[TopicPartition, tuple[int, ...]]
 """``(topic, partition) -> replicas``, preferred leader first."""
@@ -47,10 +43,6 @@ Assignment = dict[TopicPartition, tuple[int, ...]]
 
 class GenerateError(ValueError):
     """A move cannot be proposed for the given topics and brokers."""
-
-
-class BrokerListError(GenerateError):
-    """The broker list is empty, or names a broker twice or a negative id."""
 
 
 class UnknownBrokerError(GenerateError):
@@ -76,17 +68,6 @@ class UnknownTopicError(GenerateError):
     def __init__(self, topics: Iterable[str]) -> None:
         self.topics = sorted(topics)
         super().__init__(f"topics not in the cluster: {', '.join(self.topics)}")
-
-
-class InvalidReplicationFactorError(GenerateError):
-    """A replication factor is below 1 or above the number of brokers to place on.
-
-    Kafka's ``InvalidReplicationFactorException``.
-    """
-
-
-class RackInformationError(GenerateError):
-    """Some listed brokers have a ``broker.rack`` and others do not (rack-aware mode)."""
 
 
 class TopicsToMoveError(GenerateError):
@@ -130,104 +111,6 @@ def parse_topics_to_move(text: str) -> list[str]:
     if errors:
         raise TopicsToMoveError("invalid topics-to-move JSON: " + "; ".join(errors))
     return topics
-
-
-def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:
-    """Order brokers so that consecutive ones sit on different racks where possible.
-
-    Racks are visited in sorted order, taking each rack's next broker (lowest id
-    first) in turn and skipping racks already exhausted; e.g. racks
-    ``{0: "a", 1: "a", 2: "b", 3: "c"}`` give ``[0, 2, 3, 1]``
-    (Kafka's ``AdminUtils.getRackAlternatedBrokerList``).
-
-    Args:
-        racks: broker id -> rack.
-    """
-    by_rack: dict[str, list[int]] = {}
-    for broker in sorted(racks):
-        by_rack.setdefault(racks[broker], []).append(broker)
-    queues = [by_rack[rack] for rack in sorted(by_rack)]
-    ordered: list[int] = []
-    for depth in range(max((len(q) for q in queues), default=0)):
-        ordered.extend(q[depth] for q in queues if depth < len(q))
-    return ordered
-
-
-def _follower_index(first: int, shift: int, j: int, n: int) -> int:
-    """Index of the ``j``-th candidate follower of the replica at ``first`` among ``n``."""
-    return (first + 1 + (shift + j) % (n - 1)) % n
-
-
-def assign_replicas(
-    brokers: Sequence[int],
-    partitions: Iterable[int],
-    replication_factor: int,
-    *,
-    start_index: int,
-    replica_shift: int,
-    racks: Mapping[int, str] | None = None,
-) -> dict[int, tuple[int, ...]]:
-    """Place ``replication_factor`` replicas of each partition on ``brokers``.
-
-    The placement of Kafka's ``AdminUtils.assignReplicasToBrokers`` (see the
-    module docstring), with the random start index and replica shift given.
-
-    Args:
-        brokers: Distinct broker ids; they are taken in id order (rack-alternated
-            order when ``racks`` is given).
-        partitions: Partition indexes to place (usually ``0 .. count-1``).
-        replication_factor: Replicas per partition.
-        start_index: Where partition 0's first replica goes in the broker order.
-        replica_shift: Initial distance offset of the followers.
-        racks: broker id -> rack for every broker, to place rack-aware; ``None`` not to.
-
-    Returns:
-        partition -> replicas, preferred leader first.
-
-    Raises:
-        BrokerListError: ``brokers`` is empty or repeats an id.
-        InvalidReplicationFactorError: ``replication_factor`` is < 1 or > ``len(brokers)``.
-        RackInformationError: ``racks`` lacks a broker.
-    """
-    if not brokers or len(set(brokers)) != len(brokers):
-        raise BrokerListError(f"broker list must be non-empty and distinct: {list(brokers)}")
-    if not 1 <= replication_factor <= len(brokers):
-        raise InvalidReplicationFactorError(
-            f"replication factor {replication_factor} is not within 1..{len(brokers)} "
-            f"(the number of brokers)"
-        )
-    if racks is not None and (missing := set(brokers) - set(racks)):
-        raise RackInformationError(f"no rack known for brokers {sorted(missing)}")
-    ordered = (
-        sorted(brokers)
-        if racks is None
-        else rack_alternated_brokers({b: racks[b] for b in brokers})
-    )
-    n = len(ordered)
-    rack_count = 1 if racks is None else len({racks[b] for b in brokers})
-    result: dict[int, tuple[int, ...]] = {}
-    shift = replica_shift
-    for partition in sorted(set(partitions)):
-        if partition > 0 and partition % n == 0:
-            shift += 1
-        first = (partition + start_index) % n
-        chosen = [ordered[first]]
-        if racks is None:
-            chosen += [
-                ordered[_follower_index(first, shift, j, n)] for j in range(replication_factor - 1)
-            ]
-        else:
-            used_racks = {racks[chosen[0]]}
-            candidate = 0
-            while len(chosen) < replication_factor:
-                broker = ordered[_follower_index(first, shift * rack_count, candidate, n)]
-                candidate += 1
-                rack_ok = racks[broker] not in used_racks or len(used_racks) == rack_count
-                if rack_ok and broker not in chosen:
-                    chosen.append(broker)
-                    used_racks.add(racks[broker])
-        result[partition] = tuple(chosen)
-    return result
 
 
 def assignment_targets(assignment: Mapping[TopicPartition, Sequence[int]]) -> list[PartitionTarget]:
@@ -323,7 +206,7 @@ def propose_move(
         BrokerListError: Empty or repeated or negative broker ids.
         UnknownBrokerError: Brokers not in ``cluster_brokers``.
         UnknownTopicError: Topics not in ``current``, or without partitions.
-        RackInformationError: Only some listed brokers have a rack and ``rack_aware``.
+        InconsistentBrokerRacksError: Only some listed brokers have a rack and ``rack_aware``.
         InvalidReplicationFactorError: A topic's RF exceeds the number of listed brokers.
     """
     if not topics:
@@ -340,7 +223,7 @@ def propose_move(
     with_rack = {b: r for b in broker_list if (r := cluster_brokers[b]) is not None}
     if rack_aware and with_rack and len(with_rack) != len(broker_list):
         without = sorted(set(broker_list) - set(with_rack))
-        raise RackInformationError(
+        raise InconsistentBrokerRacksError(
             f"brokers {without} have no rack while others do; disable rack awareness "
             "(--disable-rack-aware) to place without racks"
         )
@@ -370,6 +253,6 @@ def propose_move(
             broker_list, partitions, rf, start_index=start, replica_shift=shift, racks=racks
         )
         for partition in sorted(partitions):
-            current_assignment[(topic, partition)] = tuple(partitions[partition])
-            proposed[(topic, partition)] = placed[partition]
+            current_assignment[TopicPartition(topic, partition)] = tuple(partitions[partition])
+            proposed[TopicPartition(topic, partition)] = placed[partition]
     return ProposedMove(current_assignment, proposed, racks is not None, tuple(notes))

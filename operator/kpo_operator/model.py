@@ -1,238 +1,17 @@
-"""Typed models of the two custom resources' specs and a snapshot of the Kafka cluster.
-
-The spec models mirror the CRDs in ``crds/`` field for field (camelCase aliases,
-the same bounds), so a handler turns the ``spec`` dict kopf hands it into a checked
-object with ``from_object``. Rules that need the cluster (topic exists, broker
-alive, ...) are not here but in :mod:`kpo_operator.validation`, so that each bad
-entry can be named; rules that the API server already enforces through the CRD's
-CEL validations (logDirs length) are checked there too, because objects may come
-from other sources (the CLI, tests).
+"""A snapshot of the Kafka cluster the operator's pure logic decides on.
 
 :class:`ClusterView` is the plain-data picture of the cluster that the pure
 modules work on; the Kafka-facing adapter fills it from Metadata,
-ListPartitionReassignments and DescribeLogDirs responses.
+ListPartitionReassignments and DescribeLogDirs responses. The custom resources'
+specs are in :mod:`kpo_kafka.specs`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-TopicPartition = tuple[str, int]
-"""A partition key: ``(topic, partition index)``."""
-
-ANY_LOG_DIR = "any"
-"""The log-dir placeholder meaning "let the broker choose" (KIP-113, seed 000 §2)."""
-
-_TOPIC_PATTERN = r"^[a-zA-Z0-9._-]+$"
-_THROTTLED_REPLICAS_PATTERN = r"^(\*|[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*)$"
-
-TopicName = Annotated[str, Field(min_length=1, max_length=249, pattern=_TOPIC_PATTERN)]
-BrokerId = Annotated[int, Field(ge=0, le=2**31 - 1)]
-Rate = Annotated[int, Field(ge=1, le=2**63 - 1)]
-"""A throttle rate in bytes/s."""
-
-
-class SpecError(ValueError):
-    """A custom resource's ``spec`` does not match its CRD schema.
-
-    Attributes:
-        kind: The resource kind (``PartitionReassignment`` or ``TopicReplicaQuota``).
-        errors: One human-readable line per problem, ``<path>: <message>``.
-    """
-
-    def __init__(self, kind: str, errors: list[str]) -> None:
-        super().__init__(f"invalid {kind} spec: " + "; ".join(errors))
-        self.kind = kind
-        self.errors = errors
-
-
-class _Spec(BaseModel):
-    model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True, strict=True)
-
-
-_SpecT = TypeVar("_SpecT", bound=_Spec)
-
-
-def _parse(cls: type[_SpecT], kind: str, obj: Mapping[str, Any]) -> _SpecT:
-    spec = obj.get("spec", obj)
-    if not isinstance(spec, Mapping):
-        raise SpecError(kind, ["spec: must be an object"])
-    try:
-        return cls.model_validate(dict(spec))
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            path = ".".join(["spec", *(f"[{p}]" if isinstance(p, int) else p for p in err["loc"])])
-            lines.append(f"{path.replace('.[', '[')}: {err['msg']}")
-        raise SpecError(kind, lines) from exc
-
-
-class PartitionTarget(_Spec):
-    """One entry of ``spec.partitions``: a partition and its target replicas (RAR).
-
-    Attributes:
-        topic: Topic name.
-        partition: Partition index (>= 0).
-        replicas: Target broker ids, preferred leader first (seed 000 §2 ``replicas``).
-        log_dirs: Optional target log dir per replica (``logDirs``), an absolute path
-            or ``"any"``; same length as ``replicas`` when valid (checked by validation).
-    """
-
-    topic: TopicName
-    partition: Annotated[int, Field(ge=0, le=2**31 - 1)]
-    replicas: Annotated[list[BrokerId], Field(min_length=1, max_length=32)]
-    log_dirs: (
-        Annotated[
-            list[Annotated[str, Field(max_length=4096, pattern=r"^(any|/.*)$")]],
-            Field(min_length=1, max_length=32),
-        ]
-        | None
-    ) = Field(default=None, alias="logDirs")
-
-    @property
-    def key(self) -> TopicPartition:
-        """The ``(topic, partition)`` key of this entry."""
-        return (self.topic, self.partition)
-
-
-class ReassignmentThrottle(_Spec):
-    """``spec.throttle`` of a PartitionReassignment; rates in bytes/s.
-
-    Attributes:
-        replication_rate: Set as ``leader.replication.throttled.rate`` and
-            ``follower.replication.throttled.rate`` (``kafka-reassign-partitions --throttle``).
-        log_dir_move_rate: Set as ``replica.alter.log.dirs.io.max.bytes.per.second``
-            (``--replica-alter-log-dirs-throttle``).
-    """
-
-    replication_rate: Rate | None = Field(default=None, alias="replicationRate")
-    log_dir_move_rate: Rate | None = Field(default=None, alias="logDirMoveRate")
-
-    @model_validator(mode="after")
-    def _one_rate(self) -> Self:
-        if self.replication_rate is None and self.log_dir_move_rate is None:
-            raise ValueError("throttle must set replicationRate, logDirMoveRate or both")
-        return self
-
-
-class PartitionReassignmentSpec(_Spec):
-    """``spec`` of a PartitionReassignment (``crds/kpo.dev_partitionreassignments.yaml``).
-
-    Attributes:
-        partitions: 1..2000 partition targets.
-        throttle: Optional replication throttles, removed when the reassignment ends.
-        preferred_leader_election: Run ElectLeaders (PREFERRED) on completion.
-        cancel: Revert the in-flight partitions (KIP-455 cancellation).
-        suspend: Plan only; submit nothing while true.
-    """
-
-    partitions: Annotated[list[PartitionTarget], Field(min_length=1, max_length=2000)]
-    throttle: ReassignmentThrottle | None = None
-    preferred_leader_election: bool = Field(default=False, alias="preferredLeaderElection")
-    cancel: bool = False
-    suspend: bool = False
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> PartitionReassignmentSpec:
-        """Parse a whole object (``{"spec": {...}, ...}``) or a bare spec dict.
-
-        Raises:
-            SpecError: The spec does not match the CRD schema; ``errors`` names each field.
-        """
-        return _parse(cls, "PartitionReassignment", obj)
-
-
-class TopicSelector(_Spec):
-    """``spec.topics`` of a TopicReplicaQuota: exactly one of ``all: true`` or ``names``."""
-
-    all: bool | None = None
-    names: Annotated[list[TopicName], Field(min_length=1, max_length=1000)] | None = None
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> Self:
-        if bool(self.all) == (self.names is not None):
-            raise ValueError("set exactly one of topics.all (true) or topics.names")
-        return self
-
-
-class TopicReplicaQuotaSpec(_Spec):
-    """``spec`` of a TopicReplicaQuota (``crds/kpo.dev_topicreplicaquotas.yaml``), KIP-73.
-
-    Attributes:
-        topics: The topics whose throttled-replica lists are set.
-        brokers: Broker ids whose rates are set; ``None`` means every live broker.
-        leader_replication_throttled_rate: ``leader.replication.throttled.rate``, bytes/s.
-        follower_replication_throttled_rate: ``follower.replication.throttled.rate``, bytes/s.
-        leader_replication_throttled_replicas: ``leader.replication.throttled.replicas``,
-            ``"*"`` or ``"partition:broker,..."``.
-        follower_replication_throttled_replicas: ``follower.replication.throttled.replicas``.
-    """
-
-    topics: TopicSelector
-    brokers: Annotated[list[BrokerId], Field(min_length=1, max_length=10000)] | None = None
-    leader_replication_throttled_rate: Rate | None = Field(
-        default=None, alias="leaderReplicationThrottledRate"
-    )
-    follower_replication_throttled_rate: Rate | None = Field(
-        default=None, alias="followerReplicationThrottledRate"
-    )
-    leader_replication_throttled_replicas: (
-        Annotated[str, Field(max_length=65536, pattern=_THROTTLED_REPLICAS_PATTERN)] | None
-    ) = Field(default=None, alias="leaderReplicationThrottledReplicas")
-    follower_replication_throttled_replicas: (
-        Annotated[str, Field(max_length=65536, pattern=_THROTTLED_REPLICAS_PATTERN)] | None
-    ) = Field(default=None, alias="followerReplicationThrottledReplicas")
-
-    @model_validator(mode="after")
-    def _consistent(self) -> Self:
-        lists = (
-            self.leader_replication_throttled_replicas,
-            self.follower_replication_throttled_replicas,
-        )
-        rates = (self.leader_replication_throttled_rate, self.follower_replication_throttled_rate)
-        if all(v is None for v in (*lists, *rates)):
-            raise ValueError("set at least one throttled rate or throttled replica list")
-        if self.topics.all and any(v not in (None, "*") for v in lists):
-            raise ValueError('with topics.all, the throttled replica lists can only be "*"')
-        return self
-
-    @classmethod
-    def from_object(cls, obj: Mapping[str, Any]) -> TopicReplicaQuotaSpec:
-        """Parse a whole object (``{"spec": {...}, ...}``) or a bare spec dict.
-
-        Raises:
-            SpecError: The spec does not match the CRD schema; ``errors`` names each field.
-        """
-        return _parse(cls, "TopicReplicaQuota", obj)
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    """One partition as Metadata and ListPartitionReassignments report it.
-
-    Attributes:
-        replicas: AR, the current assignment (during a reassignment Kafka keeps
-            RAR + OAR here, KIP-455).
-        leader: Leader broker id, -1 when there is none.
-        isr: The in-sync replicas.
-        adding: Replicas being added (RAR - OAR), empty unless reassigning.
-        removing: Replicas to be removed (OAR - RAR), empty unless reassigning.
-    """
-
-    replicas: tuple[int, ...]
-    leader: int = -1
-    isr: tuple[int, ...] = ()
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-
-    @property
-    def original_replicas(self) -> tuple[int, ...]:
-        """OAR: the replicas before the in-flight reassignment (AR minus adding)."""
-        return tuple(b for b in self.replicas if b not in self.adding)
+from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.topic_partition import TopicPartition
 
 
 @dataclass
@@ -240,7 +19,7 @@ class ClusterView:
     """A snapshot of the cluster the pure logic decides on; no I/O.
 
     Attributes:
-        topics: topic -> partition index -> :class:`PartitionState`.
+        topics: topic -> partition index -> :class:`PartitionInfo`.
         live_brokers: Ids of the registered (alive) brokers.
         log_dirs: broker id -> the absolute paths of its online log dirs (DescribeLogDirs).
         reassigning: Partitions with a reassignment in flight -> the name of the
@@ -248,11 +27,11 @@ class ClusterView:
             it was started outside the operator or the owner is not known.
     """
 
-    topics: dict[str, dict[int, PartitionState]] = field(default_factory=dict)
+    topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
     log_dirs: dict[int, frozenset[str]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, str | None] = field(default_factory=dict)
 
-    def partition(self, topic: str, partition: int) -> PartitionState | None:
+    def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         """Return the state of ``topic``/``partition``, or ``None`` if it does not exist."""
         return self.topics.get(topic, {}).get(partition)

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kpo_operator.model import ClusterView, PartitionTarget
+from kpo_kafka.specs import PartitionTarget
+from kpo_operator.model import ClusterView
 
 ReplicaSizes = Mapping[tuple[int, str, int], int]
 """(broker id, topic, partition) -> replica size in bytes, from DescribeLogDirs."""

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
-from kpo_operator.model import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.resources import TOPIC_REPLICA_QUOTA
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of

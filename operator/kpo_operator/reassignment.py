@@ -36,14 +36,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
 from kpo_operator.conditions import Phase
-from kpo_operator.model import (
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    SpecError,
-    TopicPartition,
-)
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,

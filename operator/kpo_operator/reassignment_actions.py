@@ -11,16 +11,12 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
+from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, PartitionTarget
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
-from kpo_operator.model import (
-    ANY_LOG_DIR,
-    ClusterView,
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    TopicPartition,
-)
+from kpo_operator.model import ClusterView
 from kpo_operator.reassignment_status import (
     ACTIVE_STATES,
     CANCELLED,

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot
 from kpo_operator.conditions import Phase
-from kpo_operator.model import TopicPartition
 from kpo_operator.progress import format_time
 from kpo_operator.reassignment_actions import cancelled_entries, current_target, order_restores
 from kpo_operator.reassignment_core import ReconcilerCore

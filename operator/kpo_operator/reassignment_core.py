@@ -14,10 +14,10 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.specs import PartitionTarget
 from kpo_operator.cluster import ClusterSnapshot
 from kpo_operator.conditions import Phase
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.model import PartitionTarget
 from kpo_operator.progress import PartitionProgress, RateEstimator, partition_progress
 from kpo_operator.reassignment_status import StatusUpdate, render_status, status_changed
 from kpo_operator.resources import PARTITION_REASSIGNMENT

@@ -23,13 +23,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.conditions import Phase, reassignment_conditions, stamp_conditions
-from kpo_operator.model import (
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    SpecError,
-    TopicPartition,
-)
 from kpo_operator.progress import PartitionProgress, Totals, format_time
 
 PENDING = "Pending"
@@ -81,7 +77,7 @@ def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, Accep
         target = tuple(entry.get("targetReplicas") or ())
         if not target or "topic" not in entry or "partition" not in entry:
             continue
-        result[(str(entry["topic"]), int(entry["partition"]))] = Accepted(
+        result[TopicPartition(str(entry["topic"]), int(entry["partition"]))] = Accepted(
             target,
             tuple(entry.get("originalReplicas") or ()),
             str(entry.get("state") or PENDING),

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from kpo_operator.kafka_admin import KafkaAdmin, KafkaPythonAdmin
-from kpo_operator.kafka_types import KafkaAdminError
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
+from kpo_kafka.admin_types import KafkaAdminError
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.settings import OperatorSettings

@@ -31,11 +31,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import ApiError, ConfigResource, ConfigResourceKind
+from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
 from kpo_operator.conditions import Phase
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import ApiError, ConfigResource, ConfigResourceKind
-from kpo_operator.model import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.store import WARNING, Object, ObjectStore, object_key

@@ -25,13 +25,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from kpo_operator.kafka_types import ConfigResourceKind
-from kpo_operator.model import (
-    ANY_LOG_DIR,
-    ClusterView,
-    PartitionReassignmentSpec,
-    TopicReplicaQuotaSpec,
-)
+from kpo_kafka.admin_types import ConfigResourceKind
+from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, TopicReplicaQuotaSpec
+from kpo_operator.model import ClusterView
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"

@@ -20,12 +20,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from kpo_operator.model import (
-    ANY_LOG_DIR,
-    ClusterView,
-    PartitionReassignmentSpec,
-    TopicPartition,
-)
+from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.model import ClusterView
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.generate import propose_move
 from kpo_placement import goals
 from kpo_placement.goals import DISK
@@ -33,8 +34,9 @@ def kafka_generate(model: ClusterModel, eligible: BoolArray, seed: int = 0) -> I
         seed: Seed of the per-topic start index and shift draws.
 
     Raises:
-        kpo_operator.generate.GenerateError: Kafka would refuse (e.g. RF above the number of
-            brokers, some brokers with a rack and others without).
+        kpo_kafka.assignment.ReplicaAssignmentError: Kafka would refuse (e.g. RF above the
+            number of brokers, some brokers with a rack and others without).
+        kpo_operator.generate.GenerateError: the brokers or topics are not in the model.
     """
     ids = [int(i) for i in model.broker_ids]
     current: dict[str, dict[int, list[int]]] = {}
@@ -50,7 +52,7 @@ def kafka_generate(model: ClusterModel, eligible: BoolArray, seed: int = 0) -> I
     position = {broker_id: b for b, broker_id in enumerate(ids)}
     target = np.full_like(model.replicas, NO_BROKER)
     for p in range(model.num_partitions):
-        proposed = proposal.proposed[(str(model.topics[p]), int(model.partitions[p]))]
+        proposed = proposal.proposed[TopicPartition(str(model.topics[p]), int(model.partitions[p]))]
         target[p, : len(proposed)] = [position[i] for i in proposed]
     return target
 

@@ -21,8 +21,8 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from kpo_operator.kafka_json import ManifestError
-from kpo_operator.kafka_types import KafkaAdminError
+from kpo_kafka.admin_types import KafkaAdminError
+from kpo_kafka.manifests import ManifestError
 from kpo_placement.aggregate import AggregateOptions, Statistic, spark_session
 from kpo_placement.collector import (
     BrokerCapacity,
@@ -137,7 +137,7 @@ def _collect(
     window: float,
 ) -> Path:
     """Collect a live snapshot into ``out``; return ``out``."""
-    from kpo_operator.kafka_admin import KafkaPythonAdmin
+    from kpo_kafka.admin import KafkaPythonAdmin
 
     default = BrokerCapacity(
         parse_quantity(defaults[0], "--disk-capacity"),

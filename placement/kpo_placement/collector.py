@@ -1,7 +1,7 @@
 """Snapshot a live cluster: assignment, racks, replica sizes, load samples and capacities.
 
 Sources, all through the operator's Admin API door
-(:class:`kpo_operator.kafka_admin.KafkaAdmin`) except the load and the capacities:
+(:class:`kpo_kafka.admin.KafkaAdmin`) except the load and the capacities:
 
 ============================ ================================================================
 table                        source
@@ -30,8 +30,10 @@ from typing import Any
 
 import yaml
 
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_placement.load_rates import TopicPartition, load_sample_rows
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import NO_LEADER
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_placement.load_rates import load_sample_rows
 from kpo_placement.metrics_sources import LoadSampler
 from kpo_placement.snapshot import Snapshot, SnapshotMetadata, table_from_rows
 
@@ -192,7 +194,7 @@ def collect_snapshot(
         the time between the first and last scrape (0 without samples).
 
     Raises:
-        KafkaAdminError: From the Admin API calls (``kpo_operator.kafka_types``).
+        KafkaAdminError: From the Admin API calls (``kpo_kafka.admin_types``).
         MetricsUnavailableError: From the sampler.
         SnapshotError: The cluster's answers break a snapshot invariant.
     """
@@ -209,13 +211,13 @@ def collect_snapshot(
                     "topic": topic,
                     "partition": index,
                     "replicas": list(info.replicas),
-                    "leader": -1 if info.leader is None else info.leader,
+                    "leader": info.leader,
                     "isr": list(info.isr),
                 }
             )
             named.update(info.replicas)
-            if info.leader is not None:
-                leaders[(topic, index)] = info.leader
+            if info.leader != NO_LEADER:
+                leaders[TopicPartition(topic, index)] = info.leader
     broker_rows = []
     for broker_id in sorted(set(cluster.brokers) | named):
         capacity = capacities.of(broker_id)

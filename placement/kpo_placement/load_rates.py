@@ -41,6 +41,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from kpo_kafka.topic_partition import TopicPartition
+
 LOG_END_OFFSET = "kafka_log_log_logendoffset"
 """Gauge: log-end offset of a partition's log on one broker (labels topic, partition)."""
 LOG_SIZE = "kafka_log_log_size"
@@ -49,9 +51,6 @@ TOPIC_BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"
 """Counter: bytes produced to a topic's partitions led by one broker (label topic)."""
 TOPIC_BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
 """Counter: bytes fetched by consumers from a topic's partitions on one broker (label topic)."""
-
-TopicPartition = tuple[str, int]
-"""``(topic, partition)``."""
 
 
 class MetricsFormatError(ValueError):
@@ -77,7 +76,7 @@ class BrokerMetrics:
 
 def _partition_key(labels: Mapping[str, str], name: str) -> TopicPartition:
     try:
-        return (labels["topic"], int(labels["partition"]))
+        return TopicPartition(labels["topic"], int(labels["partition"]))
     except (KeyError, ValueError) as exc:
         raise MetricsFormatError(f"{name}: needs labels topic and an integer partition") from exc
 

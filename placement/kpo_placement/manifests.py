@@ -2,7 +2,7 @@
 
 Each wave becomes one ``kpo.dev/v1alpha1`` PartitionReassignment named ``<plan>-wave-<n>``
 (``n`` from 1), or several named ``<plan>-wave-<n>-1``, ``-2``... when the wave holds more
-than the CRD's 2000 partitions (:func:`kpo_operator.kafka_json.to_manifests` does the cut
+than the CRD's 2000 partitions (:func:`kpo_kafka.manifests.to_manifests` does the cut
 and checks each object against the CRD model). Every object carries:
 
 * labels ``kpo.dev/plan: <plan>`` and ``kpo.dev/wave: "<n>"`` (select a wave with
@@ -29,9 +29,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from kpo_operator.cli import dump_manifests
-from kpo_operator.kafka_json import ManifestError, ManifestOptions, to_manifests
-from kpo_operator.model import PartitionTarget
+from kpo_kafka.manifests import ManifestError, ManifestOptions, dump_manifests, to_manifests
+from kpo_kafka.specs import PartitionTarget
 from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
 
 GROUP = "kpo.dev"
@@ -212,7 +211,7 @@ def wave_manifests(
 def manifests_yaml(manifests: Sequence[dict[str, Any]]) -> str:
     """Return the objects as one YAML text, ``---`` separated when several.
 
-    Same layout as ``kpo-reassign`` (:func:`kpo_operator.cli.dump_manifests`): key order
+    Same layout as ``kpo-reassign`` (:func:`kpo_kafka.manifests.dump_manifests`): key order
     kept, replica lists inline.
     """
     return dump_manifests(manifests)

@@ -22,6 +22,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_placement.load_rates import (
     LOG_END_OFFSET,
     LOG_SIZE,
@@ -30,7 +31,6 @@ from kpo_placement.load_rates import (
     BrokerMetrics,
     MetricsFormatError,
     Scrape,
-    TopicPartition,
     combine_brokers,
     parse_exposition,
     samples_by_name,

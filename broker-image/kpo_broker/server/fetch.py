@@ -28,7 +28,7 @@ from kpo_broker.server.errors import NotLeaderOrFollowerError, error_code_of
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Replica id of an ordinary consumer (Kafka's CONSUMER_REPLICA_ID).
 CONSUMER_REPLICA_ID = -1

@@ -32,7 +32,7 @@ from kpo_broker.protocol.client import BrokerClient
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from kpo_broker.server.partition import IsrChange, Partition
-from kpo_broker.topic_partition import TopicPartition
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.model import LeaderAndIsr
+from kpo_kafka.topic_partition import TopicPartition
 
 
 class ZkIsrWriter:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from kpo_broker.protocol.api import api_spec
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Upper bounds of the request time histogram buckets, seconds (``+Inf`` is implied).
 #: A fetch may wait ``max_wait_ms`` (500 ms by default) before it is answered.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1

@@ -18,7 +18,7 @@ from kafka import errors as kafka_errors
 from kpo_broker.log.errors import RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 
 @dataclass

@@ -28,7 +28,7 @@ from kpo_broker.server.partition import (
     Partition,
     PartitionState,
 )
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,12 @@ from dataclasses import dataclass
 
 from kafka import errors as kafka_errors
 
-from kpo_broker.controller.assignment import (
+from kpo_broker.server.dynamic_config import InvalidTopicConfigError, validate_topic_config
+from kpo_broker.server.metadata_cache import MetadataCache
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.data import ReplicaAssignment
+from kpo_broker.zk.errors import TopicAlreadyExistsError
+from kpo_kafka.assignment import (
     BrokerMetadata,
     InconsistentBrokerRacksError,
     InvalidPartitionsError,
@@ -27,11 +32,6 @@ from kpo_broker.controller.assignment import (
     assign_replicas_to_brokers,
     validate_replica_assignment,
 )
-from kpo_broker.server.dynamic_config import InvalidTopicConfigError, validate_topic_config
-from kpo_broker.server.metadata_cache import MetadataCache
-from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.data import ReplicaAssignment
-from kpo_broker.zk.errors import TopicAlreadyExistsError
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _POLL_S = 0.05

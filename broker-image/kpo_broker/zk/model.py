@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from kpo_broker.topic_partition import TopicPartition as TopicPartition
+from kpo_kafka.topic_partition import TopicPartition as TopicPartition
 
 #: ``leader`` of a partition that has no leader (Kafka's ``LeaderAndIsr.NoLeader``).
 NO_LEADER = -1

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from kpo_devenv.demo import REASSIGNMENT, TARGET, DemoOptions, reassignment_manifest, run_demo
-from kpo_devenv.demo_data import DigestBuilder, PartitionState
+from kpo_devenv.demo_data import DigestBuilder
 from kpo_devenv.demo_state import (
     POINTER_FILE,
     STATE_FILE,
@@ -23,6 +23,7 @@ from kpo_devenv.demo_state import (
 from kpo_devenv.demo_verify import PartitionCheck
 from kpo_devenv.demo_watch import eta_text, summary
 from kpo_devenv.process import ManagedProcess
+from kpo_kafka.admin_types import PartitionInfo
 
 pytestmark = pytest.mark.integration
 
@@ -166,7 +167,7 @@ def test_a_check_reports_every_mismatch() -> None:
         partition=0,
         original=(0, 1),
         expected=(2, 1),
-        state=PartitionState(replicas=(2, 1, 0), isr=(1,), leader=1),
+        state=PartitionInfo(replicas=(2, 1, 0), isr=(1,), leader=1),
         produced=good.digest(),
         via_leader=good.digest(),
         on_disk={2: bad.digest()},

@@ -23,8 +23,8 @@ from kafka import KafkaProducer
 from kpo_devenv.controlplane import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.kafka_types import ConfigResource
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.conftest import ClusterFactory, kafka_cluster_factory, wait_for
 
 __all__ = ["kafka_cluster_factory"]

@@ -1,5 +1,5 @@
-"""KafkaPythonAdmin against real brokers: metadata, a throttled reassignment, configs,
-log dir sizes, preferred leader election and intra-broker log dir moves."""
+"""KafkaPythonAdmin against real brokers: topic creation, metadata, a throttled reassignment,
+configs, log dir sizes, preferred leader election and intra-broker log dir moves."""
 
 from __future__ import annotations
 
@@ -12,12 +12,13 @@ from kafka import KafkaProducer
 
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import KafkaCluster
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.kafka_types import (
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin_types import (
     ERROR_LOG_DIR_NOT_FOUND,
     ERROR_NO_REASSIGNMENT_IN_PROGRESS,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
     ConfigResource,
+    KafkaRequestError,
     KafkaUnavailableError,
 )
 from tests.integration.broker.cluster.helpers import create_topic
@@ -183,3 +184,26 @@ def test_unreachable_cluster_is_unavailable(admin_factory: list[KafkaPythonAdmin
     admin_factory.append(admin)
     with pytest.raises(KafkaUnavailableError):
         admin.describe_cluster()
+
+
+def test_create_topic_with_an_assignment_or_counts_and_configs(
+    kafka_cluster_factory: ClusterFactory, admin_factory: list[KafkaPythonAdmin]
+) -> None:
+    cluster = kafka_cluster_factory(2)
+    admin = connect(cluster, admin_factory)
+    admin.create_topic(
+        "placed",
+        assignment={0: [1, 0], 1: [0, 1]},
+        configs={"min.insync.replicas": "2"},
+        wait_for_metadata=True,
+    )
+    described = admin.describe_topics(["placed"])["placed"]
+    assert {p: info.replicas for p, info in described.items()} == {0: (1, 0), 1: (0, 1)}
+    configs = admin.describe_configs(topics=["placed"])[ConfigResource.topic("placed")]
+    assert configs == {"min.insync.replicas": "2"}
+    admin.create_topic("counted", partitions=3, replication_factor=2, wait_for_metadata=True)
+    counted = admin.describe_topics(["counted"])["counted"]
+    assert sorted(counted) == [0, 1, 2]
+    assert {len(info.replicas) for info in counted.values()} == {2}
+    with pytest.raises(KafkaRequestError, match="CreateTopics"):
+        admin.create_topic("placed", partitions=1, replication_factor=1)

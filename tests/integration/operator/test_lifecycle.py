@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.kafka_types import ConfigResource
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.cluster.helpers import create_topic, describe
 from tests.integration.broker.conftest import wait_for
 from tests.integration.operator.conftest import (

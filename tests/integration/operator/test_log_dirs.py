@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from kpo_operator.kafka_admin import KafkaPythonAdmin
+from kpo_kafka.admin import KafkaPythonAdmin
 from tests.integration.broker.cluster.helpers import create_topic, describe
 from tests.integration.operator.conftest import StackFactory, produce, reassignment
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.kafka_types import ConfigResource
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import wait_for
 from tests.integration.operator.conftest import Stack, throttle_configs

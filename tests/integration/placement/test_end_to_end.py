@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from kpo_operator.kafka_admin import KafkaPythonAdmin
+from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_placement.cli import app
 from tests.integration.broker.cluster.helpers import create_topic, describe
 from tests.integration.operator.conftest import Stack, StackFactory, produce

@@ -17,11 +17,12 @@ from typer.testing import CliRunner
 
 from kpo_devenv import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
-from kpo_operator.kafka_admin import KafkaPythonAdmin
-from kpo_operator.model import PartitionReassignmentSpec
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.specs import PartitionReassignmentSpec
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_placement.cli import app
 from kpo_placement.collector import BrokerCapacity, Capacities, collect_snapshot
-from kpo_placement.load_rates import Scrape, TopicPartition
+from kpo_placement.load_rates import Scrape
 from kpo_placement.manifests import ApplyError, apply_manifests
 from kpo_placement.metrics_sources import scrape_brokers
 from kpo_placement.snapshot import read_snapshot, write_snapshot

@@ -13,14 +13,15 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from kpo_operator.admin_errors import api_error
-from kpo_operator.kafka_types import (
+from kpo_kafka.admin_errors import api_error
+from kpo_kafka.admin_types import (
     ERROR_INVALID_REPLICA_ASSIGNMENT,
     ERROR_LOG_DIR_NOT_FOUND,
     ERROR_NO_REASSIGNMENT_IN_PROGRESS,
     ERROR_PREFERRED_LEADER_NOT_AVAILABLE,
     ERROR_REPLICA_NOT_AVAILABLE,
     ERROR_UNKNOWN_TOPIC_OR_PARTITION,
+    NO_LEADER,
     ApiError,
     ClusterInfo,
     ConfigResource,
@@ -30,8 +31,8 @@ from kpo_operator.kafka_types import (
     Reassignment,
     ReplicaDirInfo,
     ReplicaKey,
-    TopicPartition,
 )
+from kpo_kafka.topic_partition import TopicPartition
 
 
 def error(code: int) -> ApiError:
@@ -139,7 +140,9 @@ class FakeKafkaAdmin:
         for (topic, partition), part in sorted(self.partitions.items()):
             if topics is None or topic in topics:
                 result.setdefault(topic, {})[partition] = PartitionInfo(
-                    tuple(part.replicas), tuple(part.isr), part.leader
+                    tuple(part.replicas),
+                    tuple(part.isr),
+                    NO_LEADER if part.leader is None else part.leader,
                 )
         return result
 

@@ -17,8 +17,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kpo_operator.admin_errors import api_error
-from kpo_operator.kafka_types import ConfigResource, TopicPartition
+from kpo_kafka.admin_errors import api_error
+from kpo_kafka.admin_types import ConfigResource
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter

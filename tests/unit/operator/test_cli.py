@@ -10,10 +10,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
+from kpo_kafka.admin_types import KafkaUnavailableError
+from kpo_kafka.manifests import dump_manifests
+from kpo_kafka.reassignment_json import parse_reassignment_json
+from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_operator import cli
-from kpo_operator.kafka_json import parse_reassignment_json
-from kpo_operator.kafka_types import KafkaUnavailableError
-from kpo_operator.model import PartitionReassignmentSpec
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
@@ -124,7 +125,7 @@ def test_topic_names_that_look_like_other_yaml_types_stay_strings(topic: str) ->
     text = json.dumps({"partitions": [{"topic": topic, "partition": 0, "replicas": [1]}]})
     (doc,) = documents(run("from-json", "-", "--name", "m", stdin=text))
     assert doc["spec"]["partitions"][0]["topic"] == topic
-    manifest = cli.dump_manifests([doc])
+    manifest = dump_manifests([doc])
     assert yaml.safe_load(manifest)["spec"]["partitions"][0]["topic"] == topic
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kpo_operator.kafka_admin import KafkaAdmin
-from kpo_operator.kafka_types import (
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import (
     ERROR_INVALID_REPLICA_ASSIGNMENT,
     ERROR_LOG_DIR_NOT_FOUND,
     ERROR_NO_REASSIGNMENT_IN_PROGRESS,

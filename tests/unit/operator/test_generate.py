@@ -2,168 +2,25 @@
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from kpo_operator.generate import (
+from kpo_kafka.assignment import (
     BrokerListError,
-    GenerateError,
+    InconsistentBrokerRacksError,
     InvalidReplicationFactorError,
-    RackInformationError,
+    assign_replicas,
+)
+from kpo_operator.generate import (
+    GenerateError,
     TopicsToMoveError,
     UnknownBrokerError,
     UnknownTopicError,
-    assign_replicas,
     assignment_targets,
     parse_topics_to_move,
     propose_move,
-    rack_alternated_brokers,
 )
-
-# -- Kafka's placement ----------------------------------------------------------------
-
-
-def test_placement_without_racks_matches_kafka() -> None:
-    # 5 brokers, 10 partitions, RF 3, start index 0 and shift 0: the first replica walks
-    # round-robin; followers sit right after it until partition 5, where the shift grows
-    # by one and the followers jump one further (the layout Kafka's own tests expect).
-    placed = assign_replicas(range(5), range(10), 3, start_index=0, replica_shift=0)
-    assert placed == {
-        0: (0, 1, 2),
-        1: (1, 2, 3),
-        2: (2, 3, 4),
-        3: (3, 4, 0),
-        4: (4, 0, 1),
-        5: (0, 2, 3),
-        6: (1, 3, 4),
-        7: (2, 4, 0),
-        8: (3, 0, 1),
-        9: (4, 1, 2),
-    }
-
-
-def test_rack_alternated_order() -> None:
-    racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
-    assert rack_alternated_brokers(racks) == [0, 3, 1, 5, 4, 2]
-    del racks[5]
-    assert rack_alternated_brokers(racks) == [0, 3, 1, 4, 2]
-    assert rack_alternated_brokers({0: "a", 1: "a", 2: "b", 3: "c"}) == [0, 2, 3, 1]
-    assert rack_alternated_brokers({}) == []
-
-
-def test_rack_aware_placement_matches_kafka() -> None:
-    racks = {0: "rack1", 1: "rack3", 2: "rack3", 3: "rack2", 4: "rack2", 5: "rack1"}
-    placed = assign_replicas(list(racks), range(7), 3, start_index=0, replica_shift=0, racks=racks)
-    assert placed == {
-        0: (0, 3, 1),
-        1: (3, 1, 5),
-        2: (1, 5, 4),
-        3: (5, 4, 2),
-        4: (4, 2, 0),
-        5: (2, 0, 3),
-        6: (0, 4, 2),
-    }
-
-
-def test_start_index_and_shift_move_the_layout() -> None:
-    placed = assign_replicas([10, 20, 30], range(3), 2, start_index=1, replica_shift=1)
-    # First replicas start at the second broker; followers skip one broker (shift 1).
-    assert placed == {0: (20, 10), 1: (30, 20), 2: (10, 30)}
-
-
-def test_single_broker_rf_1() -> None:
-    assert assign_replicas([7], range(3), 1, start_index=4, replica_shift=9) == {
-        0: (7,),
-        1: (7,),
-        2: (7,),
-    }
-
-
-@pytest.mark.parametrize(
-    ("brokers", "rf", "racks", "error"),
-    [
-        ([], 1, None, BrokerListError),
-        ([1, 1], 1, None, BrokerListError),
-        ([1, 2], 3, None, InvalidReplicationFactorError),
-        ([1, 2], 0, None, InvalidReplicationFactorError),
-        ([1, 2], 1, {1: "a"}, RackInformationError),
-    ],
-)
-def test_assign_replicas_refuses(
-    brokers: list[int], rf: int, racks: dict[int, str] | None, error: type[Exception]
-) -> None:
-    with pytest.raises(error):
-        assign_replicas(brokers, range(2), rf, start_index=0, replica_shift=0, racks=racks)
-
-
-# -- properties of the placement ------------------------------------------------------
-
-
-@st.composite
-def placements(draw: st.DrawFn) -> tuple[list[int], int, int, int, int]:
-    brokers = draw(st.lists(st.integers(0, 1000), min_size=1, max_size=12, unique=True))
-    rf = draw(st.integers(1, len(brokers)))
-    count = draw(st.integers(1, 60))
-    start = draw(st.integers(0, 100))
-    shift = draw(st.integers(0, 100))
-    return brokers, rf, count, start, shift
-
-
-@settings(max_examples=300, deadline=None)
-@given(placements())
-def test_placement_properties_without_racks(case: tuple[list[int], int, int, int, int]) -> None:
-    brokers, rf, count, start, shift = case
-    placed = assign_replicas(brokers, range(count), rf, start_index=start, replica_shift=shift)
-    assert sorted(placed) == list(range(count))
-    for replicas in placed.values():
-        assert len(replicas) == rf
-        assert len(set(replicas)) == rf
-        assert set(replicas) <= set(brokers)
-    leaders = Counter(r[0] for r in placed.values())
-    lead_counts = [leaders[b] for b in brokers]
-    assert max(lead_counts) - min(lead_counts) <= 1
-    # Every full round of len(brokers) partitions gives each broker exactly RF replicas;
-    # the partitions of the last, partial round add at most min(RF, their number) more.
-    # (Kafka's placement does not promise a spread within 1 for a partial round.)
-    held = Counter(b for r in placed.values() for b in r)
-    counts = [held[b] for b in brokers]
-    rounds, rest = divmod(count, len(brokers))
-    assert min(counts) >= rounds * rf
-    assert max(counts) - min(counts) <= min(rf, rest)
-    if rest == 0:
-        assert set(counts) == {rounds * rf}
-
-
-@st.composite
-def rack_placements(
-    draw: st.DrawFn,
-) -> tuple[dict[int, str], int, int, int, int]:
-    brokers, rf, count, start, shift = draw(placements())
-    racks = {b: draw(st.sampled_from(["r1", "r2", "r3", "r4"])) for b in brokers}
-    return racks, rf, count, start, shift
-
-
-@settings(max_examples=300, deadline=None)
-@given(rack_placements())
-def test_placement_properties_with_racks(case: tuple[dict[int, str], int, int, int, int]) -> None:
-    racks, rf, count, start, shift = case
-    placed = assign_replicas(
-        list(racks), range(count), rf, start_index=start, replica_shift=shift, racks=racks
-    )
-    rack_count = len(set(racks.values()))
-    for replicas in placed.values():
-        assert len(replicas) == rf
-        assert len(set(replicas)) == rf
-        assert set(replicas) <= set(racks)
-        # Distinct racks while there are racks left, then every rack is used.
-        assert len({racks[b] for b in replicas}) == min(rf, rack_count)
-    leaders = Counter(r[0] for r in placed.values())
-    lead_counts = [leaders[b] for b in racks]
-    assert max(lead_counts) - min(lead_counts) <= 1
-
 
 # -- propose_move ---------------------------------------------------------------------
 
@@ -218,7 +75,7 @@ def test_rack_aware_when_every_listed_broker_has_a_rack() -> None:
     assert move.rack_aware
     for replicas in move.proposed.values():
         assert {cluster[b] for b in replicas} == {"a", "b"}
-    with pytest.raises(RackInformationError, match="--disable-rack-aware"):
+    with pytest.raises(InconsistentBrokerRacksError, match="--disable-rack-aware"):
         propose_move(current, ["t"], [1, 2, 5], cluster)
     plain = propose_move(current, ["t"], [1, 2, 5], cluster, rack_aware=False)
     assert not plain.rack_aware

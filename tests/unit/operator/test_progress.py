@@ -2,7 +2,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kpo_operator.model import ClusterView, PartitionState, PartitionTarget
+from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.specs import PartitionTarget
+from kpo_operator.model import ClusterView
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
@@ -24,29 +26,29 @@ SIZES = {(0, "t", 0): 1000, (3, "t", 0): 250, (2, "t", 0): 990}
     ("state", "reassigning", "expected"),
     [
         (  # not yet submitted
-            PartitionState((0, 1, 2), 0, (0, 1, 2)),
+            PartitionInfo((0, 1, 2), (0, 1, 2), 0),
             {},
             ("Pending", (3,), (0,), 250, 1000),
         ),
         (  # in flight: AR = RAR + OAR
-            PartitionState((2, 3, 1, 0), 0, (0, 1, 2), adding=(3,), removing=(0,)),
+            PartitionInfo((2, 3, 1, 0), (0, 1, 2), 0, adding=(3,), removing=(0,)),
             {("t", 0): "ns/me"},
             ("Moving", (3,), (0,), 250, 1000),
         ),
         (  # adding replica bigger than leader (leader truncated): capped
-            PartitionState((2, 3, 1, 0), 2, (2, 1), adding=(3,), removing=(0,)),
+            PartitionInfo((2, 3, 1, 0), (2, 1), 2, adding=(3,), removing=(0,)),
             {("t", 0): "ns/me"},
             ("Moving", (3,), (0,), 200, 200),
         ),
         (  # done: AR == RAR, no longer listed
-            PartitionState((2, 3, 1), 2, (2, 3, 1)),
+            PartitionInfo((2, 3, 1), (2, 3, 1), 2),
             {},
             ("Completed", (), (), 990, 990),
         ),
     ],
 )
 def test_partition_progress(
-    state: PartitionState,
+    state: PartitionInfo,
     reassigning: dict[tuple[str, int], str],
     expected: tuple[str, tuple[int, ...], tuple[int, ...], int, int],
 ) -> None:

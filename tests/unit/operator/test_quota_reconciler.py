@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.admin_errors import api_error
-from kpo_operator.kafka_types import ConfigResource
+from kpo_kafka.admin_errors import api_error
+from kpo_kafka.admin_types import ConfigResource
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA

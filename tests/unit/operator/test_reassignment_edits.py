@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kpo_operator.kafka_types import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,

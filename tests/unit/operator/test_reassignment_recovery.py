@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.kafka_types import KafkaAdminError, KafkaUnavailableError
+from kpo_kafka.admin_types import KafkaAdminError, KafkaUnavailableError
 from kpo_operator.store import ObjectStoreError
 from tests.unit.operator.reassignment_env import (
     RATES_1000,

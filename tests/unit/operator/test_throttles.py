@@ -4,13 +4,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kpo_operator.kafka_types import ConfigResourceKind
-from kpo_operator.model import (
-    ClusterView,
-    PartitionReassignmentSpec,
-    PartitionState,
-    TopicReplicaQuotaSpec,
-)
+from kpo_kafka.admin_types import ConfigResourceKind, PartitionInfo
+from kpo_kafka.specs import PartitionReassignmentSpec, TopicReplicaQuotaSpec
+from kpo_operator.model import ClusterView
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -34,10 +30,10 @@ from kpo_operator.throttles import (
 VIEW = ClusterView(
     topics={
         "test": {
-            0: PartitionState((0, 1), 0, (0, 1)),
-            2: PartitionState((0, 1), 0, (0, 1)),
+            0: PartitionInfo((0, 1), (0, 1), 0),
+            2: PartitionInfo((0, 1), (0, 1), 0),
         },
-        "orders": {0: PartitionState((1, 2), 1, (1, 2))},
+        "orders": {0: PartitionInfo((1, 2), (1, 2), 1)},
     },
     live_brokers=frozenset({0, 1, 2, 3}),
 )
@@ -100,7 +96,7 @@ def test_reassignment_contribution_like_kafka_tool() -> None:
 def test_reassignment_contribution_is_stable_while_in_flight() -> None:
     spec = _reassign({"replicationRate": 5}, {"topic": "test", "partition": 2, "replicas": [2, 1]})
     moving = ClusterView(
-        topics={"test": {2: PartitionState((2, 1, 0), 0, (0, 1), adding=(2,), removing=(0,))}},
+        topics={"test": {2: PartitionInfo((2, 1, 0), (0, 1), 0, adding=(2,), removing=(0,))}},
         live_brokers=VIEW.live_brokers,
     )
     assert reassignment_contribution("pr/a", spec, moving) == reassignment_contribution(

@@ -2,7 +2,9 @@ from typing import Any
 
 import pytest
 
-from kpo_operator.model import ClusterView, PartitionReassignmentSpec, PartitionState
+from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.specs import PartitionReassignmentSpec
+from kpo_operator.model import ClusterView
 from kpo_operator.validation import ValidationIssue, validate_reassignment
 
 OWNER = "ns/me"
@@ -11,8 +13,8 @@ OWNER = "ns/me"
 def _view(**kw: Any) -> ClusterView:
     base: dict[str, Any] = {
         "topics": {
-            "t": {0: PartitionState((0, 1), 0, (0, 1)), 1: PartitionState((1, 2), 1, (1, 2))},
-            "u": {0: PartitionState((2, 0), 2, (2, 0))},
+            "t": {0: PartitionInfo((0, 1), (0, 1), 0), 1: PartitionInfo((1, 2), (1, 2), 1)},
+            "u": {0: PartitionInfo((2, 0), (2, 0), 2)},
         },
         "live_brokers": frozenset({0, 1, 2, 3}),
         "log_dirs": {0: frozenset({"/d0"}), 1: frozenset({"/d1"}), 3: frozenset({"/a", "/b"})},

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from kpo_operator.kafka_json import parse_manifests
+from kpo_kafka.manifests import parse_manifests
 from kpo_placement.aggregate import AggregateOptions, AggregateResult, PartitionLoad
 from kpo_placement.job import JobOptions, plan_model, replica_move
 from kpo_placement.model import ClusterModel

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kpo_operator.kafka_json import ManifestError, parse_manifests
-from kpo_operator.model import PartitionReassignmentSpec
+from kpo_kafka.manifests import ManifestError, parse_manifests
+from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_placement.manifests import (
     BYTES_ANNOTATION,
     DURATION_ANNOTATION,

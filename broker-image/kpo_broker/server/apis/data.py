@@ -16,7 +16,7 @@ from kpo_broker.server import offsets, produce
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.fetch import FetchPartition
 from kpo_broker.server.zero_copy import ZeroCopyResponse
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 _ProduceTopic = ProduceResponse.TopicProduceResponse
 _ProducePartition = _ProduceTopic.PartitionProduceResponse

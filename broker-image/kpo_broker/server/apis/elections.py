@@ -11,7 +11,7 @@ from kafka.protocol.admin import ElectLeadersResponse
 from kpo_broker.controller.events import ElectionType
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import error_code_of
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 _Result = ElectLeadersResponse.ReplicaElectionResult
 _PartitionResult = _Result.PartitionResult

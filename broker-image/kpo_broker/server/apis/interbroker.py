@@ -27,8 +27,8 @@ from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import PartitionState
-from kpo_broker.topic_partition import TopicPartition
 from kpo_broker.zk.model import EndPoint
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 

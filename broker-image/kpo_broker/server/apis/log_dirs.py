@@ -17,7 +17,7 @@ from kafka.protocol.admin import AlterReplicaLogDirsResponse, DescribeLogDirsRes
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.manager import LogDirInfo
 from kpo_broker.server.components import BrokerComponents, RequestContext
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 _DirResult = DescribeLogDirsResponse.DescribeLogDirsResult
 _DirTopic = _DirResult.DescribeLogDirsTopic

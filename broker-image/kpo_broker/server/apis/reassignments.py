@@ -20,7 +20,7 @@ from kafka.protocol.admin import (
 
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import error_code_of
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 _AlterTopic = AlterPartitionReassignmentsResponse.ReassignableTopicResponse
 _AlterPartition = _AlterTopic.ReassignablePartitionResponse

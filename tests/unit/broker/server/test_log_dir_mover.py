@@ -20,7 +20,7 @@ from kpo_broker.server.log_dir_mover import (
 )
 from kpo_broker.server.partition import IsrChange, Partition, PartitionState
 from kpo_broker.server.replica_manager import ReplicaManager
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import decode_records, make_value_batch
 
 NOW_MS = 1_700_000_000_000

@@ -29,7 +29,7 @@ from kpo_broker.server.metrics_http import MetricsHttpServer, MetricsServerError
 from kpo_broker.server.partition import IsrChange, Partition, PartitionState
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
-from kpo_broker.topic_partition import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import make_value_batch
 
 NOW_MS = 1_700_000_000_000

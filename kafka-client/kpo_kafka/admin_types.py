@@ -1,7 +1,8 @@
 """Plain values and errors exchanged with a Kafka cluster through the Admin API.
 
-These types are what :class:`kpo_operator.kafka_admin.KafkaAdmin` takes and
-returns, so the reconciliation logic never sees a Kafka client's own classes.
+These types are what :class:`kpo_kafka.admin.KafkaAdmin` takes and returns, so
+the operator, the placement job, the bench and the demo never see a Kafka
+client's own classes.
 Broker ids, partition numbers and sizes are plain ``int`` (sizes in bytes,
 lags in messages); replica lists keep Kafka's order, whose first entry is the
 preferred leader.
@@ -11,9 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-
-TopicPartition = tuple[str, int]
-"""A partition as ``(topic, partition)``."""
 
 ReplicaKey = tuple[int, str, int]
 """One replica of a partition on one broker, as ``(broker id, topic, partition)``."""
@@ -44,21 +42,35 @@ class ClusterInfo:
     cluster_id: str | None = None
 
 
+NO_LEADER = -1
+"""The leader id of a partition without a leader (Metadata's ``leader_id``, Kafka's
+``LeaderAndIsr.NoLeader``)."""
+
+
 @dataclass(frozen=True)
 class PartitionInfo:
-    """One partition as Metadata reports it.
+    """One partition as Metadata (and ListPartitionReassignments) report it (Kafka's PartitionInfo).
 
     Attributes:
-        replicas: the replica set in assignment order. While a reassignment
-            (KIP-455) is in flight this is the full set: the target replicas
-            followed by the ones being removed.
-        isr: the in-sync replicas.
-        leader: the leader's broker id, ``None`` when the partition has no leader.
+        replicas: AR, the replica set in assignment order, preferred leader first.
+            While a reassignment (KIP-455) is in flight this is the full set: the
+            target replicas (RAR) followed by the ones being removed.
+        isr: The in-sync replicas.
+        leader: The leader's broker id, :data:`NO_LEADER` (-1) when there is none.
+        adding: Replicas being added (RAR - OAR), empty unless reassigning (KIP-455).
+        removing: Replicas to be removed (OAR - RAR), empty unless reassigning.
     """
 
     replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    leader: int | None
+    isr: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+
+    @property
+    def original_replicas(self) -> tuple[int, ...]:
+        """OAR: the replicas before the in-flight reassignment (AR minus adding)."""
+        return tuple(b for b in self.replicas if b not in self.adding)
 
 
 @dataclass(frozen=True)

@@ -5,12 +5,8 @@ from __future__ import annotations
 import kafka.errors as kafka_errors
 import pytest
 
-from kpo_operator.admin_errors import api_error, error_of_class, parse_alter_result, translated
-from kpo_operator.kafka_types import (
-    KafkaRequestError,
-    KafkaUnavailableError,
-    KafkaUnsupportedError,
-)
+from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
+from kpo_kafka.admin_types import KafkaRequestError, KafkaUnavailableError, KafkaUnsupportedError
 
 
 def test_code_zero_is_no_error() -> None:

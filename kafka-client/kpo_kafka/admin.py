@@ -1,11 +1,13 @@
-"""The operator's only door to Kafka: a small Admin API interface and its kafka-python client.
+"""The one door to Kafka's Admin API: a small interface and its kafka-python client.
 
-:class:`KafkaAdmin` lists the Admin API calls the reconciliation logic uses
-(KIP-455 reassignments, KIP-339 incremental configs for the KIP-73 throttles,
+:class:`KafkaAdmin` lists the Admin API calls the operator's reconciliation logic
+uses (KIP-455 reassignments, KIP-339 incremental configs for the KIP-73 throttles,
 KIP-113 log dirs, KIP-460 leader election), typed with the plain values of
-:mod:`kpo_operator.kafka_types`. :class:`KafkaPythonAdmin` implements it with
+:mod:`kpo_kafka.admin_types`. :class:`KafkaPythonAdmin` implements it with
 kafka-python's ``KafkaAdminClient``, so it works with the project's brokers and
-with any Apache Kafka >= 2.4; unit tests use an in-memory fake instead.
+with any Apache Kafka >= 2.4; the placement job, the bench and the demo use it
+too (they also create topics, :meth:`KafkaPythonAdmin.create_topic`); unit tests
+use an in-memory fake instead.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
-from kpo_operator.admin_errors import api_error, error_of_class, parse_alter_result, translated
-from kpo_operator.kafka_types import (
+from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
+from kpo_kafka.admin_types import (
     ERROR_ELECTION_NOT_NEEDED,
+    NO_LEADER,
     ApiError,
     ClusterInfo,
     ConfigResource,
@@ -34,8 +37,8 @@ from kpo_operator.kafka_types import (
     Reassignment,
     ReplicaDirInfo,
     ReplicaKey,
-    TopicPartition,
 )
+from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
 
@@ -143,9 +146,12 @@ _KINDS = {
 class KafkaPythonAdmin:
     """:class:`KafkaAdmin` over kafka-python's ``KafkaAdminClient`` (connects on first use).
 
+    A failed connection is not kept: the next call connects again.
+
     Args:
         bootstrap_servers: comma-separated ``host:port`` list.
-        client_id: the client id the brokers see (quotas, logs).
+        client_id: the client id the brokers see (quotas, logs), e.g. ``kpo-operator``,
+            ``kpo-bench``, ``kpo-demo``.
         request_timeout_ms: timeout of each request and of the first bootstrap, in ms.
     """
 
@@ -182,6 +188,51 @@ class KafkaPythonAdmin:
             cluster_id=info.get("cluster_id"),
         )
 
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        assignment: Mapping[int, Sequence[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+        timeout_ms: int | None = None,
+        wait_for_metadata: bool = False,
+    ) -> None:
+        """Create ``topic`` (CreateTopics); outside :class:`KafkaAdmin`, the operator creates none.
+
+        Args:
+            topic: the topic name.
+            partitions: the partition count; -1 takes the broker's ``num.partitions``
+                (KIP-464), and must be -1 with an ``assignment``.
+            replication_factor: replicas per partition; -1 takes the broker's
+                ``default.replication.factor`` (KIP-464), and must be -1 with an ``assignment``.
+            assignment: partition -> replicas, preferred leader first, instead of the
+                controller's placement.
+            configs: topic configs, e.g. ``{"min.insync.replicas": "2"}``.
+            timeout_ms: how long the controller may wait for the topic to be created, ms
+                (default: the request timeout).
+            wait_for_metadata: also wait until Metadata lists the topic with a leader for
+                every partition.
+
+        Raises:
+            KafkaRequestError: the controller refused the topic (e.g. TOPIC_ALREADY_EXISTS,
+                INVALID_REPLICA_ASSIGNMENT).
+            KafkaUnavailableError: the cluster could not be reached; retry later.
+        """
+        options: dict[str, Any] = {
+            "num_partitions": partitions,
+            "replication_factor": replication_factor,
+        }
+        if assignment is not None:
+            options["assignments"] = {p: list(r) for p, r in assignment.items()}
+        if configs:
+            options["configs"] = dict(configs)
+        with translated("CreateTopics"):
+            self._client().create_topics(
+                {topic: options}, timeout_ms=timeout_ms, wait_for_metadata=wait_for_metadata
+            )
+
     def describe_topics(
         self, topics: Collection[str] | None = None
     ) -> dict[str, dict[int, PartitionInfo]]:
@@ -198,7 +249,7 @@ class KafkaPythonAdmin:
                 p["partition_index"]: PartitionInfo(
                     replicas=tuple(p["replica_nodes"]),
                     isr=tuple(p["isr_nodes"]),
-                    leader=p["leader_id"] if p["leader_id"] >= 0 else None,
+                    leader=p["leader_id"] if p["leader_id"] >= 0 else NO_LEADER,
                 )
                 for p in topic["partitions"]
             }
@@ -214,7 +265,7 @@ class KafkaPythonAdmin:
         with translated("ListPartitionReassignments"):
             listed = self._client().list_partition_reassignments(wanted)
         return {
-            (tp.topic, tp.partition): Reassignment(
+            TopicPartition(tp.topic, tp.partition): Reassignment(
                 replicas=tuple(info["replicas"]),
                 adding=tuple(info["adding_replicas"]),
                 removing=tuple(info["removing_replicas"]),
@@ -238,7 +289,7 @@ class KafkaPythonAdmin:
         with translated("AlterPartitionReassignments"):
             answer = self._client().alter_partition_reassignments(request)
         return {
-            (tp.topic, tp.partition): None if err is None else error_of_class(err)
+            TopicPartition(tp.topic, tp.partition): None if err is None else error_of_class(err)
             for tp, err in answer.items()
         }
 
@@ -364,7 +415,9 @@ class KafkaPythonAdmin:
         for topic in response.replica_election_results:
             for part in topic.partition_result:
                 code = 0 if part.error_code == ERROR_ELECTION_NOT_NEEDED else part.error_code
-                result[(topic.topic, part.partition_id)] = api_error(code, part.error_message)
+                result[TopicPartition(topic.topic, part.partition_id)] = api_error(
+                    code, part.error_message
+                )
         return result
 
     def alter_replica_log_dirs(

@@ -1,7 +1,7 @@
-"""Convert between Kafka's reassignment JSON and PartitionReassignment manifests (pure, no I/O).
+"""Read and write Kafka's partition reassignment JSON (pure, no I/O).
 
 Kafka's ``kafka-reassign-partitions`` tool reads and writes a JSON document,
-version 1 (seed 000 §2)::
+version 1 (``kafka-reassign-partitions --reassignment-json-file``)::
 
     {"version": 1,
      "partitions": [{"topic": "test", "partition": 2, "replicas": [2, 1],
@@ -11,15 +11,12 @@ version 1 (seed 000 §2)::
 replica assignment`` and ``Proposed partition reassignment configuration``;
 :func:`parse_reassignment_json` accepts either a bare document or that whole
 output (it then reads the proposed one). Its checks follow
-``ReassignPartitionsCommand`` (seed 000 §4.1: version 1 only, no empty or
+``ReassignPartitionsCommand.executeAssignment`` (version 1 only, no empty or
 duplicated partition list, no empty or duplicated replica list, one log dir per
 replica; a missing ``version`` means 1) plus the CRD's bounds, and it refuses
 unknown fields, which Kafka ignores, so that a misspelt ``log_dirs`` is not lost.
-
-A PartitionReassignment (``kpo.dev/v1alpha1``) holds at most
-:data:`MAX_PARTITIONS_PER_OBJECT` partitions, so larger moves become several
-objects named ``<name>-1``, ``<name>-2``, ... A ``log_dirs`` list made only of
-``"any"`` means "no log-dir move" to Kafka and is left out of the manifest.
+Each entry becomes a :class:`~kpo_kafka.specs.PartitionTarget`; the manifests that
+carry them are built in :mod:`kpo_kafka.manifests`.
 """
 
 from __future__ import annotations
@@ -27,37 +24,22 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from kpo_operator.model import (
-    ANY_LOG_DIR,
-    PartitionReassignmentSpec,
-    PartitionTarget,
-    SpecError,
-    TopicPartition,
-)
+from kpo_kafka.specs import ANY_LOG_DIR, PartitionTarget
+from kpo_kafka.topic_partition import TopicPartition
 
 KAFKA_JSON_VERSION = 1
 """The only reassignment JSON version Kafka defines."""
-API_VERSION = "kpo.dev/v1alpha1"
-"""``apiVersion`` of the PartitionReassignment custom resource."""
-KIND = "PartitionReassignment"
-"""``kind`` of the custom resource."""
-MAX_PARTITIONS_PER_OBJECT = 2000
-"""``maxItems`` of ``spec.partitions`` in the CRD."""
 
 PROPOSED_HEADER = "Proposed partition reassignment configuration"
 """The header under which ``kafka-reassign-partitions --generate`` prints its proposal."""
 
 _INT32_MAX = 2**31 - 1
-_INT64_MAX = 2**63 - 1
 _MAX_REPLICAS = 32  # the CRD's maxItems for replicas and logDirs
 _TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ENTRY_FIELDS = ("topic", "partition", "replicas", "log_dirs")
 
 
@@ -76,10 +58,6 @@ class ConversionError(ValueError):
 
 class KafkaJsonError(ConversionError):
     """A reassignment JSON document is malformed."""
-
-
-class ManifestError(ConversionError):
-    """A PartitionReassignment manifest, or the options to build one, is invalid."""
 
 
 def _is_int(value: object) -> bool:
@@ -188,7 +166,7 @@ def parse_reassignment_data(data: object) -> list[PartitionTarget]:
         data: The decoded document, ``{"version": 1, "partitions": [...]}``.
 
     Returns:
-        One :class:`~kpo_operator.model.PartitionTarget` per entry; ``log_dirs`` is kept
+        One :class:`~kpo_kafka.specs.PartitionTarget` per entry; ``log_dirs`` is kept
         as given (``None`` when absent).
 
     Raises:
@@ -253,162 +231,3 @@ def dump_reassignment_json(targets: Iterable[PartitionTarget], indent: int | Non
     """Serialise :func:`reassignment_data` as text (compact, like Kafka's tool, by default)."""
     separators = (",", ":") if indent is None else (",", ": ")
     return json.dumps(reassignment_data(targets), indent=indent, separators=separators)
-
-
-@dataclass(frozen=True)
-class ManifestOptions:
-    """What a PartitionReassignment manifest carries besides its partitions.
-
-    Attributes:
-        name: ``metadata.name`` (a DNS-1123 subdomain); ``<name>-<n>`` when split.
-        namespace: ``metadata.namespace``, left out when ``None``.
-        throttle: ``spec.throttle.replicationRate`` in bytes/s (Kafka's ``--throttle``).
-        preferred_leader_election: ``spec.preferredLeaderElection``.
-        suspend: ``spec.suspend`` (plan only, move nothing yet).
-    """
-
-    name: str
-    namespace: str | None = None
-    throttle: int | None = None
-    preferred_leader_election: bool = False
-    suspend: bool = False
-
-    def problems(self, objects: int = 1) -> list[str]:
-        """Return what is wrong with these options for ``objects`` manifests (empty if fine)."""
-        errors: list[str] = []
-        longest = self.name if objects == 1 else f"{self.name}-{objects}"
-        if not _DNS_SUBDOMAIN.match(self.name) or len(longest) > 253:
-            errors.append(
-                f"name: {longest!r} is not a valid object name (lowercase letters, digits, "
-                "'-' and '.', at most 253 characters)"
-            )
-        if self.namespace is not None and (
-            not _DNS_LABEL.match(self.namespace) or len(self.namespace) > 63
-        ):
-            errors.append(f"namespace: {self.namespace!r} is not a valid namespace name")
-        if self.throttle is not None and not 1 <= self.throttle <= _INT64_MAX:
-            errors.append(f"throttle: {self.throttle} must be at least 1 byte/s")
-        return errors
-
-
-def _manifest_entry(target: PartitionTarget) -> dict[str, Any]:
-    named = target.log_dirs is not None and any(d != ANY_LOG_DIR for d in target.log_dirs)
-    return _entry(target, "logDirs", named)
-
-
-def to_manifests(
-    targets: Sequence[PartitionTarget], options: ManifestOptions
-) -> list[dict[str, Any]]:
-    """Build PartitionReassignment objects holding ``targets``, in order.
-
-    Up to :data:`MAX_PARTITIONS_PER_OBJECT` targets give one object named
-    ``options.name``; more are cut, in order, into objects of at most that many
-    partitions named ``<name>-1``, ``<name>-2``, ... each with the same options.
-
-    Raises:
-        ManifestError: No targets, invalid options, or an object the CRD model
-            (:class:`~kpo_operator.model.PartitionReassignmentSpec`) refuses.
-    """
-    if not targets:
-        raise ManifestError(["partitions: nothing to reassign"])
-    size = MAX_PARTITIONS_PER_OBJECT
-    chunks = [targets[i : i + size] for i in range(0, len(targets), size)]
-    errors = options.problems(len(chunks))
-    if errors:
-        raise ManifestError(errors)
-    manifests: list[dict[str, Any]] = []
-    for number, chunk in enumerate(chunks, start=1):
-        metadata: dict[str, Any] = {
-            "name": options.name if len(chunks) == 1 else f"{options.name}-{number}"
-        }
-        if options.namespace is not None:
-            metadata["namespace"] = options.namespace
-        spec: dict[str, Any] = {"partitions": [_manifest_entry(t) for t in chunk]}
-        if options.throttle is not None:
-            spec["throttle"] = {"replicationRate": options.throttle}
-        if options.preferred_leader_election:
-            spec["preferredLeaderElection"] = True
-        if options.suspend:
-            spec["suspend"] = True
-        manifest = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}
-        try:
-            PartitionReassignmentSpec.from_object(manifest)
-        except SpecError as exc:
-            raise ManifestError([f"{metadata['name']}: {e}" for e in exc.errors]) from exc
-        manifests.append(manifest)
-    return manifests
-
-
-@dataclass(frozen=True)
-class ParsedManifest:
-    """One PartitionReassignment read back from YAML.
-
-    Attributes:
-        name: ``metadata.name`` (``""`` when absent).
-        spec: The checked spec.
-    """
-
-    name: str
-    spec: PartitionReassignmentSpec
-
-
-def parse_manifests(objects: Iterable[object]) -> list[ParsedManifest]:
-    """Check decoded objects (YAML documents) as PartitionReassignments.
-
-    Raises:
-        ManifestError: An object is not a ``kpo.dev/v1alpha1`` PartitionReassignment or
-            its spec does not match the CRD; each problem names its object, e.g.
-            ``objects[1] (move-2): spec.partitions[0].replicas: ...``; also when there
-            is no object at all.
-    """
-    errors: list[str] = []
-    parsed: list[ParsedManifest] = []
-    for where, obj in ((f"objects[{i}]", o) for i, o in enumerate(objects)):
-        if not isinstance(obj, Mapping):
-            errors.append(f"{where}: must be a mapping")
-            continue
-        if obj.get("apiVersion") != API_VERSION or obj.get("kind") != KIND:
-            errors.append(
-                f"{where}: is {obj.get('apiVersion')}/{obj.get('kind')}, not {API_VERSION}/{KIND}"
-            )
-            continue
-        metadata = obj.get("metadata")
-        name = str(metadata.get("name", "")) if isinstance(metadata, Mapping) else ""
-        label = f"{where} ({name})" if name else where
-        if "spec" not in obj:
-            errors.append(f"{label}: spec: missing")
-            continue
-        try:
-            parsed.append(ParsedManifest(name, PartitionReassignmentSpec.from_object(obj)))
-        except SpecError as exc:
-            errors.extend(f"{label}: {e}" for e in exc.errors)
-    if not errors and not parsed:
-        errors.append("no PartitionReassignment object found")
-    if errors:
-        raise ManifestError(errors)
-    return parsed
-
-
-def merge_targets(manifests: Sequence[ParsedManifest]) -> list[PartitionTarget]:
-    """Concatenate the partitions of ``manifests`` in order, for one Kafka JSON document.
-
-    Raises:
-        ManifestError: A partition appears twice (in one object or across objects).
-    """
-    seen: dict[TopicPartition, str] = {}
-    errors: list[str] = []
-    targets: list[PartitionTarget] = []
-    for number, manifest in enumerate(manifests):
-        owner = manifest.name or f"object {number}"
-        for index, target in enumerate(manifest.spec.partitions):
-            if target.key in seen:
-                errors.append(
-                    f"{owner}: spec.partitions[{index}]: partition {target.topic}-"
-                    f"{target.partition} is already listed in {seen[target.key]}"
-                )
-                continue
-            seen[target.key] = owner
-            targets.append(target)
-    if errors:
-        raise ManifestError(errors)
-    return targets

@@ -1,4 +1,4 @@
-"""The one ``TopicPartition`` type shared by every broker package."""
+"""Kafka's ``TopicPartition``: the one definition, for the broker, the operator and every client."""
 
 from __future__ import annotations
 

@@ -1,21 +1,24 @@
-"""Replica assignment for new topics and new partitions (seed 001 §4).
+"""Kafka's replica assignment: ``AdminUtils.assignReplicasToBrokers`` and its checks (pure).
 
-Kafka's ``AdminUtils.assignReplicasToBrokers`` behaviour:
+One implementation for the broker's controller (topic creation and CreatePartitions,
+``AdminZkClient``) and the operator's ``kafka-reassign-partitions --generate``:
 
 - Rack-unaware: brokers sorted by id; partition ``p``'s first replica (its preferred
-  leader) is broker ``(p + start) mod n``, so leaders go round robin; the followers sit
-  at a distance from the first replica that shifts by one every ``n`` partitions, so
-  that the followers of a broker's partitions are spread over the other brokers. With
-  start index 0 and no shift this is seed 001 §4's rule: replica ``j`` of partition
-  ``i`` on broker ``(i + j) mod n``.
+  leader) is broker ``(p + start) mod n``, so leaders go round robin; follower ``j``
+  (``j = 0 .. RF-2``) sits at distance ``1 + (shift + j) mod (n - 1)`` from the first
+  replica, and ``shift`` grows by one after every ``n`` partitions, so that the
+  followers of a broker's partitions are spread over the other brokers. With start
+  index 0 and no shift, replica ``j`` of partition ``i`` is on broker ``(i + j) mod n``.
 - Rack-aware (every broker has ``broker.rack``): the same walk over a broker list that
-  alternates racks (one broker of each rack in turn, racks sorted by name), skipping a
-  broker whose rack already holds a replica of the partition while some rack holds
-  none, and a broker that already holds one while some broker holds none. A partition's
-  replicas are thus on distinct racks when there are at least as many racks as replicas.
+  alternates racks (one broker of each rack in turn, racks sorted by name), with the
+  shift multiplied by the number of racks, skipping a broker whose rack already holds
+  a replica of the partition while some rack holds none, and a broker that already
+  holds one. A partition's replicas are thus on ``min(RF, racks)`` distinct racks.
 
-The start index is random unless fixed; pass ``start_index`` or a seeded
-``random.Random`` for a deterministic result.
+Kafka draws the start index and the initial shift at random (in that order) for every
+topic; a fixed start index (Kafka's ``fixedStartIndex``) is used for both. Callers
+that need a reproducible answer pass a seeded ``random.Random`` or fix both values
+(:func:`assign_replicas`).
 """
 
 from __future__ import annotations
@@ -26,23 +29,34 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
-class InvalidPartitionsError(ValueError):
+class ReplicaAssignmentError(ValueError):
+    """Replicas cannot be assigned as asked; the subclass says why."""
+
+
+class BrokerListError(ReplicaAssignmentError):
+    """The brokers to assign over are none, or name a broker twice or a negative id."""
+
+
+class InvalidPartitionsError(ReplicaAssignmentError):
     """The partition count is not positive, or does not grow the topic (``INVALID_PARTITIONS``)."""
 
 
-class InvalidReplicationFactorError(ValueError):
+class InvalidReplicationFactorError(ReplicaAssignmentError):
     """The replication factor is below 1 or above the number of brokers.
 
     Kafka's ``INVALID_REPLICATION_FACTOR``.
     """
 
 
-class InvalidReplicaAssignmentError(ValueError):
+class InvalidReplicaAssignmentError(ReplicaAssignmentError):
     """An explicit assignment is inconsistent (``INVALID_REPLICA_ASSIGNMENT``)."""
 
 
-class InconsistentBrokerRacksError(ValueError):
-    """Some brokers have ``broker.rack`` and others not, with rack awareness enforced."""
+class InconsistentBrokerRacksError(ReplicaAssignmentError):
+    """Some brokers have ``broker.rack`` and others not, with rack awareness enforced.
+
+    Kafka's ``AdminOperationException`` "Not all brokers have rack information".
+    """
 
 
 class RackAwareMode(enum.Enum):
@@ -68,11 +82,6 @@ class BrokerMetadata:
 
     id: int
     rack: str | None = None
-
-
-def _replica_offset(first: int, shift: int, follower: int, broker_count: int) -> int:
-    """Return the broker-list index of follower number ``follower`` (0-based)."""
-    return (first + 1 + (shift + follower) % (broker_count - 1)) % broker_count
 
 
 def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:
@@ -105,6 +114,84 @@ def _effective_racks(
     return with_rack
 
 
+def _follower_index(first: int, shift: int, follower: int, broker_count: int) -> int:
+    """Return the broker-list index of follower number ``follower`` (0-based)."""
+    return (first + 1 + (shift + follower) % (broker_count - 1)) % broker_count
+
+
+def assign_replicas(
+    brokers: Sequence[int],
+    partitions: Iterable[int],
+    replication_factor: int,
+    *,
+    start_index: int,
+    replica_shift: int,
+    racks: Mapping[int, str] | None = None,
+) -> dict[int, tuple[int, ...]]:
+    """Place ``replication_factor`` replicas of each partition on ``brokers``.
+
+    The walk of Kafka's ``AdminUtils.assignReplicasToBrokers`` (see the module
+    docstring) with the random start index and replica shift given.
+
+    Args:
+        brokers: Distinct broker ids; they are taken in id order (rack-alternated
+            order when ``racks`` is given).
+        partitions: Partition indexes to place (usually ``0 .. count-1``).
+        replication_factor: Replicas per partition.
+        start_index: Where partition 0's first replica goes in the broker order.
+        replica_shift: Initial distance offset of the followers.
+        racks: broker id -> rack for every broker, to place rack-aware; ``None`` not to.
+
+    Returns:
+        partition -> replicas, preferred leader first.
+
+    Raises:
+        BrokerListError: ``brokers`` is empty or repeats an id.
+        InvalidReplicationFactorError: ``replication_factor`` is < 1 or > ``len(brokers)``.
+        InconsistentBrokerRacksError: ``racks`` lacks a broker.
+    """
+    if not brokers or len(set(brokers)) != len(brokers):
+        raise BrokerListError(f"broker list must be non-empty and distinct: {list(brokers)}")
+    if not 1 <= replication_factor <= len(brokers):
+        raise InvalidReplicationFactorError(
+            f"replication factor {replication_factor} is not within 1..{len(brokers)} "
+            f"(the number of brokers)"
+        )
+    if racks is not None and (missing := set(brokers) - set(racks)):
+        raise InconsistentBrokerRacksError(f"no rack known for brokers {sorted(missing)}")
+    ordered = (
+        sorted(brokers)
+        if racks is None
+        else rack_alternated_brokers({b: racks[b] for b in brokers})
+    )
+    n = len(ordered)
+    rack_count = 1 if racks is None else len({racks[b] for b in brokers})
+    result: dict[int, tuple[int, ...]] = {}
+    shift = replica_shift
+    for partition in sorted(set(partitions)):
+        if partition > 0 and partition % n == 0:
+            shift += 1
+        first = (partition + start_index) % n
+        chosen = [ordered[first]]
+        if racks is None:
+            chosen += [
+                ordered[_follower_index(first, shift, j, n)] for j in range(replication_factor - 1)
+            ]
+        else:
+            used_racks = {racks[chosen[0]]}
+            candidate = 0
+            while len(chosen) < replication_factor:
+                broker = ordered[_follower_index(first, shift * rack_count, candidate, n)]
+                candidate += 1
+                # A rack may take a second replica only once every rack has one.
+                rack_ok = racks[broker] not in used_racks or len(used_racks) == rack_count
+                if rack_ok and broker not in chosen:
+                    chosen.append(broker)
+                    used_racks.add(racks[broker])
+        result[partition] = tuple(chosen)
+    return result
+
+
 def assign_replicas_to_brokers(
     brokers: Iterable[BrokerMetadata],
     partition_count: int,
@@ -115,7 +202,11 @@ def assign_replicas_to_brokers(
     rng: random.Random | None = None,
     rack_aware_mode: RackAwareMode = RackAwareMode.ENFORCED,
 ) -> dict[int, list[int]]:
-    """Assign the replicas of ``partition_count`` partitions to brokers.
+    """Assign the replicas of ``partition_count`` partitions to brokers (topic creation).
+
+    Kafka's ``AdminUtils.assignReplicasToBrokers``: checks the counts and the racks,
+    draws the start index and the replica shift, then places with
+    :func:`assign_replicas`.
 
     Args:
         brokers: the brokers to use (usually the live ones); ids must be distinct.
@@ -135,6 +226,7 @@ def assign_replicas_to_brokers(
         InvalidPartitionsError: ``partition_count`` < 1.
         InvalidReplicationFactorError: ``replication_factor`` < 1 or > number of brokers.
         InconsistentBrokerRacksError: mixed racks with :attr:`RackAwareMode.ENFORCED`.
+        BrokerListError: two brokers have the same id.
     """
     metadata = sorted(brokers, key=lambda b: b.id)
     if partition_count < 1:
@@ -147,52 +239,20 @@ def assign_replicas_to_brokers(
             f"{len(metadata)}"
         )
     racks = _effective_racks(metadata, rack_aware_mode)
-    ordered = [b.id for b in metadata] if racks is None else rack_alternated_brokers(racks)
-    count = len(ordered)
+    count = len(metadata)
     source = rng or random.Random()
     start = start_index if start_index is not None else source.randrange(count)
     shift = start_index if start_index is not None else source.randrange(count)
-    rack_count = 1 if racks is None else len(set(racks.values()))
-    assignment: dict[int, list[int]] = {}
     first_partition = max(0, start_partition_id)
-    for partition in range(first_partition, first_partition + partition_count):
-        if partition > 0 and partition % count == 0:
-            shift += 1
-        first = (partition + start) % count
-        replicas = [ordered[first]]
-        if racks is None:
-            replicas += [
-                ordered[_replica_offset(first, shift, j, count)]
-                for j in range(replication_factor - 1)
-            ]
-        else:
-            _add_rack_aware_followers(
-                replicas, ordered, racks, first, shift * rack_count, replication_factor
-            )
-        assignment[partition] = replicas
-    return assignment
-
-
-def _add_rack_aware_followers(
-    replicas: list[int],
-    ordered: Sequence[int],
-    racks: Mapping[int, str],
-    first: int,
-    shift: int,
-    replication_factor: int,
-) -> None:
-    """Append followers to ``replicas`` (holding the leader), one rack per replica if possible."""
-    rack_count, count = len(set(racks.values())), len(ordered)
-    used_racks = {racks[replicas[0]]}
-    step = 0
-    while len(replicas) < replication_factor:
-        broker = ordered[_replica_offset(first, shift, step, count)]
-        step += 1
-        # A rack may take a second replica only once every rack has one.
-        rack_ok = racks[broker] not in used_racks or len(used_racks) == rack_count
-        if rack_ok and broker not in replicas:
-            replicas.append(broker)
-            used_racks.add(racks[broker])
+    placed = assign_replicas(
+        [b.id for b in metadata],
+        range(first_partition, first_partition + partition_count),
+        replication_factor,
+        start_index=start,
+        replica_shift=shift,
+        racks=racks,
+    )
+    return {partition: list(replicas) for partition, replicas in placed.items()}
 
 
 def assign_replicas_for_new_partitions(

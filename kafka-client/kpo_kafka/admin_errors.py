@@ -1,8 +1,8 @@
-"""Kafka errors as the operator's own types: error codes, result texts and exceptions.
+"""Kafka errors as kpo's own types: error codes, result texts and exceptions.
 
 kafka-python reports failures three ways: error codes in responses, ``"[Error N] Name:
 message"`` texts in ``alter_configs`` results, and raised ``KafkaError`` subclasses. This
-module turns each into :class:`~kpo_operator.kafka_types.ApiError` values or the
+module turns each into :class:`~kpo_kafka.admin_types.ApiError` values or the
 ``KafkaAdminError`` family (error codes from the Kafka protocol guide).
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-from kpo_operator.kafka_types import (
+from kpo_kafka.admin_types import (
     ApiError,
     KafkaRequestError,
     KafkaUnavailableError,

@@ -11,23 +11,25 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kpo_operator.kafka_json import (
+from kpo_kafka.manifests import (
     API_VERSION,
     KIND,
     MAX_PARTITIONS_PER_OBJECT,
-    KafkaJsonError,
     ManifestError,
     ManifestOptions,
-    dump_reassignment_json,
     merge_targets,
     parse_manifests,
+    to_manifests,
+)
+from kpo_kafka.reassignment_json import (
+    KafkaJsonError,
+    dump_reassignment_json,
     parse_reassignment_data,
     parse_reassignment_json,
     reassignment_data,
-    to_manifests,
     topic_name_problem,
 )
-from kpo_operator.model import PartitionReassignmentSpec, PartitionTarget
+from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "crds" / "examples"
 

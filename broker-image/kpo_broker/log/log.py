@@ -1,7 +1,8 @@
 """One partition's log (Kafka's ``UnifiedLog``) in ``<log dir>/<topic>-<partition>``.
 
-Seed 002 section 5.5. Offsets: the log start offset is the first readable offset, the
-log end offset (LEO) the next offset to be written (seed 003 section 6.1). Segment
+Offsets: the log start offset is the first readable offset, the log end offset (LEO)
+the next offset to be written (Kafka's ``UnifiedLog.logStartOffset`` and
+``logEndOffset``; the high watermark is the partition's, not the log's). Segment
 bookkeeping is in ``local_log.LocalLog``. Single-threaded: one event loop drives it.
 """
 

@@ -30,8 +30,8 @@ from kpo_broker.controller.assignment import (
 from kpo_broker.server.dynamic_config import InvalidTopicConfigError, validate_topic_config
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.data import ReplicaAssignment
 from kpo_broker.zk.errors import TopicAlreadyExistsError
+from kpo_broker.zk.model import ReplicaAssignment
 
 _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 _POLL_S = 0.05

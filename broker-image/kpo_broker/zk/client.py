@@ -151,7 +151,7 @@ def _now_ms() -> int:
 
 def _refused(path: str, result: object) -> ZkOperationError:
     """Return the error for a request on ``path`` that failed with ``result``."""
-    return ZkOperationError(path, type(result).__name__)
+    return _refused(path, result)
 
 
 class KafkaZkClient:
@@ -380,7 +380,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return None
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(paths.CONTROLLER, type(result).__name__)
+            raise _refused(paths.CONTROLLER, result)
         return decode_controller(result[0])
 
     def get_controller_epoch(self) -> ControllerEpoch | None:
@@ -395,7 +395,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return None
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         data, stat = result
         return ControllerEpoch(decode_controller_epoch(data), stat.version)
 
@@ -406,7 +406,7 @@ class KafkaZkClient:
         path, data = paths.CONTROLLER_EPOCH, encode_controller_epoch(INITIAL_CONTROLLER_EPOCH)
         result = self._session.handle_request("create_async", path, data)
         if isinstance(result, ZookeeperError) and not isinstance(result, NodeExistsError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         current = self.get_controller_epoch()
         if current is None:
             raise ZkOperationError(path, "vanished after creation")
@@ -523,7 +523,7 @@ class KafkaZkClient:
         if isinstance(result, NodeExistsError):
             raise TopicAlreadyExistsError(f"topic {topic!r} already exists")
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
 
     def _children(self, path: str) -> set[str]:
         """Return the children of ``path``; an absent znode has none."""
@@ -531,7 +531,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return set()
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         return set(result)
 
     def get_all_topics(self) -> set[str]:
@@ -559,7 +559,7 @@ class KafkaZkClient:
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
-                raise ZkOperationError(paths.topic_path(topic), type(result).__name__)
+                raise _refused(paths.topic_path(topic), result)
             data, stat = result
             assignments[topic] = TopicAssignment(topic, decode_topic_assignment(data), stat.version)
         return assignments
@@ -599,7 +599,7 @@ class KafkaZkClient:
             return int(results[0].version)
         if isinstance(error, BadVersionError | NoNodeError):
             return None
-        raise ZkOperationError(path, type(error).__name__)
+        raise _refused(path, error)
 
     # --- deletion -------------------------------------------------------------------------
 
@@ -619,7 +619,7 @@ class KafkaZkClient:
             requests, self._session.handle_requests(requests), strict=True
         ):
             if isinstance(result, ZookeeperError) and not isinstance(result, NodeExistsError):
-                raise ZkOperationError(path, type(result).__name__)
+                raise _refused(path, result)
 
     def get_topics_marked_for_deletion(self) -> set[str]:
         """Return the topics queued in ``/admin/delete_topics``.
@@ -646,7 +646,7 @@ class KafkaZkClient:
         for path, result in zip(markers, self._session.handle_requests(requests), strict=True):
             error = multi_error(multi_results(result, True, path))
             if error is not None and not isinstance(error, NoNodeError):
-                raise ZkOperationError(path, type(error).__name__)
+                raise _refused(path, error)
 
     def delete_topic_znodes(
         self, topics: Iterable[str], *, controller_epoch_zk_version: int
@@ -697,7 +697,7 @@ class KafkaZkClient:
             if isinstance(error, NoNodeError):
                 missing_topics.add(topic)
             elif error is not None and not isinstance(error, NodeExistsError):
-                raise ZkOperationError(path, type(error).__name__)
+                raise _refused(path, error)
         result.missing = {tp for tp in states if tp.topic in missing_topics}
         pending = sorted(tp for tp in states if tp.topic not in missing_topics)
 
@@ -725,7 +725,7 @@ class KafkaZkClient:
                 elif isinstance(error, NoNodeError):
                     result.missing.add(tp)
                 else:
-                    raise ZkOperationError(state_path(tp), type(error).__name__)
+                    raise _refused(state_path(tp), error)
             pending = retry
         return result
 
@@ -768,7 +768,7 @@ class KafkaZkClient:
             elif isinstance(error, NoNodeError):
                 result.missing.add(tp)
             else:
-                raise ZkOperationError(state_path(tp), type(error).__name__)
+                raise _refused(state_path(tp), error)
         return result
 
     def get_partition_states(
@@ -787,7 +787,7 @@ class KafkaZkClient:
             if isinstance(outcome, NoNodeError):
                 continue
             if isinstance(outcome, ZookeeperError):
-                raise ZkOperationError(state_path(tp), type(outcome).__name__)
+                raise _refused(state_path(tp), outcome)
             data, stat = outcome
             states[tp] = decode_partition_state(data, stat.version)
         return states
@@ -837,7 +837,7 @@ class KafkaZkClient:
         if isinstance(outcome, NoNodeError):
             return None
         if isinstance(outcome, ZookeeperError):
-            raise ZkOperationError(path, type(outcome).__name__)
+            raise _refused(path, outcome)
         return int(outcome.version)
 
     # --- admin: ISR change notifications, reassignment, preferred election ----------------
@@ -859,7 +859,7 @@ class KafkaZkClient:
             "create_async", prefix, data, sequence=True, makepath=True
         )
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(prefix, type(result).__name__)
+            raise _refused(prefix, result)
         return str(result).rsplit("/", 1)[-1]
 
     def get_isr_change_notifications(self) -> list[str]:
@@ -875,7 +875,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return []
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(parent, type(result).__name__)
+            raise _refused(parent, result)
         names = [name for name in result if name.startswith(prefix)]
         return sorted(names, key=lambda name: paths.sequence_number(name, prefix))
 
@@ -898,7 +898,7 @@ class KafkaZkClient:
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
-                raise ZkOperationError(path, type(result).__name__)
+                raise _refused(path, result)
             partitions |= decode_isr_change_notification(result[0])
         return partitions
 
@@ -930,7 +930,7 @@ class KafkaZkClient:
         if isinstance(result, NodeExistsError):
             raise ReassignmentInProgressError(f"{path} exists: a reassignment is in progress")
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
 
     def get_partition_reassignment(self) -> dict[TopicPartition, tuple[int, ...]]:
         """Return the queued reassignment (partition -> RAR); empty when none is queued.
@@ -944,7 +944,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return {}
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         return decode_partition_reassignment(result[0])
 
     def set_partition_reassignment(
@@ -967,7 +967,7 @@ class KafkaZkClient:
         if isinstance(error, NoNodeError):
             error = multi_error(self._session.multi([CreateOp(path, data)], fence))
         if error is not None:
-            raise ZkOperationError(path, type(error).__name__)
+            raise _refused(path, error)
 
     def delete_partition_reassignment(self, *, controller_epoch_zk_version: int) -> None:
         """Delete ``/admin/reassign_partitions`` once all partitions completed (controller side).
@@ -995,7 +995,7 @@ class KafkaZkClient:
         if isinstance(result, NodeExistsError):
             raise PreferredReplicaElectionInProgressError(f"{path} exists: election in progress")
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
 
     def get_preferred_replica_election(self) -> set[TopicPartition]:
         """Return the partitions of the queued preferred replica election (empty if none).
@@ -1009,7 +1009,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return set()
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         return decode_preferred_replica_election(result[0])
 
     def delete_preferred_replica_election(self, *, controller_epoch_zk_version: int) -> None:
@@ -1049,7 +1049,7 @@ class KafkaZkClient:
             if isinstance(result, NoNodeError):
                 configs[name] = EntityConfig({}, None)
             elif isinstance(result, ZookeeperError):
-                raise ZkOperationError(path, type(result).__name__)
+                raise _refused(path, result)
             else:
                 configs[name] = EntityConfig(decode_entity_config(result[0]), result[1].version)
         return configs
@@ -1103,13 +1103,13 @@ class KafkaZkClient:
             ):
                 return None
             if not isinstance(results[0], NoNodeError):
-                raise ZkOperationError(path, type(error).__name__)
+                raise _refused(path, error)
             results = self._session.multi([CreateOp(path, data), notification])
             error = multi_error(results)
             if error is None:
                 return 0
             if not isinstance(results[0], NodeExistsError):
-                raise ZkOperationError(path, type(error).__name__)
+                raise _refused(path, error)
         raise ZkOperationError(path, "config znode kept appearing and vanishing")
 
     def get_config_changes(self, since_seq: int = -1) -> list[tuple[int, ConfigChange]]:
@@ -1131,7 +1131,7 @@ class KafkaZkClient:
         if isinstance(listed, NoNodeError):
             return []
         if isinstance(listed, ZookeeperError):
-            raise ZkOperationError(parent, type(listed).__name__)
+            raise _refused(parent, listed)
         seqs = sorted(
             (seq, name)
             for name in listed
@@ -1146,7 +1146,7 @@ class KafkaZkClient:
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
-                raise ZkOperationError(path, type(result).__name__)
+                raise _refused(path, result)
             changes.append((seq, decode_config_change_notification(result[0])))
         return changes
 
@@ -1163,7 +1163,7 @@ class KafkaZkClient:
         if isinstance(listed, NoNodeError):
             return
         if isinstance(listed, ZookeeperError):
-            raise ZkOperationError(parent, type(listed).__name__)
+            raise _refused(parent, listed)
         old = [
             paths.config_change_path(name)
             for name in listed
@@ -1189,7 +1189,7 @@ class KafkaZkClient:
         if isinstance(result, NoNodeError):
             return None, None
         if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
+            raise _refused(path, result)
         data, stat = result
         block = decode_producer_id_block(data) if data else None
         return block, int(stat.version)
@@ -1228,7 +1228,7 @@ class KafkaZkClient:
                 if isinstance(created, NodeExistsError):
                     continue
                 if isinstance(created, ZookeeperError):
-                    raise ZkOperationError(path, type(created).__name__)
+                    raise _refused(path, created)
                 return block
             if self._session.set_or_create(path, data, expected_version=version) is not None:
                 return block

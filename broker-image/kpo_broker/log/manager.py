@@ -348,6 +348,8 @@ class LogManager:
         self._logs[tp] = new_log
         return new_log
 
+    # ----------------------------------------------------------------- checkpoints, retention
+
     def update_topic_config(self, topic: str, config: LogConfig) -> None:
         """Apply a changed topic config to every local partition of ``topic``."""
         for tp, log in self._logs.items():

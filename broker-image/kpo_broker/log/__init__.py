@@ -1,6 +1,7 @@
 """The broker's storage layer: partition logs made of segments, indexes and checkpoints.
 
-Modelled on Kafka's log layer (seed 002 sections 5.4-5.5, seed 003): ``records`` (v2
+Modelled on Kafka's log layer (``kafka.log``: ``UnifiedLog``, ``LocalLog``,
+``LogSegment``, ``LogManager``; KIP-98 batches, KIP-101 leader epochs): ``records`` (v2
 batches), ``index`` (offset/time indexes), ``segment``, ``epoch`` (leader epoch cache),
 ``checkpoints``, ``log`` (one partition) and ``manager`` (all log dirs).
 """

@@ -3,7 +3,8 @@
 Holds the sequence of ``(leader epoch, start offset)`` entries: the first offset each
 leader epoch wrote. Followers use it through OffsetsForLeaderEpoch to find where their
 log diverges from the leader's and truncate there instead of at the high watermark
-(seed 003 describes the HW-based truncation this replaces). Every change rewrites the
+(KIP-101: truncating to the high watermark could lose or diverge acknowledged
+records across leader changes). Every change rewrites the
 partition's ``leader-epoch-checkpoint`` file (``epoch startOffset`` lines) atomically.
 """
 

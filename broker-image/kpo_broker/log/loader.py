@@ -5,7 +5,7 @@ Steps: remove leftovers of interrupted operations (``.deleted``, ``.cleaned``, `
 from the one holding the recovery point onwards (recheck every batch's CRC, rebuild the
 indexes, cut a torn or corrupt tail, and drop any later segment once corruption is found),
 and rebuild the indexes of older segments whose index files are missing or fail their
-sanity check (seed 002 section 5.5, "Guarantees").
+sanity check (the recovery guarantee of Kafka's documentation, "Implementation: Log").
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """One partition's log (Kafka's ``UnifiedLog``) in ``<log dir>/<topic>-<partition>``.
 
-Seed 002 section 5.5. Offsets: the log start offset is the first readable offset, the
-log end offset (LEO) the next offset to be written (seed 003 section 6.1). Segment
+Offsets: the log start offset is the first readable offset, the log end offset (LEO)
+the next offset to be written (Kafka's ``UnifiedLog.logStartOffset`` and
+``logEndOffset``; the high watermark is the partition's, not the log's). Segment
 bookkeeping is in ``local_log.LocalLog``. Single-threaded: one event loop drives it.
 """
 
@@ -21,9 +22,9 @@ from kpo_broker.log.errors import (
 from kpo_broker.log.info import FetchDataInfo, LogAppendInfo, OffsetAndTimestamp
 from kpo_broker.log.loader import load_segments
 from kpo_broker.log.local_log import LocalLog
-from kpo_broker.log.log_reads import LogReads
 from kpo_broker.log.names import LEADER_EPOCH_CHECKPOINT, TopicPartition, parse_log_dir_name
 from kpo_broker.log.producer_state import ProducerStateManager
+from kpo_broker.log.reads import MAX_TIMESTAMP, offset_for_timestamp
 from kpo_broker.log.records import BatchHeader, assign_offsets
 from kpo_broker.log.retention import SegmentSummary, deletable_segment_count
 from kpo_broker.log.segment import LogSegment
@@ -43,13 +44,14 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Log(LogReads):
+class Log:
     """The log of one partition. Create with ``Log.open``.
 
     Adds to ``LocalLog`` (segments, LEO, recovery point): batch validation and offset
     assignment, the leader epoch cache, the idempotent producer state (KIP-98), the log
-    start offset and retention; reads come from ``LogReads``. Every method may raise
-    ``OSError`` when the disk fails.
+    start offset and retention; fetch reads and timestamp lookups (over the segment
+    read functions of :mod:`kpo_broker.log.reads`). Every method may raise ``OSError``
+    when the disk fails.
     """
 
     def __init__(
@@ -136,6 +138,11 @@ class Log(LogReads):
     def log_start_offset(self) -> int:
         """First offset readable by fetches (raised by retention and DeleteRecords)."""
         return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        """The LEO: offset the next appended record will get."""
+        return self._local.log_end_offset
 
     @property
     def recovery_point(self) -> int:
@@ -239,13 +246,71 @@ class Log(LogReads):
         self._producer_state.update(headers)
         return info
 
-    def maybe_assign_epoch_start_offset(self, leader_epoch: int, start_offset: int) -> None:
-        """Record that ``leader_epoch`` starts at ``start_offset`` (on becoming leader)."""
-        self._epoch_cache.assign(leader_epoch, start_offset)
-
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the LEO (an empty active segment is kept)."""
         return self._local.roll(_now_ms() if now_ms is None else now_ms)
+
+    # ----------------------------------------------------------------- reads
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Read whole batches starting with the batch that contains ``start_offset``.
+
+        Args:
+            start_offset: fetch offset, within ``[log_start_offset, LEO]``.
+            max_bytes: byte budget (the partition's ``max_bytes`` in a Fetch request).
+            max_offset: exclusive upper bound, e.g. the high watermark for consumers; a
+                batch ending at or after it is not returned. None reads up to the LEO.
+            min_one_message: return the first batch even when it exceeds ``max_bytes``
+                (KIP-74), so consumers always make progress.
+
+        Returns:
+            Slices of possibly several segments; empty when reading at the LEO or bound.
+
+        Raises:
+            OffsetOutOfRangeError: ``start_offset`` is outside ``[log_start_offset, LEO]``.
+        """
+        if not self._log_start_offset <= start_offset <= self.log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"{self._tp}: offset {start_offset} is outside "
+                f"[{self._log_start_offset}, {self.log_end_offset}]"
+            )
+        if start_offset == self.log_end_offset or (
+            max_offset is not None and start_offset >= max_offset
+        ):
+            return FetchDataInfo(start_offset)
+        slices = self._local.read(start_offset, max_bytes, max_offset, min_one_message)
+        return FetchDataInfo(start_offset, slices)
+
+    def fetch_offset_by_timestamp(self, timestamp_ms: int) -> OffsetAndTimestamp | None:
+        """Answer ListOffsets: the first record whose timestamp is ``>= timestamp_ms``.
+
+        Searches the time index, then the offset index, then the records (KIP-33).
+        Special values (see ``reads.offset_for_timestamp``): -2 earliest, -1 latest,
+        -3 max timestamp, -4 earliest local.
+
+        Returns:
+            ``(offset, timestamp)``, or None when no record is that recent.
+
+        Raises:
+            CorruptRecordError, UnsupportedCompressionTypeError: a batch's records
+                cannot be decoded.
+        """
+        return offset_for_timestamp(
+            self._local.segments, timestamp_ms, self._log_start_offset, self.log_end_offset
+        )
+
+    def max_timestamp_and_offset(self) -> OffsetAndTimestamp | None:
+        """Return ``(offset, timestamp)`` of the largest timestamp (ListOffsets -3, KIP-734).
+
+        The offset is the last offset of the batch holding it; None if no batch has one.
+        """
+        return self.fetch_offset_by_timestamp(MAX_TIMESTAMP)
 
     # ----------------------------------------------------------------- truncation and retention
 

@@ -2,7 +2,7 @@
 
 Helpers of ``manager.LogManager``, kept apart so that module stays about bookkeeping.
 A move copies a replica into a future log ``<topic>-<partition>.<uuid hex>-future`` in
-another log dir of the same broker (seed 000, section 4.3); once the future log has
+another log dir of the same broker (AlterReplicaLogDirs, KIP-113); once the future log has
 caught up with the current log, it takes the current log's leader epoch history and
 log start offset and is renamed to ``<topic>-<partition>`` (``promote_future_log``).
 """

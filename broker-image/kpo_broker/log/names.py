@@ -2,7 +2,7 @@
 
 A partition's log lives in ``<log dir>/<topic>-<partition>``; each segment is
 ``<base offset, 20 digits>.log`` with ``.index`` and ``.timeindex`` files beside it
-(seed 002, section 5.5; Kafka's ``LogFileUtils``).
+(Kafka's documentation, "Implementation: Log"; Kafka's ``LogFileUtils``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Read paths over a list of segments: fetch slices and timestamp lookups.
 
-Kept apart from ``log.py`` so the ``Log`` class stays about state changes; both functions
-only read segment files.
+Segment-level work behind ``Log.read``/``LocalLog.read`` and
+``Log.fetch_offset_by_timestamp`` (Kafka's ``LocalLog.read`` and
+``UnifiedLog.fetchOffsetByTimestamp``); the functions only read segment files.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Magic v2 record batches: header parsing, validation and offset assignment (pure logic).
 
-Layout of one batch (Kafka's ``DefaultRecordBatch``, message format v2 from KIP-98;
-seed 002 sections 5.4-5.5 describe the older v0/v1 layout it replaced), big-endian::
+Layout of one batch (Kafka's ``DefaultRecordBatch``, message format v2 from KIP-98,
+which replaced the v0/v1 message sets of Kafka's documentation before 0.11,
+"Implementation: Message Format"), big-endian::
 
     baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 |
     crc uint32 | attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 |
@@ -176,7 +177,9 @@ def iter_batches(
 def valid_prefix_length(buf: bytes | bytearray | memoryview) -> int:
     """Return how many leading bytes of ``buf`` are complete batches with a valid CRC.
 
-    Used by recovery (seed 002 section 5.5, "Guarantees"): the log is truncated to this
+    Used by recovery (Kafka's documentation, "Implementation: Log", Guarantees: on
+    startup the last segment is checked and a partial or corrupt tail is cut; Kafka's
+    ``LogSegment.recover``): the log is truncated to this
     length, dropping a torn or corrupt tail. Never raises for bad data.
     """
     view = memoryview(buf)

@@ -3,7 +3,8 @@
 Deletion always takes a prefix of the segment list, oldest first, and a segment is only
 eligible when every offset in it is below the high watermark (its successor's base offset
 ``<=`` HW) and it is not the active (last) segment. Three rules run in Kafka's order,
-each on what the previous ones left (seed 002 section 5.5, "Deletes"):
+each on what the previous ones left (Kafka's ``UnifiedLog.deleteOldSegments``; the
+documentation's "Implementation: Log", Deletes):
 
 1. ``retention.ms``: the segment's largest timestamp is more than ``retention.ms`` old;
 2. ``retention.bytes``: the log is larger than ``retention.bytes`` and removing the

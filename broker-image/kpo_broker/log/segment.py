@@ -258,7 +258,7 @@ class LogSegment:
         """Rebuild both indexes from the batches and cut the file after the last valid one.
 
         A batch is valid if complete, v2, CRC-correct, with offsets increasing and
-        storable relative to the base offset (seed 002 section 5.5, "Guarantees").
+        storable relative to the base offset (Kafka's ``LogSegment.recover``).
 
         Returns:
             Number of bytes truncated from the end of the file (0 if it was intact).

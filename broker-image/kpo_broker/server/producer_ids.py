@@ -37,10 +37,10 @@ NO_PRODUCER_EPOCH = -1
 
 
 class ProducerIdBlockSource(Protocol):
-    """Where blocks come from: ``KafkaZkClient`` (``ProducerIdZk``) in the broker."""
+    """Where blocks come from: ``KafkaZkClient`` in the broker."""
 
     def claim_producer_id_block(self, broker_id: int) -> ProducerIdBlock:
-        """Claim the next block for ``broker_id`` (blocking; see ``ProducerIdZk``)."""
+        """Claim the next block for ``broker_id`` (blocking; ``claim_producer_id_block``)."""
         ...
 
 

@@ -20,8 +20,8 @@ from kafka import errors as kafka_errors
 from kpo_broker.server.dynamic_config import InvalidTopicConfigError, validate_topic_config
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.data import ReplicaAssignment
 from kpo_broker.zk.errors import TopicAlreadyExistsError
+from kpo_broker.zk.model import ReplicaAssignment
 from kpo_kafka.assignment import (
     BrokerMetadata,
     InconsistentBrokerRacksError,

@@ -1,13 +1,15 @@
 """Value types stored in ZooKeeper: partitions, LeaderAndIsr, replica assignments, brokers.
 
-Pure, immutable dataclasses with Kafka's names (seed 001, seed 000 §4.2, KIP-455).
+Pure, immutable dataclasses with Kafka's names (Kafka's ``LeaderAndIsr``,
+``ReplicaAssignment`` of KIP-455, ``Broker``/``EndPoint``, the controller epoch).
 The JSON codecs that turn them into znode bytes are in :mod:`kpo_broker.zk.data`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from kpo_kafka.topic_partition import TopicPartition as TopicPartition
 
@@ -19,6 +21,9 @@ LEADER_DURING_DELETE = -2
 INITIAL_LEADER_EPOCH = 0
 #: Version of a freshly created state znode (Kafka's ``LeaderAndIsr.initialZKVersion``).
 INITIAL_PARTITION_EPOCH = 0
+#: Value of ``/controller_epoch`` when the first broker creates it (Kafka's
+#: ``KafkaController.InitialControllerEpoch``); the first controller's epoch is therefore 1.
+INITIAL_CONTROLLER_EPOCH = 0
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,8 @@ class LeaderAndIsr:
 
     Attributes:
         leader: broker id of the leader, or :data:`NO_LEADER`.
-        leader_epoch: bumped by the controller at every leader change (seed 003).
+        leader_epoch: bumped by the controller at every leader change (followers
+            truncate by it, KIP-101).
         isr: broker ids of the in-sync replicas, leader included.
         partition_epoch: version of the ``.../state`` znode this value was read from or
             written as (Kafka's ``zkVersion``); conditional writes expect it.
@@ -73,8 +79,8 @@ class ReplicaAssignment:
     """A partition's assigned replicas (AR), with the KIP-455 reassignment state.
 
     While a reassignment runs, AR is the union of the target replicas (RAR) and the
-    original replicas (OAR) (seed 000 §4.2 step 1); ``adding_replicas`` = RAR - OAR and
-    ``removing_replicas`` = OAR - RAR.
+    original replicas (OAR) (the first step of Kafka's ``onPartitionReassignment``);
+    ``adding_replicas`` = RAR - OAR and ``removing_replicas`` = OAR - RAR.
 
     Attributes:
         replicas: AR, in order (the first is the preferred leader).
@@ -165,3 +171,30 @@ class BrokerRegistration:
     def endpoint(self, listener_name: str) -> EndPoint | None:
         """Return the endpoint of ``listener_name``, or None when there is no such listener."""
         return next((e for e in self.endpoints if e.listener_name == listener_name), None)
+
+
+@dataclass(frozen=True)
+class TopicAssignment:
+    """A topic's replica assignment as read from ``/brokers/topics/<topic>``.
+
+    Attributes:
+        topic: topic name.
+        partitions: partition index -> its :class:`ReplicaAssignment`.
+        zk_version: the znode version, for a compare-and-set write back.
+    """
+
+    topic: str
+    partitions: Mapping[int, ReplicaAssignment]
+    zk_version: int
+
+
+class ControllerEpoch(NamedTuple):
+    """A controller epoch and the version of the ``/controller_epoch`` znode holding it.
+
+    Attributes:
+        epoch: the controller epoch (bumped at each election).
+        zk_version: the znode version; controller writes check it to be fenced.
+    """
+
+    epoch: int
+    zk_version: int

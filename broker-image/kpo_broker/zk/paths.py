@@ -1,7 +1,8 @@
 """The Kafka 2.x znode layout, in one place.
 
 Every znode path the brokers and the controller read or write is built here, so
-that the layout (seed 001 §11, "v3" paths, as Kafka 2.x keeps it) is defined once.
+that the layout (the "v3" paths of Kafka's replication design, as Kafka 2.x keeps them
+in ``ZkData.scala``) is defined once.
 Paths are relative to the chroot of the ``zookeeper.connect`` string.
 """
 
@@ -21,7 +22,7 @@ CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"
 #: Children name the topics queued for deletion.
 ADMIN_DELETE_TOPICS = "/admin/delete_topics"
-#: The pending partition reassignment (ZooKeeper-based reassignment, seed 000 §4.1).
+#: The pending partition reassignment (ZooKeeper-based, written by ``kafka-reassign-partitions``).
 ADMIN_REASSIGN_PARTITIONS = "/admin/reassign_partitions"
 #: The pending preferred replica election.
 ADMIN_PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"

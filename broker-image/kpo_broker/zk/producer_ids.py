@@ -8,19 +8,17 @@ The znode holds the block claimed last, as Kafka's ZooKeeper-mode brokers write 
 
 (``block_start``/``block_end`` are decimal strings, ``block_end`` inclusive). A broker
 claims the block after it with a compare-and-set on the znode version and retries when
-another broker won the race (Kafka's ``ZkProducerIdManager.getNewProducerIdBlock``).
+another broker won the race (Kafka's ``ZkProducerIdManager.getNewProducerIdBlock``; see
+:meth:`~kpo_broker.zk.client.KafkaZkClient.claim_producer_id_block`). This module holds
+the block, its JSON format and which block comes next.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kazoo.exceptions import NodeExistsError, NoNodeError, ZookeeperError
-
-from kpo_broker.zk import paths
 from kpo_broker.zk._json import as_int, as_str, dump, load_object, required
-from kpo_broker.zk.errors import KafkaZkError, MalformedZNodeDataError, ZkOperationError
-from kpo_broker.zk.session import ZkSession
+from kpo_broker.zk.errors import KafkaZkError, MalformedZNodeDataError
 
 #: Ids per block (Kafka's ``ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE``).
 PRODUCER_ID_BLOCK_SIZE = 1000
@@ -28,9 +26,6 @@ PRODUCER_ID_BLOCK_SIZE = 1000
 PRODUCER_ID_BLOCK_VERSION = 1
 #: Producer ids are int64.
 MAX_PRODUCER_ID = 2**63 - 1
-#: Compare-and-set attempts before giving up (each lost attempt means another broker
-#: claimed a block meanwhile, so this only trips under pathological contention).
-CLAIM_ATTEMPTS = 100
 
 _WHAT = "producer id block"
 
@@ -115,68 +110,3 @@ def next_producer_id_block(
             f"no producer id block of {size} ids left after {first - 1}"
         )
     return ProducerIdBlock(broker_id, first, size)
-
-
-class ProducerIdZk(ZkSession):
-    """Reads and compare-and-set claims of ``/latest_producer_id_block``."""
-
-    def get_latest_producer_id_block(self) -> tuple[ProducerIdBlock | None, int | None]:
-        """Read the block claimed last and the znode version.
-
-        Returns:
-            ``(block, version)``; the block is None when the znode is empty (created at
-            broker start-up, before any claim) and both are None when it is missing.
-
-        Raises:
-            ZkConnectionLossError: the session failed.
-            MalformedZNodeDataError: the znode is not Kafka's format.
-        """
-        path = paths.LATEST_PRODUCER_ID_BLOCK
-        result = self._call("get_async", path)
-        if isinstance(result, NoNodeError):
-            return None, None
-        if isinstance(result, ZookeeperError):
-            raise ZkOperationError(path, type(result).__name__)
-        data, stat = result
-        block = decode_producer_id_block(data) if data else None
-        return block, int(stat.version)
-
-    def claim_producer_id_block(
-        self, broker_id: int, size: int = PRODUCER_ID_BLOCK_SIZE
-    ) -> ProducerIdBlock:
-        """Claim the next block of producer ids for ``broker_id``.
-
-        Reads the latest block and writes the one after it, conditional on the znode
-        version read; when another broker wrote first, reads again and retries. A
-        missing znode is created with the first block (ids from 0).
-
-        Args:
-            broker_id: the claiming broker (recorded in the znode).
-            size: ids per block (Kafka always uses 1000).
-
-        Returns:
-            The claimed block; no other broker can claim an overlapping one.
-
-        Raises:
-            ProducerIdsExhaustedError: no block left in the int64 range.
-            ZkConnectionLossError: the session failed (the claim may or may not have
-                been written; retrying claims a fresh block, wasting at most one).
-            ZkOperationError: ZooKeeper refused the write, or ``CLAIM_ATTEMPTS``
-                compare-and-sets were all lost.
-            MalformedZNodeDataError: the znode is not Kafka's format.
-        """
-        path = paths.LATEST_PRODUCER_ID_BLOCK
-        for _ in range(CLAIM_ATTEMPTS):
-            current, version = self.get_latest_producer_id_block()
-            block = next_producer_id_block(current, broker_id, size)
-            data = encode_producer_id_block(block)
-            if version is None:
-                created = self._call("create_async", path, data, makepath=True)
-                if isinstance(created, NodeExistsError):
-                    continue
-                if isinstance(created, ZookeeperError):
-                    raise ZkOperationError(path, type(created).__name__)
-                return block
-            if self._set_or_create(path, data, expected_version=version) is not None:
-                return block
-        raise ZkOperationError(path, f"lost {CLAIM_ATTEMPTS} compare-and-sets in a row")

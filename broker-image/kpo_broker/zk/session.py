@@ -1,11 +1,13 @@
 """The ZooKeeper session: connection, pipelined requests and controller-epoch fencing.
 
-:class:`~kpo_broker.zk.client.KafkaZkClient` is built on this class. Requests for many
-znodes are pipelined: up to ``max_in_flight_requests`` asynchronous kazoo requests are
-sent before the first response is awaited, so N znodes cost about
-N / max_in_flight_requests round trips instead of N (seed 001 §F: 10K partitions x 4 ms
-of synchronous writes = 40 s, the cost this avoids). Controller writes are multis whose
-first operation checks the version of ``/controller_epoch`` (as Kafka 2.1+ does), so a
+Kafka's ``ZooKeeperClient``: :class:`~kpo_broker.zk.client.KafkaZkClient` holds one
+:class:`ZkSession` and sends every request through it. Requests for many znodes are
+pipelined: up to ``max_in_flight_requests`` asynchronous kazoo requests are sent before
+the first response is awaited (Kafka's ``handleRequests``), so N znodes cost about
+N / max_in_flight_requests round trips instead of N. Kafka's controller design counts
+what the synchronous way costs: a broker failure moving the leaders of 10K partitions
+at 4 ms per ZooKeeper write takes 40 s. Controller writes are multis whose first
+operation checks the version of ``/controller_epoch`` (as Kafka 2.1+ does), so a
 controller that lost its election is fenced with :class:`ControllerMovedError`.
 """
 
@@ -34,6 +36,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kpo_broker.zk import paths
 from kpo_broker.zk.errors import ControllerMovedError, ZkConnectionLossError, ZkOperationError
@@ -99,8 +102,51 @@ def split_connect_string(connect: str) -> tuple[str, str]:
     return hosts, (slash + chroot).rstrip("/")
 
 
+#: Kazoo's session states mapped onto the states given to session listeners.
+SESSION_STATES = {
+    KazooState.CONNECTED: ZkSessionState.CONNECTED,
+    KazooState.SUSPENDED: ZkSessionState.SUSPENDED,
+    KazooState.LOST: ZkSessionState.EXPIRED,
+}
+
+
+def multi_results(result: object, fenced: bool, path: str) -> list[Any]:
+    """Return the per-operation results of a multi sent by :meth:`ZkSession.multi_request`.
+
+    Args:
+        result: what :meth:`ZkSession.handle_requests` returned for the multi: a list of
+            per-operation results (each a kazoo result or ``ZookeeperError``), or the
+            ``ZookeeperError`` the whole request failed with.
+        fenced: whether the multi starts with the controller epoch check; its result is
+            then dropped from the returned list.
+        path: the znode named in errors.
+
+    Raises:
+        ControllerMovedError: the controller epoch check failed (Kafka's
+            ``ControllerMovedException``).
+        ZkOperationError: the request failed as a whole.
+    """
+    if not isinstance(result, list):
+        raise ZkOperationError(path, type(result).__name__)
+    if fenced:
+        check = result[0]
+        if isinstance(check, ZookeeperError) and not isinstance(check, RolledBackError):
+            raise ControllerMovedError(
+                f"controller epoch znode version changed ({type(check).__name__}); "
+                f"write to {path} rejected"
+            )
+        return result[1:]
+    return result
+
+
 class ZkSession:
     """A kazoo session with pipelined requests, controller fencing and request counters.
+
+    Kafka's ``ZooKeeperClient``. Requests are ``(path, send)`` pairs (see
+    :meth:`request` and :meth:`multi_request`); :meth:`handle_requests` pipelines them.
+    Results are kazoo's, or the ``ZookeeperError`` a request failed with (callers map
+    the ones they expect, e.g. ``NoNodeError``, and raise :class:`ZkOperationError` for
+    the others); a failed session raises :class:`ZkConnectionLossError`.
 
     Args:
         connect: ``zookeeper.connect``, e.g. ``"127.0.0.1:2181/kafka"``; a missing chroot
@@ -109,6 +155,9 @@ class ZkSession:
         connection_timeout_ms: ``zookeeper.connection.timeout.ms``; defaults to the
             session timeout, as in Kafka.
         max_in_flight_requests: requests pipelined before waiting (see module docstring).
+
+    Raises:
+        ValueError: ``max_in_flight_requests`` is below 1.
     """
 
     def __init__(
@@ -147,7 +196,7 @@ class ZkSession:
                 root.stop()
                 root.close()
         self._start(self._zk, timeout_s)
-        self._ensure_paths(paths.PERSISTENT_PATHS)
+        self.ensure_paths(paths.PERSISTENT_PATHS)
 
     @staticmethod
     def _start(client: Any, timeout_s: float) -> None:
@@ -162,17 +211,15 @@ class ZkSession:
         self._zk.stop()
         self._zk.close()
 
-    def __enter__(self) -> ZkSession:
-        self.connect()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
     @property
     def connected(self) -> bool:
         """Whether the session is connected now."""
         return bool(self._zk.connected)
+
+    @property
+    def session_id(self) -> int:
+        """The ZooKeeper session id: the ``ephemeralOwner`` of the ephemeral znodes it creates."""
+        return int(self._zk.client_id[0])
 
     @property
     def stats(self) -> ZkRequestStats:
@@ -186,12 +233,26 @@ class ZkSession:
         The callback must not block or call ZooKeeper (enqueue the state and return):
         after EXPIRED the broker re-registers itself (Kafka's session expiry handler).
         """
-        mapping = {
-            KazooState.CONNECTED: ZkSessionState.CONNECTED,
-            KazooState.SUSPENDED: ZkSessionState.SUSPENDED,
-            KazooState.LOST: ZkSessionState.EXPIRED,
-        }
-        self._zk.add_listener(lambda state: callback(mapping[state]))
+        self._zk.add_listener(lambda state: callback(SESSION_STATES[state]))
+
+    # --- watches -----------------------------------------------------------------------
+
+    def add_children_watch(self, path: str, on_children: Callable[[list[str], Any], Any]) -> None:
+        """Install kazoo's ``ChildrenWatch`` recipe on ``path`` (re-armed after each trigger).
+
+        ``on_children(children, event)`` is called at once and after each change, from
+        kazoo's thread; it returns False to stop watching. ``path`` must exist.
+        """
+        ChildrenWatch(self._zk, path, on_children, send_event=True)
+
+    def add_data_watch(self, path: str, on_data: Callable[[bytes | None, Any, Any], Any]) -> None:
+        """Install kazoo's ``DataWatch`` recipe on ``path``, which need not exist.
+
+        ``on_data(data, stat, event)`` is called at once and after each creation, change
+        or deletion (``stat`` None when absent), from kazoo's thread; it returns False to
+        stop watching.
+        """
+        DataWatch(self._zk, path, on_data)
 
     # --- requests ----------------------------------------------------------------------
 
@@ -204,8 +265,11 @@ class ZkSession:
         except ZookeeperError as exc:
             return exc
 
-    def _run(self, requests: Sequence[tuple[str, Request]]) -> list[Any]:
+    def handle_requests(self, requests: Sequence[tuple[str, Request]]) -> list[Any]:
         """Send requests pipelined, in waves of ``max_in_flight_requests``, and collect results.
+
+        Kafka's ``ZooKeeperClient.handleRequests``; each wave counts as one round trip
+        in :attr:`stats`.
 
         Args:
             requests: ``(path, send)`` pairs; ``send()`` issues one kazoo async request.
@@ -225,24 +289,36 @@ class ZkSession:
             results.extend(self._wait(pending, path) for path, pending in wave)
         return results
 
-    def _request(self, method: str, path: str, *args: Any, **kwargs: Any) -> tuple[str, Request]:
-        """Return a ``(path, send)`` pair for :meth:`_run` calling kazoo's ``method(path, ...)``."""
+    def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> tuple[str, Request]:
+        """Return a ``(path, send)`` pair calling kazoo's async ``method(path, ...)``.
+
+        Args:
+            method: a kazoo ``KazooClient`` async method, e.g. ``"get_async"``.
+            path: the znode, relative to the chroot.
+            *args: the method's other positional arguments.
+            **kwargs: the method's keyword arguments.
+        """
 
         def send() -> Any:
             return getattr(self._zk, method)(path, *args, **kwargs)
 
         return path, send
 
-    def _call(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
-        """Call kazoo's async ``method(path, ...)``; return its result or ``ZookeeperError``."""
-        return self._run([self._request(method, path, *args, **kwargs)])[0]
+    def handle_request(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        """Call kazoo's async ``method(path, ...)`` and wait (see :meth:`handle_requests`).
 
-    def _run_one(self, path: str, send: Request) -> Any:
-        """Send one request and return its result or ``ZookeeperError`` (see :meth:`_run`)."""
-        return self._run([(path, send)])[0]
+        Returns:
+            its result, or the ``ZookeeperError`` it failed with.
 
-    def _multi_request(self, ops: Sequence[Op], fence_zk_version: int | None = None) -> Request:
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self.handle_requests([self.request(method, path, *args, **kwargs)])[0]
+
+    def multi_request(self, ops: Sequence[Op], fence_zk_version: int | None = None) -> Request:
         """Return a request sending ``ops`` as one multi (transaction).
+
+        Read its result with :func:`multi_results`.
 
         Args:
             ops: the operations, applied atomically and in order.
@@ -269,50 +345,31 @@ class ZkSession:
 
         return send
 
-    @staticmethod
-    def _multi_results(result: object, fenced: bool, path: str) -> list[Any]:
-        """Return the per-operation results of a multi sent by :meth:`_multi_request`.
-
-        Raises:
-            ControllerMovedError: the controller epoch check failed.
-            ZkOperationError: the request failed as a whole.
-        """
-        if not isinstance(result, list):
-            raise ZkOperationError(path, type(result).__name__)
-        if fenced:
-            check = result[0]
-            if isinstance(check, ZookeeperError) and not isinstance(check, RolledBackError):
-                raise ControllerMovedError(
-                    f"controller epoch znode version changed ({type(check).__name__}); "
-                    f"write to {path} rejected"
-                )
-            return result[1:]
-        return result
-
-    def _multi(self, ops: Sequence[Op], fence_zk_version: int | None = None) -> list[Any]:
-        """Send one multi and return its per-operation results (see :meth:`_multi_results`).
+    def multi(self, ops: Sequence[Op], fence_zk_version: int | None = None) -> list[Any]:
+        """Send one multi and return its per-operation results (see :func:`multi_results`).
 
         Raises:
             ControllerMovedError: the fence failed.
             ZkConnectionLossError: the session failed.
+            ZkOperationError: the request failed as a whole.
         """
         path = ops[0].path if ops else paths.CONTROLLER_EPOCH
-        result = self._run_one(path, self._multi_request(ops, fence_zk_version))
-        return self._multi_results(result, fence_zk_version is not None, path)
+        result = self.handle_requests([(path, self.multi_request(ops, fence_zk_version))])[0]
+        return multi_results(result, fence_zk_version is not None, path)
 
-    def _ensure_paths(self, znode_paths: Sequence[str]) -> None:
+    def ensure_paths(self, znode_paths: Sequence[str]) -> None:
         """Create persistent znodes (and their parents) that do not exist yet, pipelined.
 
         Raises:
             ZkConnectionLossError: the session failed.
             ZkOperationError: a path could not be created.
         """
-        results = self._run([self._request("ensure_path_async", p) for p in znode_paths])
+        results = self.handle_requests([self.request("ensure_path_async", p) for p in znode_paths])
         for path, result in zip(znode_paths, results, strict=True):
             if isinstance(result, ZookeeperError):
                 raise ZkOperationError(path, type(result).__name__)
 
-    def _set_or_create(
+    def set_or_create(
         self, path: str, data: bytes, expected_version: int | None = None
     ) -> int | None:
         """Write ``data`` to a persistent znode.
@@ -333,22 +390,24 @@ class ZkSession:
             ZkOperationError: ZooKeeper refused the write.
         """
         version = -1 if expected_version is None else expected_version
-        result = self._call("set_async", path, data, version)
+        result = self.handle_request("set_async", path, data, version)
         if expected_version is None and isinstance(result, NoNodeError):
-            created = self._call("create_async", path, data, makepath=True, include_data=True)
+            created = self.handle_request(
+                "create_async", path, data, makepath=True, include_data=True
+            )
             if not isinstance(created, NodeExistsError):
                 if isinstance(created, ZookeeperError):
                     raise ZkOperationError(path, type(created).__name__)
                 return int(created[1].version)
             # Created by someone else meanwhile: overwrite, as an unconditional write does.
-            result = self._call("set_async", path, data, -1)
+            result = self.handle_request("set_async", path, data, -1)
         if isinstance(result, BadVersionError | NoNodeError) and expected_version is not None:
             return None
         if isinstance(result, ZookeeperError):
             raise ZkOperationError(path, type(result).__name__)
         return int(result.version)
 
-    def _delete_recursive(self, roots: Sequence[str], fence_zk_version: int | None) -> None:
+    def delete_recursive(self, roots: Sequence[str], fence_zk_version: int | None) -> None:
         """Delete znodes with their subtrees, children first, pipelined level by level.
 
         Znodes that do not exist are skipped. With ``fence_zk_version`` every delete is a
@@ -363,7 +422,7 @@ class ZkSession:
         level = list(roots)
         while level:
             levels.append(level)
-            listed = self._run([self._request("get_children_async", p) for p in level])
+            listed = self.handle_requests([self.request("get_children_async", p) for p in level])
             below: list[str] = []
             for path, children in zip(level, listed, strict=True):
                 if isinstance(children, NoNodeError):
@@ -374,13 +433,11 @@ class ZkSession:
             level = below
         for level in reversed(levels):
             if fence_zk_version is None:
-                requests = [self._request("delete_async", p) for p in level]
+                requests = [self.request("delete_async", p) for p in level]
             else:
-                requests = [
-                    (p, self._multi_request([DeleteOp(p)], fence_zk_version)) for p in level
-                ]
-            for path, result in zip(level, self._run(requests), strict=True):
+                requests = [(p, self.multi_request([DeleteOp(p)], fence_zk_version)) for p in level]
+            for path, result in zip(level, self.handle_requests(requests), strict=True):
                 if fence_zk_version is not None:
-                    result = multi_error(self._multi_results(result, True, path))
+                    result = multi_error(multi_results(result, True, path))
                 if isinstance(result, ZookeeperError) and not isinstance(result, NoNodeError):
                     raise ZkOperationError(path, type(result).__name__)

@@ -7,9 +7,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.controller import ControllerEpoch
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kpo_broker.zk.model import (
+    ControllerEpoch,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -5,8 +5,12 @@ from collections.abc import Callable
 import pytest
 
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.controller import ControllerEpoch
-from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kpo_broker.zk.model import (
+    ControllerEpoch,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    TopicPartition,
+)
 
 pytestmark = pytest.mark.integration
 

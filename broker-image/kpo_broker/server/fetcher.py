@@ -394,7 +394,12 @@ class ReplicaFetcherManager:
             fetcher.remove_partitions(tps)
 
     async def shutdown_idle_fetchers(self) -> None:
-        """Stop fetchers left without partitions."""
+        """Stop and forget the fetchers left without partitions.
+
+        Kafka's ``AbstractFetcherManager.shutdownIdleFetcherThreads``, called after a
+        LeaderAndIsr request moved partitions between fetchers: a fetcher whose leader
+        no longer leads any partition followed here closes its connection.
+        """
         for key, fetcher in list(self.fetchers.items()):
             if not fetcher.partitions:
                 del self.fetchers[key]

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
-from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.server.fetch import FetchPartition, fetch_messages
-from kpo_broker.server.offsets import offset_for_leader_epoch
+from kpo_broker.server.offsets import list_offset, offset_for_leader_epoch
 from kpo_broker.server.partition import IsrChange, LeaderAndIsrState, Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
@@ -100,9 +100,9 @@ class InProcessLeaders:
     Stands in for :class:`~kpo_broker.protocol.client.BrokerClient` (tests monkeypatch
     ``kpo_broker.server.fetcher.BrokerClient`` with :meth:`connect_to`). A Fetch is answered
     by the leader's real :func:`~kpo_broker.server.fetch.fetch_messages` (ISR expansion
-    hook included) and an OffsetForLeaderEpoch by the real
-    :func:`~kpo_broker.server.offsets.offset_for_leader_epoch`, as the leader's request
-    handlers do; only the wire encoding is skipped.
+    hook included), an OffsetForLeaderEpoch or a ListOffsets by the real functions of
+    :mod:`kpo_broker.server.offsets`, as the leader's request handlers do; only the wire
+    encoding is skipped.
 
     Attributes:
         leaders: (host, port) -> the replica manager of the broker listening there.
@@ -159,6 +159,8 @@ class LeaderConnection:
             return await self._fetch(leader, request)
         if isinstance(request, OffsetForLeaderEpochRequest):
             return self._offset_for_leader_epoch(leader, request)
+        if isinstance(request, ListOffsetsRequest):
+            return self._list_offsets(leader, request)
         raise AssertionError(f"unexpected request {type(request).__name__}")
 
     async def _fetch(self, leader: ReplicaManager, request: Any) -> Any:
@@ -218,4 +220,26 @@ class LeaderConnection:
                     )
                 )
             topics.append(SimpleNamespace(topic=topic.topic, partitions=partitions))
+        return SimpleNamespace(topics=topics)
+
+    def _list_offsets(self, leader: ReplicaManager, request: Any) -> Any:
+        topics = []
+        for topic in request.topics:
+            partitions = []
+            for p in topic.partitions:
+                answer = list_offset(
+                    leader,
+                    TopicPartition(topic.name, p.partition_index),
+                    p.timestamp,
+                    p.current_leader_epoch,
+                    request.replica_id,
+                )
+                partitions.append(
+                    SimpleNamespace(
+                        partition_index=p.partition_index,
+                        error_code=answer.error_code,
+                        offset=answer.offset,
+                    )
+                )
+            topics.append(SimpleNamespace(name=topic.name, partitions=partitions))
         return SimpleNamespace(topics=topics)

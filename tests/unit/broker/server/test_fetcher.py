@@ -324,3 +324,30 @@ def test_partitions_are_spread_over_num_replica_fetchers_per_leader(
             await manager.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_follower_behind_the_leader_log_start_restarts_there(
+    open_broker: OpenBroker, network: InProcessLeaders
+) -> None:
+    """The leader deleted what the follower lacks: the follower starts at the leader's start."""
+    leader = open_broker(0)
+    follower = open_broker(1)
+    state = leader_and_isr(0, (0, 1), isr=(0,), leader_epoch=1)
+    leader.become_leader_or_follower(1, {TP: state})
+    follower.become_leader_or_follower(1, {TP: state})
+    for i in range(6):
+        _produce(leader, TP, 1, tag=i)
+    assert hosted(leader, TP).log.maybe_increment_log_start_offset(4, 6)
+    address = network.add(leader)
+
+    async def scenario() -> None:
+        manager = ReplicaFetcherManager(1, follower, SETTINGS)
+        try:
+            _follow(manager, address, 0, 1, TP)
+            await eventually(lambda: hosted(follower, TP).log_end_offset == 6, timeout_s=3)
+        finally:
+            await manager.shutdown()
+
+    asyncio.run(scenario())
+    assert hosted(follower, TP).log.log_start_offset == 4
+    assert _records(follower, TP) == _records(leader, TP)

@@ -1,4 +1,4 @@
-"""Fixtures of the server unit tests: replica managers over real log dirs."""
+"""Fixtures of the server unit tests: replica managers over real log dirs, in-process leaders."""
 
 from __future__ import annotations
 
@@ -9,8 +9,15 @@ import pytest
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.manager import LogManager
+from kpo_broker.server import fetcher
 from kpo_broker.server.replica_manager import ReplicaManager
-from tests.unit.broker.server.replicas import CONFIG, NOW_MS, InMemoryIsrWriter, OpenBroker
+from tests.unit.broker.server.replicas import (
+    CONFIG,
+    NOW_MS,
+    InMemoryIsrWriter,
+    InProcessLeaders,
+    OpenBroker,
+)
 
 
 @pytest.fixture
@@ -37,3 +44,11 @@ def open_broker(tmp_path: Path) -> Iterator[OpenBroker]:
     yield _open
     for manager in managers:
         manager.shutdown()
+
+
+@pytest.fixture
+def network(monkeypatch: pytest.MonkeyPatch) -> InProcessLeaders:
+    """Leaders served in-process to the replica fetchers, in place of their connections."""
+    leaders = InProcessLeaders()
+    monkeypatch.setattr(fetcher, "BrokerClient", leaders.connect_to)
+    return leaders

@@ -10,6 +10,7 @@ their leaders in-process.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
@@ -85,6 +86,15 @@ def leader_and_isr(
 #: Opens broker ``broker_id``'s replica manager over ``<tmp>/broker-<id>`` (the
 #: ``open_broker`` fixture; reopening the same id is a restart over the same log dir).
 OpenBroker = Callable[..., ReplicaManager]
+
+
+async def eventually(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
+    """Wait until ``condition()`` holds, polling every 10 ms; fail after ``timeout_s``."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while not condition():
+        assert loop.time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.01)
 
 
 def hosted(rm: ReplicaManager, tp: TopicPartition) -> Partition:

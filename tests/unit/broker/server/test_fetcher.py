@@ -7,11 +7,7 @@ OffsetForLeaderEpoch code through :class:`InProcessLeaders` instead of a socket.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
 
-import pytest
-
-from kpo_broker.server import fetcher as fetcher_module
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.replication_quota import ReplicationQuotaManager, ThrottledReplicas
@@ -20,6 +16,7 @@ from tests.unit.broker.log.batches import decode_records, make_value_batch
 from tests.unit.broker.server.replicas import (
     InProcessLeaders,
     OpenBroker,
+    eventually,
     hosted,
     leader_and_isr,
 )
@@ -27,21 +24,6 @@ from tests.unit.broker.server.replicas import (
 TP = TopicPartition("orders", 0)
 OTHER = TopicPartition("orders", 1)
 SETTINGS = FetcherSettings(max_wait_ms=20, backoff_ms=20)
-
-
-@pytest.fixture
-def network(monkeypatch: pytest.MonkeyPatch) -> Iterator[InProcessLeaders]:
-    leaders = InProcessLeaders()
-    monkeypatch.setattr(fetcher_module, "BrokerClient", leaders.connect_to)
-    yield leaders
-
-
-async def eventually(condition: Callable[[], bool], timeout_s: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout_s
-    while not condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.01)
 
 
 def _produce(rm: ReplicaManager, tp: TopicPartition, count: int, tag: int = 0) -> None:

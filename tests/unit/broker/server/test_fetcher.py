@@ -146,6 +146,39 @@ def test_a_follower_newer_than_its_leader_waits_for_the_leader_to_catch_up(
     asyncio.run(scenario())
 
 
+def test_a_partition_the_source_no_longer_leads_backs_off_without_stalling_others(
+    open_broker: OpenBroker, network: InProcessLeaders
+) -> None:
+    leader = open_broker(0)
+    follower = open_broker(1)
+    state = leader_and_isr(0, (0, 1, 2), isr=(0,), leader_epoch=1)
+    leader.become_leader_or_follower(1, {TP: state, OTHER: state})
+    follower.become_leader_or_follower(1, {TP: state, OTHER: state})
+    address = network.add(leader)
+
+    async def scenario() -> None:
+        manager = ReplicaFetcherManager(1, follower, SETTINGS)
+        try:
+            _follow(manager, address, 0, 1, TP, OTHER)
+            _produce(leader, TP, 1)
+            _produce(leader, OTHER, 1)
+            await eventually(lambda: hosted(follower, OTHER).log_end_offset == 1)
+            # Broker 2 took orders-1 over; broker 1 has not heard of it yet.
+            leader.become_leader_or_follower(
+                1, {OTHER: leader_and_isr(2, (0, 1, 2), isr=(2,), leader_epoch=2)}
+            )
+            _produce(leader, TP, 1)
+            await eventually(lambda: hosted(follower, TP).log_end_offset == 2)
+            fetcher = manager.fetchers[(0, 0, address)]
+            assert OTHER in fetcher.partitions  # kept, retried after the backoff
+            assert fetcher.partitions[OTHER].delayed_until > 0  # NOT_LEADER_OR_FOLLOWER
+            assert hosted(follower, OTHER).log_end_offset == 1
+        finally:
+            await manager.shutdown()
+
+    asyncio.run(scenario())
+
+
 def test_an_unreachable_leader_is_retried_after_the_backoff(
     open_broker: OpenBroker, network: InProcessLeaders
 ) -> None:

@@ -13,9 +13,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Protocol
 
-from kpo_bench.apache_kafka import ApacheKafkaCluster
-from kpo_devenv.kafka_cluster import KafkaCluster
-
 #: Broker settings shared by both systems (Kafka property names). The session timeout
 #: bounds how fast the controller sees a killed broker (both run in ZooKeeper mode);
 #: the replica fetch settings are Kafka's defaults written out, except the shorter
@@ -87,31 +84,3 @@ class Cluster(Protocol):
     def stop(self) -> None:
         """Stop every broker."""
         ...
-
-
-def kpo_cluster(workdir: Path, zookeeper_connect: str, size: int = 3) -> KafkaCluster:
-    """Return (not started) ``size`` kpo brokers configured with :data:`COMMON_BROKER_PROPERTIES`.
-
-    Args:
-        workdir: parent folder of the brokers' folders.
-        zookeeper_connect: ``zookeeper.connect`` with a chroot used by no other cluster.
-        size: number of brokers.
-    """
-    return KafkaCluster(workdir, zookeeper_connect, size, dict(COMMON_BROKER_PROPERTIES))
-
-
-def apache_cluster(
-    workdir: Path, zookeeper_connect: str, classpath: str, size: int = 3, heap_mb: int = 512
-) -> ApacheKafkaCluster:
-    """Return (not started) ``size`` Apache Kafka brokers configured like :func:`kpo_cluster`.
-
-    Args:
-        workdir: parent folder of the brokers' folders.
-        zookeeper_connect: ``zookeeper.connect`` with a chroot used by no other cluster.
-        classpath: Kafka's class path (:func:`kpo_bench.apache_kafka.kafka_classpath`).
-        size: number of brokers.
-        heap_mb: heap per broker JVM, MiB.
-    """
-    return ApacheKafkaCluster(
-        workdir, zookeeper_connect, classpath, size, dict(COMMON_BROKER_PROPERTIES), heap_mb
-    )

@@ -24,11 +24,6 @@ class PartitionWatchers:
             if not future.done():
                 future.set_result(None)
 
-    def notify_all(self) -> None:
-        """Wake every waiting coroutine (e.g. on shutdown or a metadata change)."""
-        for key in list(self._waiters):
-            self.notify(key)
-
     async def wait(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
         """Wait until one of ``keys`` is notified or ``timeout_s`` seconds pass.
 

@@ -179,10 +179,6 @@ class TopicConfigs:
         """``min.insync.replicas`` of ``topic``."""
         return int(self.value(topic, "min.insync.replicas"))
 
-    def unclean_leader_election(self, topic: str) -> bool:
-        """``unclean.leader.election.enable`` of ``topic``."""
-        return self.value(topic, "unclean.leader.election.enable").lower() == "true"
-
     def log_config(self, topic: str) -> LogConfig:
         """Return the LogConfig of ``topic``'s partitions."""
         return LogConfig(

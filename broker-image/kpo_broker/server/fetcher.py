@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kafka import errors as kafka_errors
-from kafka.protocol.consumer import FetchRequest, OffsetForLeaderEpochRequest
+from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
 from kpo_broker.protocol.client import BrokerClient
 from kpo_broker.server.partition import Partition
@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 
 FETCH_VERSION = 11
 OFFSET_FOR_LEADER_EPOCH_VERSION = 3
+LIST_OFFSETS_VERSION = 4
+#: ListOffsets timestamp asking for the log start offset (Kafka's EARLIEST_TIMESTAMP).
+EARLIEST_TIMESTAMP = -2
 UNDEFINED_EPOCH = -1
 
 
@@ -300,9 +303,16 @@ class ReplicaFetcher:
         )
         client = await self._connection()
         response = await client.send(request, FETCH_VERSION)
+        out_of_range: list[TopicPartition] = []
         for topic in response.responses:
             for data in topic.partitions:
-                self._process_partition(TopicPartition(topic.topic, data.partition_index), data)
+                tp = TopicPartition(topic.topic, data.partition_index)
+                if data.error_code == kafka_errors.OffsetOutOfRangeError.errno:
+                    out_of_range.append(tp)
+                else:
+                    self._process_partition(tp, data)
+        if out_of_range:
+            await self._handle_out_of_range(out_of_range)
         return True
 
     def _process_partition(self, tp: TopicPartition, data: Any) -> None:
@@ -321,27 +331,73 @@ class ReplicaFetcher:
             state.lag = max(0, data.high_watermark - state.fetch_offset)
             if self.quota is not None and self.quota.is_throttled(tp[0], tp[1], self.broker_id):
                 self.quota.record(len(records))
-        elif data.error_code == kafka_errors.OffsetOutOfRangeError.errno:
-            self._handle_out_of_range(tp, data)
         else:
             log.debug(
                 "fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code
             )
             self._delay(tp)
 
-    def _handle_out_of_range(self, tp: TopicPartition, data: Any) -> None:
-        partition = self.rm.get_partition(tp)
-        state = self.partitions.get(tp)
-        if partition is None or state is None:
-            return
-        leader_start = data.log_start_offset
-        if leader_start is not None and leader_start > partition.log.log_end_offset:
-            log.info("%s-%d: restarting at the leader's log start offset %d", *tp, leader_start)
-            partition.log.truncate_fully_and_start_at(leader_start)
-            partition.high_watermark = leader_start
-        else:
-            state.truncating = True
-        state.fetch_offset = partition.log.log_end_offset
+    async def _handle_out_of_range(self, tps: list[TopicPartition]) -> None:
+        """Recover partitions whose fetch offset (LEO) is outside the leader's log.
+
+        Kafka's ``fetchOffsetAndTruncate``: the leader's log start offset is asked with
+        ListOffsets (EARLIEST, as a replica), since a Fetch error carries none. Below it,
+        the follower restarts its log empty there (the leader deleted what the follower
+        lacks); otherwise the follower's log ends past the leader's and is reconciled by
+        leader epoch again. A partition the leader gave no start offset for waits out
+        ``replica.fetch.backoff.ms``.
+        """
+        leader_starts = await self._leader_log_start_offsets(tps)
+        for tp in tps:
+            partition = self.rm.get_partition(tp)
+            state = self.partitions.get(tp)
+            if partition is None or state is None or partition.is_leader:
+                continue
+            leader_start = leader_starts.get(tp)
+            if leader_start is None:
+                self._delay(tp)
+                continue
+            if leader_start > partition.log.log_end_offset:
+                log.info("%s-%d: restarting at the leader's log start offset %d", *tp, leader_start)
+                partition.log.truncate_fully_and_start_at(leader_start)
+                partition.high_watermark = leader_start
+            else:
+                state.truncating = True
+            state.fetch_offset = partition.log.log_end_offset
+
+    async def _leader_log_start_offsets(
+        self, tps: list[TopicPartition]
+    ) -> dict[TopicPartition, int]:
+        """Ask the leader for the log start offset of ``tps``; errors are left out."""
+        topics: dict[str, list[Any]] = {}
+        for tp in tps:
+            state = self.partitions.get(tp)
+            if state is None:
+                continue
+            topics.setdefault(tp[0], []).append(
+                ListOffsetsRequest.ListOffsetsTopic.ListOffsetsPartition(
+                    partition_index=tp[1],
+                    current_leader_epoch=state.leader_epoch,
+                    timestamp=EARLIEST_TIMESTAMP,
+                )
+            )
+        if not topics:
+            return {}
+        request = ListOffsetsRequest(
+            replica_id=self.broker_id,
+            isolation_level=0,
+            topics=[
+                ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p) for t, p in topics.items()
+            ],
+        )
+        client = await self._connection()
+        response = await client.send(request, LIST_OFFSETS_VERSION)
+        return {
+            TopicPartition(topic.name, result.partition_index): result.offset
+            for topic in response.topics
+            for result in topic.partitions
+            if result.error_code == 0
+        }
 
 
 class ReplicaFetcherManager:
@@ -396,7 +452,12 @@ class ReplicaFetcherManager:
             fetcher.remove_partitions(tps)
 
     async def shutdown_idle_fetchers(self) -> None:
-        """Stop fetchers left without partitions."""
+        """Stop and forget the fetchers left without partitions.
+
+        Kafka's ``AbstractFetcherManager.shutdownIdleFetcherThreads``, called after a
+        LeaderAndIsr request moved partitions between fetchers: a fetcher whose leader
+        no longer leads any partition followed here closes its connection.
+        """
         for key, fetcher in list(self.fetchers.items()):
             if not fetcher.partitions:
                 del self.fetchers[key]

@@ -28,7 +28,7 @@ from prometheus_client.metrics_core import (
 )
 from prometheus_client.registry import Collector
 
-from kpo_broker.controller.states import PartitionState as ControllerPartitionState
+from kpo_broker.controller.states import PartitionState
 from kpo_broker.server.metrics import (
     REQUEST_TIME_BUCKETS_S,
     BrokerState,
@@ -196,7 +196,7 @@ def controller_gauges(controller: ControllerView | None) -> dict[str, int]:
     gauges["offlinepartitionscount"] = sum(
         1
         for tp, state in states.items()
-        if state is ControllerPartitionState.OFFLINE_PARTITION and tp[0] not in deleting
+        if state is PartitionState.OFFLINE_PARTITION and tp[0] not in deleting
     )
     gauges["globaltopiccount"] = len(context.all_topics)
     gauges["globalpartitioncount"] = len(states)

@@ -29,8 +29,12 @@ UNKNOWN_OFFSET = -1
 
 
 @dataclass(frozen=True)
-class PartitionState:
-    """The LeaderAndIsr state the controller sent for this partition.
+class LeaderAndIsrState:
+    """The state the controller sent for this partition in a LeaderAndIsr request.
+
+    Kafka's ``LeaderAndIsrPartitionState`` as ``Partition.makeLeader`` and
+    ``makeFollower`` take it, decoded from the wire struct of the same name
+    (:data:`kpo_broker.protocol.interbroker.LeaderAndIsrPartitionState`) into typed fields.
 
     Attributes:
         controller_epoch: epoch of the controller that decided this state.
@@ -152,7 +156,7 @@ class Partition:
         """The local replica's LEO."""
         return self.log.log_end_offset
 
-    def _apply_state(self, state: PartitionState) -> None:
+    def _apply_state(self, state: LeaderAndIsrState) -> None:
         self.controller_epoch = state.controller_epoch
         self.leader_id = state.leader
         self.leader_epoch = state.leader_epoch
@@ -163,7 +167,7 @@ class Partition:
         self.removing_replicas = tuple(state.removing_replicas)
         self.pending_isr = None
 
-    def make_leader(self, state: PartitionState, now_ms: int) -> bool:
+    def make_leader(self, state: LeaderAndIsrState, now_ms: int) -> bool:
         """Become (or stay) leader under ``state``; return True if this is a new leader epoch.
 
         The new leader epoch starts at the local LEO in the leader epoch cache (KIP-101);
@@ -188,7 +192,7 @@ class Partition:
         self.maybe_increment_high_watermark()
         return is_new_epoch
 
-    def make_follower(self, state: PartitionState) -> bool:
+    def make_follower(self, state: LeaderAndIsrState) -> bool:
         """Become (or stay) a follower under ``state``; return True if the leader changed."""
         leader_changed = self.leader_id != state.leader or state.leader_epoch > self.leader_epoch
         self._apply_state(state)

@@ -25,8 +25,8 @@ from kpo_broker.server.errors import StaleControllerEpochError
 from kpo_broker.server.metrics import BrokerTopicStats
 from kpo_broker.server.partition import (
     IsrChange,
+    LeaderAndIsrState,
     Partition,
-    PartitionState,
 )
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -129,7 +129,7 @@ class ReplicaManager:
         self.controller_epoch = controller_epoch
 
     def become_leader_or_follower(
-        self, controller_epoch: int, states: dict[TopicPartition, PartitionState]
+        self, controller_epoch: int, states: dict[TopicPartition, LeaderAndIsrState]
     ) -> dict[TopicPartition, LeaderAndIsrResult]:
         """Apply a LeaderAndIsr request (Kafka's ``ReplicaManager.becomeLeaderOrFollower``).
 

@@ -15,8 +15,8 @@ from kpo_kafka.reassignment_json import parse_reassignment_json
 from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_operator.cli import app
 from kpo_operator.generate import propose_move
-from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import ClusterFactory, wait_for
+from tests.integration.broker.server.helpers import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -21,8 +21,8 @@ from kpo_kafka.admin_types import (
     KafkaRequestError,
     KafkaUnavailableError,
 )
-from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
+from tests.integration.broker.server.helpers import create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ import pytest
 
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
-from tests.integration.broker.cluster.helpers import create_topic, describe
 from tests.integration.broker.conftest import wait_for
+from tests.integration.broker.server.helpers import create_topic, describe
 from tests.integration.operator.conftest import (
     Stack,
     StackFactory,

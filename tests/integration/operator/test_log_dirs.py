@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kpo_kafka.admin import KafkaPythonAdmin
-from tests.integration.broker.cluster.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, describe
 from tests.integration.operator.conftest import StackFactory, produce, reassignment
 
 pytestmark = pytest.mark.integration

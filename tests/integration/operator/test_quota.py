@@ -8,8 +8,8 @@ import pytest
 
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
-from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import wait_for
+from tests.integration.broker.server.helpers import create_topic
 from tests.integration.operator.conftest import Stack, throttle_configs
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from kpo_kafka.admin_types import ConfigResource
-from tests.integration.broker.cluster.helpers import consume_all, create_topic, describe
 from tests.integration.broker.conftest import wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic, describe
 from tests.integration.operator.conftest import (
     LIST_KEYS,
     RECORD,

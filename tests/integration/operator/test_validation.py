@@ -13,7 +13,7 @@ import pytest
 import yaml
 from kazoo.client import KazooClient
 
-from tests.integration.broker.cluster.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, describe
 from tests.integration.operator.conftest import Stack, produce, reassignment
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_placement.cli import app
-from tests.integration.broker.cluster.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, describe
 from tests.integration.operator.conftest import Stack, StackFactory, produce
 
 pytestmark = pytest.mark.integration

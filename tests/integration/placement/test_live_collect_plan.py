@@ -26,8 +26,8 @@ from kpo_placement.load_rates import Scrape
 from kpo_placement.manifests import ApplyError, apply_manifests
 from kpo_placement.metrics_sources import scrape_brokers
 from kpo_placement.snapshot import read_snapshot, write_snapshot
-from tests.integration.broker.cluster.helpers import create_topic
 from tests.integration.broker.conftest import ClusterFactory
+from tests.integration.broker.server.helpers import create_topic
 
 pytestmark = pytest.mark.integration
 

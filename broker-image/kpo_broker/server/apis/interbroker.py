@@ -26,7 +26,7 @@ from kpo_broker.protocol.interbroker import (
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
-from kpo_broker.server.partition import PartitionState
+from kpo_broker.server.partition import LeaderAndIsrState
 from kpo_broker.zk.model import EndPoint
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -52,12 +52,18 @@ def _leader_and_isr_states(request: Any, version: int) -> list[tuple[str, Any]]:
 async def handle_leader_and_isr(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> LeaderAndIsrResponse:
-    """Become leader or follower of each partition; (re)start fetchers for followed ones."""
+    """Become leader or follower of each partition; (re)start fetchers for followed ones.
+
+    As Kafka's ``ReplicaManager.becomeLeaderOrFollower``: partitions led here (or left
+    without a live leader) leave their fetchers, followed ones join the fetcher of their
+    leader, and then fetchers left without partitions are shut down
+    (``shutdownIdleFetcherThreads``).
+    """
     states_in = _leader_and_isr_states(request, ctx.api_version)
     if _stale_broker_epoch(broker, request):
         return _leader_and_isr_error(states_in, kafka_errors.StaleBrokerEpochError.errno)
     states = {
-        TopicPartition(topic, p.partition_index): PartitionState(
+        TopicPartition(topic, p.partition_index): LeaderAndIsrState(
             controller_epoch=p.controller_epoch,
             leader=p.leader,
             leader_epoch=p.leader_epoch,
@@ -93,6 +99,7 @@ async def handle_leader_and_isr(
             led.append(tp)  # no live leader: stop fetching until one is elected
     broker.fetchers.remove_partitions(led)
     broker.fetchers.add_partitions(to_follow)
+    await broker.fetchers.shutdown_idle_fetchers()
     return LeaderAndIsrResponse(
         error_code=0,
         partition_errors=[

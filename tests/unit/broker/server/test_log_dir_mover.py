@@ -18,7 +18,7 @@ from kpo_broker.server.log_dir_mover import (
     copy_step,
     parse_rate,
 )
-from kpo_broker.server.partition import IsrChange, Partition, PartitionState
+from kpo_broker.server.partition import IsrChange, LeaderAndIsrState, Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import decode_records, make_value_batch
@@ -49,7 +49,7 @@ def manager(dirs: list[Path]) -> Iterator[LogManager]:
 
 
 def _lead(rm: ReplicaManager, epoch: int = 1) -> Partition:
-    state = PartitionState(1, 0, epoch, (0,), 0, (0,))
+    state = LeaderAndIsrState(1, 0, epoch, (0,), 0, (0,))
     assert rm.become_leader_or_follower(1, {TP: state})[TP].error_code == 0
     partition = rm.get_partition(TP)
     assert partition is not None

@@ -26,7 +26,7 @@ from kpo_broker.server.metrics import (
 )
 from kpo_broker.server.metrics_collector import BrokerMetricsCollector, controller_gauges
 from kpo_broker.server.metrics_http import MetricsHttpServer, MetricsServerError, new_registry
-from kpo_broker.server.partition import IsrChange, Partition, PartitionState
+from kpo_broker.server.partition import IsrChange, LeaderAndIsrState, Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
 from kpo_kafka.topic_partition import TopicPartition
@@ -135,9 +135,9 @@ def replica_manager(tmp_path: Path) -> Iterator[ReplicaManager]:
     results = rm.become_leader_or_follower(
         1,
         {
-            ORDERS_0: PartitionState(1, 0, 1, (0, 1), 0, (0, 1)),
-            ORDERS_1: PartitionState(1, 0, 1, (0,), 0, (0, 1)),
-            AUDIT_0: PartitionState(1, 1, 1, (1, 0), 0, (1, 0)),
+            ORDERS_0: LeaderAndIsrState(1, 0, 1, (0, 1), 0, (0, 1)),
+            ORDERS_1: LeaderAndIsrState(1, 0, 1, (0,), 0, (0, 1)),
+            AUDIT_0: LeaderAndIsrState(1, 1, 1, (1, 0), 0, (1, 0)),
         },
     )
     assert all(r.error_code == 0 for r in results.values())
@@ -269,7 +269,7 @@ def test_a_reassignment_adding_a_replica_is_not_under_replicated(
     rm = replica_manager
     # Reassignment of orders-0 from [0, 1] to [0, 1, 2]: 2 is adding, not yet in the ISR.
     rm.become_leader_or_follower(
-        1, {ORDERS_0: PartitionState(1, 0, 2, (0, 1), 1, (0, 1, 2), adding_replicas=(2,))}
+        1, {ORDERS_0: LeaderAndIsrState(1, 0, 2, (0, 1), 1, (0, 1, 2), adding_replicas=(2,))}
     )
     state = BrokerState(logs=[], partitions=[rm.partitions[ORDERS_0]], topic_stats=rm.topic_stats)
     samples = scrape(registry_of(BrokerMetricsCollector(lambda: state, RequestStats())))

@@ -13,7 +13,7 @@ from kpo_broker.server.errors import (
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
-from kpo_broker.server.partition import Partition, PartitionState
+from kpo_broker.server.partition import LeaderAndIsrState, Partition
 from tests.unit.broker.log.batches import make_value_batch
 
 NOW = 1_700_000_000_000
@@ -26,8 +26,8 @@ def log(tmp_path: Path) -> Iterator[Log]:
     opened.close()
 
 
-def leader_state(epoch: int = 1, isr: tuple[int, ...] = (1, 2, 3)) -> PartitionState:
-    return PartitionState(
+def leader_state(epoch: int = 1, isr: tuple[int, ...] = (1, 2, 3)) -> LeaderAndIsrState:
+    return LeaderAndIsrState(
         controller_epoch=1,
         leader=1,
         leader_epoch=epoch,
@@ -126,7 +126,7 @@ def test_new_leader_epoch_is_recorded_at_the_leo(log: Log) -> None:
     p = Partition("t", 0, 1, log)
     p.make_leader(leader_state(epoch=1, isr=(1,)), NOW)
     p.append_records_to_leader(make_value_batch(3), 1, 1, NOW)
-    p.make_follower(PartitionState(1, 2, 2, (1, 2), 1, (1, 2, 3)))
+    p.make_follower(LeaderAndIsrState(1, 2, 2, (1, 2), 1, (1, 2, 3)))
     p.make_leader(leader_state(epoch=3, isr=(1,)), NOW)
     assert log.leader_epoch_cache.end_offset_for(1, log.log_end_offset) == (1, 3)
     assert log.leader_epoch_cache.latest_epoch == 3

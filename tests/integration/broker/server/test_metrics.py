@@ -9,8 +9,8 @@ from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_devenv.kafka_cluster import KafkaCluster
-from tests.integration.broker.cluster.helpers import consume_all, create_topic, leaders
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic, leaders
 
 pytestmark = pytest.mark.integration
 

@@ -15,8 +15,8 @@ from kafka.errors import NoError
 
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import KafkaCluster
-from tests.integration.broker.cluster.helpers import consume_all, create_topic, leaders
 from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic, leaders
 
 pytestmark = pytest.mark.integration
 

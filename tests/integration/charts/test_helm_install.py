@@ -20,7 +20,7 @@ import yaml
 
 from kpo_devenv import ControlPlane
 from kpo_devenv.cluster_addons import ClusterAddons
-from tests.unit.chart.helm import CHART, helm
+from tests.unit.charts.helm import CHART, helm
 
 pytestmark = pytest.mark.integration
 

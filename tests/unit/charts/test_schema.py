@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.chart.helm import CHART, helm
+from tests.unit.charts.helm import CHART, helm
 
 BAD_VALUES = [
     ("broker.replicas=-1", "/broker/replicas"),

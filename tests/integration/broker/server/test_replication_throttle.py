@@ -13,8 +13,8 @@ from kafka import KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from kpo_devenv.kafka_cluster import KafkaCluster
-from tests.integration.broker.cluster.helpers import create_topic, describe, zk_client
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+from tests.integration.broker.server.helpers import create_topic, describe, zk_client
 
 pytestmark = pytest.mark.integration
 

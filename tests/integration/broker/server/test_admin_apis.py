@@ -7,8 +7,8 @@ from kafka import KafkaProducer
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import NotEnoughReplicasError, TopicAlreadyExistsError
 
-from tests.integration.broker.cluster.helpers import create_topic, describe, leaders, zk_client
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+from tests.integration.broker.server.helpers import create_topic, describe, leaders, zk_client
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO_ROOT
-from tests.unit.chart.helm import CHART, VALUE_SETS, find, helm, pod_specs, render, value_args
+from tests.unit.charts.helm import CHART, VALUE_SETS, find, helm, pod_specs, render, value_args
 
 ALL_SETS = sorted(VALUE_SETS)
 

@@ -20,8 +20,8 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import KafkaConnectionError
 
 from kpo_devenv.kafka_cluster import KafkaCluster
-from tests.integration.broker.cluster.helpers import consume_all, create_topic, describe, zk_client
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic, describe, zk_client
 
 pytestmark = pytest.mark.integration
 

@@ -1,7 +1,7 @@
 """The chart's rendered pods, run: brokers, the operator with the chart's RBAC, the helm test.
 
 kwok marks pods Running without running them; this module runs what the chart
-renders instead (see :mod:`tests.integration.chart.local_pods`). The release is
+renders instead (see :mod:`tests.integration.charts.local_pods`). The release is
 installed with ``helm install`` into the real control plane (ServiceAccounts, Roles,
 ConfigMaps); then the broker StatefulSet's pods run from their rendered init
 container, command and environment against the real ZooKeeper, the operator's
@@ -32,8 +32,8 @@ from kpo_devenv.net import LOOPBACK, free_port
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.zookeeper import ZooKeeperServer
 from tests.integration.broker.conftest import wait_for
-from tests.integration.chart.local_pods import LocalPod, Manifest, statefulset_pod
-from tests.unit.chart.helm import CHART, helm
+from tests.integration.charts.local_pods import LocalPod, Manifest, statefulset_pod
+from tests.unit.charts.helm import CHART, helm
 
 pytestmark = pytest.mark.integration
 

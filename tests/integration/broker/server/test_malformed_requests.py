@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from kafka import KafkaProducer
 
 from kpo_devenv.kafka_cluster import KafkaCluster
-from tests.integration.broker.cluster.helpers import consume_all, create_topic
 from tests.integration.broker.conftest import ClusterFactory
+from tests.integration.broker.server.helpers import consume_all, create_topic
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.unit.chart.helm import find, render
+from tests.unit.charts.helm import find, render
 
 OPERATOR_RULES = [
     {

@@ -14,7 +14,7 @@ import yaml
 
 from kpo_devenv import ControlPlane
 from tests.conftest import REPO_ROOT
-from tests.unit.chart.helm import render
+from tests.unit.charts.helm import render
 
 pytestmark = pytest.mark.integration
 

@@ -14,14 +14,14 @@ from kafka import KafkaProducer
 
 from kpo_broker.protocol.client import BrokerClient
 from kpo_broker.protocol.interbroker import LeaderAndIsrRequest
-from tests.integration.broker.cluster.helpers import (
+from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
+from tests.integration.broker.server.helpers import (
     consume_all,
     create_topic,
     describe,
     leaders,
     zk_client,
 )
-from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 
 pytestmark = pytest.mark.integration
 

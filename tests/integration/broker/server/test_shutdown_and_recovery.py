@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaProducer
 
-from tests.integration.broker.cluster.helpers import (
+from tests.integration.broker.conftest import ClusterFactory, wait_for
+from tests.integration.broker.server.helpers import (
     consume_all,
     create_topic,
     describe,
     leaders,
 )
-from tests.integration.broker.conftest import ClusterFactory, wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,340 @@
+"""The replica manager (Kafka's ReplicaManager) over real logs, ZooKeeper faked in memory.
+
+LeaderAndIsr and StopReplica fencing, the leader's ISR expansion and shrink through
+compare-and-set writes, and the high watermark checkpoint across a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from kafka import errors as kafka_errors
+
+from kpo_broker.server.errors import (
+    FencedLeaderEpochError,
+    NotLeaderOrFollowerError,
+    StaleControllerEpochError,
+    UnknownLeaderEpochError,
+)
+from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_kafka.topic_partition import TopicPartition
+from tests.unit.broker.log.batches import make_value_batch
+from tests.unit.broker.server.replicas import (
+    InMemoryIsrWriter,
+    OpenBroker,
+    hosted,
+    leader_and_isr,
+)
+
+TP = TopicPartition("orders", 0)
+OTHER = TopicPartition("orders", 1)
+AUDIT = TopicPartition("audit", 0)
+
+
+def _append(rm: ReplicaManager, tp: TopicPartition, count: int) -> None:
+    hosted(rm, tp).append_records_to_leader(make_value_batch(count), 1, 1, now_ms())
+
+
+# ------------------------------------------------------------------- LeaderAndIsr
+
+
+def test_leader_and_isr_creates_the_log_and_makes_this_broker_leader(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    results = rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1, 2), leader_epoch=3)})
+    assert results[TP].error_code == 0
+    assert results[TP].became_leader and not results[TP].became_follower
+    partition = hosted(rm, TP)
+    assert partition.is_leader
+    assert (partition.leader_epoch, partition.isr, partition.replicas) == (3, (0, 1, 2), (0, 1, 2))
+    assert rm.log_manager.get_log("orders", 0) is partition.log
+    # The new leader epoch starts at the LEO (KIP-101).
+    assert partition.log.leader_epoch_cache.latest_entry == (3, 0)
+
+
+def test_leader_and_isr_makes_followers_and_reports_leader_changes(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(1)
+    first = rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1), leader_epoch=1)})
+    assert first[TP].became_follower and not first[TP].became_leader
+    assert not hosted(rm, TP).is_leader
+    moved = rm.become_leader_or_follower(1, {TP: leader_and_isr(2, (2, 1), leader_epoch=2)})
+    assert moved[TP].became_follower
+    assert hosted(rm, TP).leader_id == 2
+    promoted = rm.become_leader_or_follower(1, {TP: leader_and_isr(1, (2, 1), leader_epoch=3)})
+    assert promoted[TP].became_leader
+    assert hosted(rm, TP).is_leader
+
+
+def test_a_leader_epoch_not_newer_than_the_one_held_is_stale(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1), leader_epoch=5)})
+    stale = kafka_errors.StaleControllerEpochError.errno
+    for epoch in (5, 4):
+        results = rm.become_leader_or_follower(
+            1, {TP: leader_and_isr(1, (0, 1), leader_epoch=epoch)}
+        )
+        assert results[TP].error_code == stale
+    partition = hosted(rm, TP)
+    assert (partition.leader_id, partition.leader_epoch) == (0, 5)  # unchanged
+
+
+def test_a_partition_not_assigned_to_this_broker_is_refused(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    results = rm.become_leader_or_follower(
+        1, {TP: leader_and_isr(1, (1, 2)), OTHER: leader_and_isr(0, (0, 1))}
+    )
+    assert results[TP].error_code == kafka_errors.UnknownTopicOrPartitionError.errno
+    assert results[OTHER].error_code == 0
+    assert rm.get_partition(TP) is None
+    assert rm.log_manager.get_log("orders", 0) is None
+
+
+def test_requests_of_an_older_controller_are_fenced(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(7, {TP: leader_and_isr(0, (0,), leader_epoch=1)})
+    with pytest.raises(StaleControllerEpochError):
+        rm.become_leader_or_follower(6, {TP: leader_and_isr(0, (0,), leader_epoch=2)})
+    assert hosted(rm, TP).leader_epoch == 1
+    with pytest.raises(StaleControllerEpochError):
+        rm.stop_replicas(6, [(TP, True)])
+    assert rm.get_partition(TP) is not None
+    # A newer controller is accepted and becomes the fence.
+    rm.become_leader_or_follower(8, {TP: leader_and_isr(0, (0,), leader_epoch=2)})
+    assert rm.controller_epoch == 8
+    with pytest.raises(StaleControllerEpochError):
+        rm.check_controller_epoch(7)
+
+
+def test_leader_partition_checks_hosting_leadership_and_epoch(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(
+        1,
+        {
+            TP: leader_and_isr(0, (0, 1), leader_epoch=4),
+            OTHER: leader_and_isr(1, (0, 1), leader_epoch=4),
+        },
+    )
+    assert rm.leader_partition(TP) is hosted(rm, TP)
+    assert rm.leader_partition(TP, 4) is hosted(rm, TP)
+    with pytest.raises(FencedLeaderEpochError):
+        rm.leader_partition(TP, 3)
+    with pytest.raises(UnknownLeaderEpochError):
+        rm.leader_partition(TP, 5)
+    with pytest.raises(NotLeaderOrFollowerError):
+        rm.leader_partition(OTHER)
+    with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):
+        rm.leader_partition(AUDIT)
+
+
+def test_leader_and_isr_wakes_requests_waiting_on_the_partition(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0,), leader_epoch=1)})
+
+    async def scenario() -> bool:
+        waiter = asyncio.create_task(rm.watchers.wait([TP], 5))
+        await asyncio.sleep(0.01)
+        rm.become_leader_or_follower(1, {TP: leader_and_isr(1, (0, 1), leader_epoch=2)})
+        return await waiter
+
+    assert asyncio.run(scenario()) is True
+
+
+# -------------------------------------------------------------------- StopReplica
+
+
+def test_stop_replica_keeps_the_log_and_the_high_watermark(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0,), leader_epoch=1)})
+    _append(rm, TP, 3)
+    assert hosted(rm, TP).high_watermark == 3  # ISR of one: committed at once
+    assert rm.stop_replicas(1, [(TP, False)]) == {TP: 0}
+    assert rm.get_partition(TP) is None
+    assert rm.log_manager.get_log("orders", 0) is not None
+    # Hosted again (e.g. as a follower after a reassignment): the HW comes back.
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(1, (1, 0), leader_epoch=2)})
+    assert hosted(rm, TP).high_watermark == 3
+    assert hosted(rm, TP).log_end_offset == 3
+
+
+def test_stop_replica_with_delete_removes_the_log_and_the_topic_counters(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(
+        1,
+        {
+            TP: leader_and_isr(0, (0,), leader_epoch=1),
+            OTHER: leader_and_isr(0, (0,), leader_epoch=1),
+        },
+    )
+    _append(rm, TP, 2)
+    rm.topic_stats.record_produce("orders", 100, 2)
+    log_dir = hosted(rm, TP).log.dir
+    assert rm.stop_replicas(1, [(TP, True)]) == {TP: 0}
+    assert rm.log_manager.get_log("orders", 0) is None
+    assert not log_dir.exists()
+    assert rm.topic_stats.topic("orders").bytes_in == 100  # orders-1 is still hosted
+    rm.stop_replicas(1, [(OTHER, True)])
+    assert rm.topic_stats.topic("orders").bytes_in == 0  # the topic's counters are gone
+    # A partition that is not hosted stops without error (StopReplica is idempotent).
+    assert rm.stop_replicas(1, [(AUDIT, True)]) == {AUDIT: 0}
+    # Re-created from scratch: no HW survives the deletion.
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0,), leader_epoch=2)})
+    assert (hosted(rm, TP).high_watermark, hosted(rm, TP).log_end_offset) == (0, 0)
+
+
+def test_high_watermarks_survive_a_restart_through_the_checkpoint(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(
+        1,
+        {
+            TP: leader_and_isr(0, (0,), leader_epoch=1),
+            AUDIT: leader_and_isr(0, (0, 1), leader_epoch=1),
+        },
+    )
+    _append(rm, TP, 4)
+    _append(rm, AUDIT, 2)  # follower 1 never fetched: the HW stays at 0
+    rm.checkpoint_high_watermarks()
+    rm.log_manager.shutdown()
+
+    restarted = open_broker(0)
+    restarted.become_leader_or_follower(
+        2,
+        {
+            TP: leader_and_isr(1, (0, 1), leader_epoch=2),
+            AUDIT: leader_and_isr(1, (0, 1), leader_epoch=2),
+        },
+    )
+    assert hosted(restarted, TP).high_watermark == 4
+    assert hosted(restarted, AUDIT).high_watermark == 0
+    assert hosted(restarted, AUDIT).log_end_offset == 2
+
+
+# ---------------------------------------------------------------------------- ISR
+
+
+def _lead_with_follower(
+    open_broker: OpenBroker, writer: InMemoryIsrWriter, **kwargs: int
+) -> ReplicaManager:
+    """Broker 0 leads TP with replicas (0, 1) and ISR (0,); three records appended."""
+    rm = open_broker(0, writer, **kwargs)
+    rm.become_leader_or_follower(
+        1, {TP: leader_and_isr(0, (0, 1), isr=(0,), leader_epoch=1, partition_epoch=4)}
+    )
+    _append(rm, TP, 3)
+    return rm
+
+
+def test_a_follower_that_caught_up_joins_the_isr_through_a_cas_write(
+    open_broker: OpenBroker,
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = _lead_with_follower(open_broker, writer)
+    partition = hosted(rm, TP)
+    assert partition.high_watermark == 3  # ISR (0,): the leader's LEO
+    partition.update_follower_fetch_state(1, 2, now_ms())
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert writer.writes == []  # LEO 2 is below the HW: not caught up
+    partition.update_follower_fetch_state(1, 3, now_ms())
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert writer.writes == [(TP, (0, 1))]
+    assert partition.isr == (0, 1)
+    assert partition.partition_epoch == 5  # the znode's new version, for the next CAS
+    assert rm.isr_changed == {TP}
+
+
+def test_an_isr_write_that_loses_the_cas_leaves_the_isr_to_the_controller(
+    open_broker: OpenBroker,
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = _lead_with_follower(open_broker, writer)
+    writer.partition_epochs[TP] = 9  # the controller rewrote the state meanwhile
+    partition = hosted(rm, TP)
+    partition.update_follower_fetch_state(1, 3, now_ms())
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert partition.isr == (0,)
+    assert partition.partition_epoch == 4
+    assert rm.isr_changed == set()
+    # Nothing stays pending: the next LeaderAndIsr brings the state, or a retry may win.
+    assert partition.pending_isr is None
+    writer.partition_epochs[TP] = 4
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert partition.isr == (0, 1)
+
+
+def test_an_isr_write_that_fails_changes_nothing(open_broker: OpenBroker) -> None:
+    writer = InMemoryIsrWriter()
+    rm = _lead_with_follower(open_broker, writer)
+    writer.fail_with = ConnectionError("ZooKeeper is unreachable")
+    partition = hosted(rm, TP)
+    partition.update_follower_fetch_state(1, 3, now_ms())
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert partition.isr == (0,)
+    assert partition.pending_isr is None
+    assert rm.isr_changed == set()
+
+
+def test_an_isr_write_for_a_partition_stopped_meanwhile_is_dropped(
+    open_broker: OpenBroker,
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = _lead_with_follower(open_broker, writer)
+    partition = hosted(rm, TP)
+    writer.on_write = lambda tp: rm.stop_replicas(1, [(tp, False)])
+    partition.update_follower_fetch_state(1, 3, now_ms())
+    asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert writer.writes == [(TP, (0, 1))]
+    assert partition.isr == (0,)  # the stopped replica's state is not touched
+    assert rm.isr_changed == set()
+
+
+def test_shrink_removes_lagging_followers_and_lets_the_high_watermark_advance(
+    open_broker: OpenBroker,
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = open_broker(0, writer, replica_lag_time_max_ms=30)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1, 2), leader_epoch=1)})
+    partition = hosted(rm, TP)
+    _append(rm, TP, 5)
+    time.sleep(0.05)
+    # Follower 1 fetches at the LEO: caught up now. Follower 2 was last caught up at
+    # the LeaderAndIsr, longer ago than replica.lag.time.max.ms.
+    partition.update_follower_fetch_state(1, 5, now_ms())
+    assert partition.high_watermark == 0  # follower 2's LEO is unknown
+
+    async def scenario() -> bool:
+        waiter = asyncio.create_task(rm.watchers.wait([TP], 5))
+        await asyncio.sleep(0.01)
+        await rm.shrink_isrs()
+        return await waiter
+
+    assert asyncio.run(scenario()) is True  # the HW move woke the waiting requests
+    assert writer.writes == [(TP, (0, 1))]
+    assert partition.isr == (0, 1)
+    assert partition.high_watermark == 5
+    assert rm.isr_changed == {TP}
+
+
+def test_shrink_leaves_followers_that_keep_up_and_partitions_led_elsewhere(
+    open_broker: OpenBroker,
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = open_broker(0, writer, replica_lag_time_max_ms=30000)
+    rm.become_leader_or_follower(
+        1,
+        {
+            TP: leader_and_isr(0, (0, 1), leader_epoch=1),
+            OTHER: leader_and_isr(1, (1, 0), leader_epoch=1),
+        },
+    )
+    asyncio.run(rm.shrink_isrs())
+    assert writer.writes == []
+    assert hosted(rm, TP).isr == (0, 1)
+    assert hosted(rm, OTHER).isr == (1, 0)

@@ -17,12 +17,8 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
 from kpo_broker.controller.states import PartitionState, ReplicaState
-from kpo_broker.zk.model import (
-    BrokerRegistration,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kpo_broker.zk.model import BrokerRegistration, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Controller epoch before any election, as in ``/controller_epoch`` at creation.
 INITIAL_CONTROLLER_EPOCH = 0

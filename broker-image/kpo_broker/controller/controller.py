@@ -128,9 +128,10 @@ from kpo_broker.controller.topic_deletion import TopicDeletionManager
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import ReplicaAssignment
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger("kpo_broker.controller")
 

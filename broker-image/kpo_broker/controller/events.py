@@ -20,7 +20,8 @@ from concurrent.futures import Future, InvalidStateError
 from dataclasses import dataclass, field
 from typing import Any
 
-from kpo_broker.zk.model import ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Answer of an ElectLeaders event: partition -> (Kafka error code, error message or None).
 ElectionResults = dict[TopicPartition, tuple[int, str | None]]

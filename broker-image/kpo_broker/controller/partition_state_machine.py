@@ -39,13 +39,9 @@ from kpo_broker.controller.request_batch import ControllerBrokerRequestBatch
 from kpo_broker.controller.states import PartitionState, is_valid_transition
 from kpo_broker.zk.configs import EntityConfig
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import (
-    INITIAL_LEADER_EPOCH,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    TopicPartition,
-)
+from kpo_broker.zk.model import INITIAL_LEADER_EPOCH, LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kpo_broker.zk.partition_states import PartitionStateWriteResult
+from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["PartitionStateMachine", "PartitionStateStore", "StateChangeResults"]
 

@@ -48,12 +48,8 @@ from kpo_broker.controller.topic_deletion import TopicDeletionManager
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import (
-    NO_LEADER,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kpo_broker.zk.model import NO_LEADER, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger("kpo_broker.controller")
 

@@ -37,7 +37,8 @@ from kpo_broker.controller.partition_state_machine import (
 from kpo_broker.controller.states import PartitionState
 from kpo_broker.controller.topic_deletion import TopicDeletionManager
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.model import NO_LEADER, LeaderAndIsr, TopicPartition
+from kpo_broker.zk.model import NO_LEADER, LeaderAndIsr
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger("kpo_broker.controller")
 

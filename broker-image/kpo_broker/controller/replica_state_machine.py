@@ -34,9 +34,9 @@ from kpo_broker.zk.model import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
-    TopicPartition,
 )
 from kpo_broker.zk.partition_states import PartitionStateWriteResult
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger(__name__)
 _state_change_log = logging.getLogger("kpo_broker.state.change")

@@ -35,12 +35,8 @@ from kpo_broker.protocol.interbroker import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
-from kpo_broker.zk.model import (
-    LEADER_DURING_DELETE,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kpo_broker.zk.model import LEADER_DURING_DELETE, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
 from kpo_broker.controller.states import PartitionState, ReplicaState
-from kpo_broker.zk.model import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 _log = logging.getLogger(__name__)
 

@@ -44,8 +44,8 @@ from kpo_broker.controller.events import (
     ZkPartitionReassignment,
 )
 from kpo_broker.zk import paths
-from kpo_broker.zk.model import TopicPartition
 from kpo_broker.zk.watches import WatchCallback, ZkWatch, ZkWatchEvent, ZkWatchEventType
+from kpo_kafka.topic_partition import TopicPartition
 
 
 class WatchRegistrar(Protocol):

@@ -15,8 +15,9 @@ from kpo_broker.log.epoch import (
 )
 from kpo_broker.log.info import FetchDataInfo, FileSlice, LogAppendInfo, OffsetAndTimestamp
 from kpo_broker.log.log import Log
-from kpo_broker.log.manager import LogDirInfo, LogManager, PartitionDirInfo
-from kpo_broker.log.names import TopicPartition
+from kpo_broker.log.log_dirs import LogDirInfo, PartitionDirInfo
+from kpo_broker.log.manager import LogManager
+from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = [
     "UNDEFINED_EPOCH",

@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from kpo_broker.log.errors import CheckpointFormatError
-from kpo_broker.log.names import TMP_SUFFIX, TopicPartition
+from kpo_broker.log.names import TMP_SUFFIX
+from kpo_kafka.topic_partition import TopicPartition
 
 CHECKPOINT_VERSION = 0
 

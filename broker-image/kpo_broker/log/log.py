@@ -22,7 +22,7 @@ from kpo_broker.log.errors import (
 from kpo_broker.log.info import FetchDataInfo, LogAppendInfo, OffsetAndTimestamp
 from kpo_broker.log.loader import load_segments
 from kpo_broker.log.local_log import LocalLog
-from kpo_broker.log.names import LEADER_EPOCH_CHECKPOINT, TopicPartition, parse_log_dir_name
+from kpo_broker.log.names import LEADER_EPOCH_CHECKPOINT, parse_log_dir_name
 from kpo_broker.log.producer_state import ProducerStateManager
 from kpo_broker.log.reads import MAX_TIMESTAMP, offset_for_timestamp
 from kpo_broker.log.records import BatchHeader, assign_offsets
@@ -33,9 +33,9 @@ from kpo_broker.log.validation import (
     validate_producer_batches,
     validate_replicated_batches,
 )
+from kpo_kafka.topic_partition import TopicPartition
 
 # Re-exported for callers that take everything about a Log from this module.
-__all__ = ["FetchDataInfo", "Log", "LogAppendInfo", "LogConfig", "OffsetAndTimestamp"]
 
 _log = logging.getLogger(__name__)
 

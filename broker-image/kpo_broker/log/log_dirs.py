@@ -16,7 +16,8 @@ from pathlib import Path
 from kpo_broker.log.checkpoints import fsync_dir
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
-from kpo_broker.log.names import TopicPartition, log_dir_name
+from kpo_broker.log.names import log_dir_name
+from kpo_kafka.topic_partition import TopicPartition
 
 
 class LogDirNotFoundError(LogDirectoryError):

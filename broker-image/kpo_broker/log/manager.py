@@ -32,7 +32,6 @@ from kpo_broker.log.log import Log
 from kpo_broker.log.log_dirs import (
     LogDirInfo,
     LogDirNotFoundError,
-    PartitionDirInfo,
     carry_over_current_state,
     describe_partition_log,
     promote_future_log,
@@ -41,7 +40,6 @@ from kpo_broker.log.names import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
-    TopicPartition,
     delete_dir_name,
     future_dir_name,
     is_delete_dir_name,
@@ -49,8 +47,7 @@ from kpo_broker.log.names import (
     log_dir_name,
     parse_log_dir_name,
 )
-
-__all__ = ["LogDirInfo", "LogDirNotFoundError", "LogManager", "PartitionDirInfo"]
+from kpo_kafka.topic_partition import TopicPartition
 
 LOCK_FILE = ".lock"
 _log = logging.getLogger(__name__)

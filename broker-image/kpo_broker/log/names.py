@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from kpo_broker.log.errors import LogDirectoryError
-from kpo_kafka.topic_partition import TopicPartition as TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kpo_broker.log.log import Log, LogAppendInfo
+from kpo_broker.log.info import LogAppendInfo
+from kpo_broker.log.log import Log
 from kpo_broker.server.errors import (
     FencedLeaderEpochError,
     NotEnoughReplicasError,

@@ -108,7 +108,6 @@ from kpo_broker.zk.model import (
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
     TopicAssignment,
-    TopicPartition,
 )
 from kpo_broker.zk.ops import CreateOp, DeleteOp, Op, SetDataOp, multi_error
 from kpo_broker.zk.partition_states import (
@@ -133,6 +132,7 @@ from kpo_broker.zk.session import (
     multi_results,
 )
 from kpo_broker.zk.watches import WatchCallback, ZkWatch, children_watcher, data_watcher
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Elections retried after losing the epoch compare-and-set while nobody holds ``/controller``.
 _ELECTION_ATTEMPTS = 3

@@ -1,8 +1,5 @@
 """Pure JSON codecs between the :mod:`kpo_broker.zk.model` types and znode bytes.
 
-The model types are re-exported here, so ``from kpo_broker.zk.data import TopicPartition``
-works.
-
 Each pair writes and reads exactly the JSON document Kafka 2.x keeps in the znode
 (compact UTF-8 JSON); decoders accept the older versions Kafka still reads and raise
 :class:`MalformedZNodeDataError` for anything else. The layout of the znodes is in
@@ -18,12 +15,14 @@ from typing import Any
 
 from kpo_broker.zk._json import as_int, as_int_list, as_str, dump, load_object, required
 from kpo_broker.zk.errors import MalformedZNodeDataError
-from kpo_broker.zk.model import BrokerRegistration as BrokerRegistration
-from kpo_broker.zk.model import EndPoint as EndPoint
-from kpo_broker.zk.model import LeaderAndIsr as LeaderAndIsr
-from kpo_broker.zk.model import LeaderIsrAndControllerEpoch as LeaderIsrAndControllerEpoch
-from kpo_broker.zk.model import ReplicaAssignment as ReplicaAssignment
-from kpo_broker.zk.model import TopicPartition as TopicPartition
+from kpo_broker.zk.model import (
+    BrokerRegistration,
+    EndPoint,
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+)
+from kpo_kafka.topic_partition import TopicPartition
 
 #: Version of the broker registration JSON written by Kafka 2.7+.
 BROKER_REGISTRATION_VERSION = 5

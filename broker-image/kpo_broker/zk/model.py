@@ -11,8 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from kpo_kafka.topic_partition import TopicPartition as TopicPartition
-
 #: ``leader`` of a partition that has no leader (Kafka's ``LeaderAndIsr.NoLeader``).
 NO_LEADER = -1
 #: ``leader`` written while a topic is being deleted (Kafka's ``LeaderAndIsr.LeaderDuringDelete``).

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 from kpo_broker.zk import paths
 from kpo_broker.zk.data import encode_partition_state
-from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kpo_broker.zk.ops import CreateOp, SetDataOp
+from kpo_kafka.topic_partition import TopicPartition
 
 
 @dataclass

@@ -15,7 +15,7 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 
 from kpo_broker.log.errors import LogDirectoryError
-from kpo_broker.log.manager import LogDirInfo
+from kpo_broker.log.log_dirs import LogDirInfo
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 

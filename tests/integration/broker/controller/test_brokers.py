@@ -7,7 +7,8 @@ import pytest
 from kpo_broker.controller import errors
 from kpo_broker.controller.controller import KafkaController
 from kpo_broker.controller.events import ElectionType
-from kpo_broker.zk.model import LeaderAndIsr, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr
+from kpo_kafka.topic_partition import TopicPartition
 
 from .conftest import Cluster
 from .fakes import LEADER_AND_ISR, FakeBroker, wait_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kpo_broker.controller.events import Startup, TopicChange
-from kpo_broker.zk.model import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 from .conftest import Cluster
 from .fakes import UPDATE_METADATA, wait_for

@@ -10,7 +10,8 @@ from collections.abc import Sequence
 import pytest
 
 from kpo_broker.controller.controller import KafkaController
-from kpo_broker.zk.model import ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 from .conftest import Cluster
 from .fakes import LEADER_AND_ISR, STOP_REPLICA, FakeBroker, wait_for

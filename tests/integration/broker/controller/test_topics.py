@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 from .conftest import Cluster
 from .fakes import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, FakeBroker, wait_for

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from kpo_broker.controller.states import PartitionState
-from kpo_broker.zk.model import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 from .conftest import Cluster
 from .fakes import wait_for

@@ -11,7 +11,7 @@ from kpo_broker.zk.errors import (
     PreferredReplicaElectionInProgressError,
     ReassignmentInProgressError,
 )
-from kpo_broker.zk.model import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
 

@@ -8,12 +8,8 @@ import pytest
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import (
-    ControllerEpoch,
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    TopicPartition,
-)
+from kpo_broker.zk.model import ControllerEpoch, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
 

@@ -5,13 +5,9 @@ from kazoo.client import KazooClient
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import TopicAlreadyExistsError
-from kpo_broker.zk.model import (
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from kpo_devenv import ZooKeeperServer
+from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
 

@@ -6,9 +6,10 @@ from collections.abc import Callable
 import pytest
 
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.model import BrokerRegistration, EndPoint, TopicPartition
+from kpo_broker.zk.model import BrokerRegistration, EndPoint
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatchEvent, ZkWatchEventType
+from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
 

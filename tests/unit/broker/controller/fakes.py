@@ -16,9 +16,9 @@ from kpo_broker.zk.model import (
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
-    TopicPartition,
 )
 from kpo_broker.zk.partition_states import PartitionStateWriteResult
+from kpo_kafka.topic_partition import TopicPartition
 
 
 def broker(broker_id: int, epoch: int = 100) -> BrokerRegistration:

@@ -1,11 +1,7 @@
 from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
 from kpo_broker.controller.states import PartitionState, ReplicaState
-from kpo_broker.zk.model import (
-    LeaderAndIsr,
-    LeaderIsrAndControllerEpoch,
-    ReplicaAssignment,
-    TopicPartition,
-)
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import broker, context_with
 

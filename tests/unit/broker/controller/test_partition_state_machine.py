@@ -11,7 +11,8 @@ from kpo_broker.controller.leader_election import (
 from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.states import PartitionState
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import LeaderAndIsr, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import FakePartitionStates, FakeSender, context_with, new_batch
 

@@ -2,7 +2,8 @@ import pytest
 
 from kpo_broker.controller.context import ControllerContext
 from kpo_broker.controller.replica_election import partitions_to_rebalance
-from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import context_with
 

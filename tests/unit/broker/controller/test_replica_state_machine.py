@@ -3,7 +3,8 @@ import pytest
 from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
 from kpo_broker.controller.states import REPLICA_VALID_PREVIOUS_STATES, ReplicaState
-from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import FakePartitionStates, FakeSender, context_with, new_batch
 

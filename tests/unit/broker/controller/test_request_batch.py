@@ -11,7 +11,8 @@ from kpo_broker.protocol.interbroker import (
     StopReplicaResponse,
     UpdateMetadataRequest,
 )
-from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import FakeSender, context_with, new_batch
 

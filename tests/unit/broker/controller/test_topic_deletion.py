@@ -6,7 +6,7 @@ from kpo_broker.controller.partition_state_machine import PartitionStateMachine
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
 from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.controller.topic_deletion import TopicDeletionManager
-from kpo_broker.zk.model import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import FakePartitionStates, FakeSender, context_with, new_batch
 

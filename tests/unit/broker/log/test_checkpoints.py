@@ -7,7 +7,7 @@ import pytest
 
 from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.errors import CheckpointFormatError
-from kpo_broker.log.names import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 
 
 def test_round_trip_and_format(tmp_path: Path) -> None:

@@ -9,13 +9,10 @@ import pytest
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
-from kpo_broker.log.manager import LogDirNotFoundError, LogManager
-from kpo_broker.log.names import (
-    TopicPartition,
-    future_dir_name,
-    is_future_dir_name,
-    parse_log_dir_name,
-)
+from kpo_broker.log.log_dirs import LogDirNotFoundError
+from kpo_broker.log.manager import LogManager
+from kpo_broker.log.names import future_dir_name, is_future_dir_name, parse_log_dir_name
+from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import decode_records, make_value_batch
 from tests.unit.broker.log.conftest import NOW_MS
 

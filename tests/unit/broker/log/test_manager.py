@@ -7,7 +7,7 @@ import pytest
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.manager import LogManager
-from kpo_broker.log.names import TopicPartition
+from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import make_value_batch
 from tests.unit.broker.log.conftest import NOW_MS
 

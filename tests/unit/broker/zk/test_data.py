@@ -5,16 +5,16 @@ import json
 import pytest
 
 from kpo_broker.zk import data
-from kpo_broker.zk.data import (
+from kpo_broker.zk.data import ConfigChange
+from kpo_broker.zk.errors import MalformedZNodeDataError
+from kpo_broker.zk.model import (
     BrokerRegistration,
-    ConfigChange,
     EndPoint,
     LeaderAndIsr,
     LeaderIsrAndControllerEpoch,
     ReplicaAssignment,
-    TopicPartition,
 )
-from kpo_broker.zk.errors import MalformedZNodeDataError
+from kpo_kafka.topic_partition import TopicPartition
 
 # --- broker registration ---------------------------------------------------------------
 

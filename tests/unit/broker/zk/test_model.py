@@ -2,7 +2,8 @@
 
 import pytest
 
-from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment, TopicPartition
+from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment
+from kpo_kafka.topic_partition import TopicPartition
 
 
 def test_new_leader_bumps_leader_epoch_only() -> None:

@@ -33,6 +33,7 @@ from kpo_operator.cli import dump_manifests
 from kpo_operator.kafka_json import ManifestError, ManifestOptions, to_manifests
 from kpo_operator.model import PartitionTarget
 from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
+from kpo_operator.states import MoveState
 
 GROUP = "kpo.dev"
 """API group of the custom resources."""
@@ -128,7 +129,7 @@ def predicted_seconds(moves: Sequence[ReplicaMove], throttle: int | None) -> flo
         PartitionProgress(
             m.topic,
             m.partition,
-            "Pending",
+            MoveState.PENDING,
             m.old_replicas,
             m.new_replicas,
             m.adding,

@@ -53,6 +53,7 @@ class OperatorLatency:
 
     Attributes:
         background: Number of background objects applied before the probes.
+        moving_before: How many of them were Moving when the first probe was applied.
         still_moving: How many of them were still Moving after the last probe.
         setup_s: From applying the background objects until all were submitted.
         first_status_s: Per probe, apply -> first ``status.phase``.
@@ -60,6 +61,7 @@ class OperatorLatency:
     """
 
     background: int
+    moving_before: int = 0
     still_moving: int = 0
     setup_s: float = 0.0
     first_status_s: list[float] = field(default_factory=list)
@@ -69,7 +71,8 @@ class OperatorLatency:
         """Return printable lines: median and max of each measure."""
         lines = [
             f"background objects: {self.background}, all submitted in {self.setup_s:.1f}s, "
-            f"{self.still_moving} still Moving after the last probe"
+            f"{self.moving_before} Moving at the first probe, "
+            f"{self.still_moving} after the last"
         ]
         for name, values in (
             ("first status", self.first_status_s),
@@ -124,6 +127,11 @@ class _Bench:
         items = json.loads(out.stdout)["items"]
         return {i["metadata"]["name"]: i.get("status") or {} for i in items}
 
+    def moving(self) -> int:
+        """How many background objects are Moving."""
+        found = self.statuses().items()
+        return sum(s.get("phase") == "Moving" for n, s in found if n.startswith("load-"))
+
     def status(self, name: str) -> dict[str, Any]:
         out = self.plane.kubectl(
             "-n", NAMESPACE, "get", "partitionreassignments", name, "-o", "json"
@@ -170,7 +178,7 @@ def run_operator_latency(
     background: int = 50,
     probes: int = 5,
     bytes_per_partition: int = 512 * 1024,
-    replication_rate: int = 20_000,
+    replication_rate: int = 1000,
     poll_interval_s: float = 1.0,
 ) -> OperatorLatency:
     """Run the benchmark described in the module docstring.
@@ -219,21 +227,23 @@ def run_operator_latency(
         def all_submitted() -> bool:
             found = bench.statuses()
             return len(found) == background and all(
-                s.get("phase") == "Moving"
-                and s.get("partitions")
-                and all(e.get("state") != "Pending" for e in s["partitions"])
+                s.get("phase") == "Completed"
+                or (
+                    s.get("phase") == "Moving"
+                    and s.get("partitions")
+                    and all(e.get("state") != "Pending" for e in s["partitions"])
+                )
                 for s in found.values()
             )
 
         _wait(all_submitted, 1800, "every background object submitted")
         result.setup_s = time.monotonic() - start
+        result.moving_before = bench.moving()
         for i in range(probes):
             first, done = bench.probe(f"probe-{i}")
             result.first_status_s.append(first)
             result.completed_s.append(done)
-        result.still_moving = sum(
-            s.get("phase") == "Moving" for n, s in bench.statuses().items() if n.startswith("load-")
-        )
+        result.still_moving = bench.moving()
     finally:
         if operator is not None:
             operator.stop(timeout_s=10)

@@ -176,8 +176,8 @@ class _Bench:
 def run_operator_latency(
     workdir: Path,
     background: int = 50,
-    probes: int = 5,
-    bytes_per_partition: int = 512 * 1024,
+    probes: int = 10,
+    bytes_per_partition: int = 2 * 1024 * 1024,
     replication_rate: int = 1000,
     poll_interval_s: float = 1.0,
 ) -> OperatorLatency:

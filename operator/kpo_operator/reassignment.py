@@ -29,6 +29,16 @@ step and writes the status if it changed. The step depends on the phase:
   its throttles, then ``Cancelled`` (and the finalizer lets the object go).
 
 ``Completed`` and ``Cancelled`` are final; ``Failed`` is final until the spec changes.
+
+Structure, after Kafka's ``KafkaController.onPartitionReassignment``: a step first builds
+one :class:`StepContext` (the object, its parsed spec, its accepted partitions, the
+cluster snapshot, the time), then runs named steps, each a method of one job:
+:meth:`~ReassignmentReconciler._accept` (validate, then ``_suspend`` or
+``_record_accepted`` (write-ahead) and ``_apply_throttles``), :meth:`~ReassignmentReconciler._track`
+(``_measure``, ``_submit``, log-dir moves, ``_report_progress`` or ``_finish``) and
+:meth:`~ReassignmentReconciler._cancel` (``_revert``, order restore, throttle removal).
+The pure parts are in :mod:`kpo_operator.reassignment_status` (the status entries) and
+:mod:`kpo_operator.reassignment_actions` (single Admin API actions, cancellation maths).
 """
 
 from __future__ import annotations
@@ -333,7 +343,7 @@ class ReassignmentReconciler:
             totals=summary,
             predicted_duration=format_duration(duration) if duration else None,
         )
-        self._record(ctx, update, "Suspended")
+        self._record(ctx, update, Phase.SUSPENDED)
         return Phase.SUSPENDED
 
     def _record_accepted(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> bool:
@@ -544,7 +554,7 @@ class ReassignmentReconciler:
                 completion_time=format_time(ctx.now),
                 reason="EditRejected" if rejected and not failed else "PartitionsFailed",
             )
-            self._record(ctx, update, "Failed")
+            self._record(ctx, update, Phase.FAILED)
             return Phase.FAILED
         text = f"all {summary.partitions} partitions reassigned; throttles removed" + done
         update = StatusUpdate(
@@ -556,7 +566,7 @@ class ReassignmentReconciler:
             rate,
             completion_time=format_time(ctx.now),
         )
-        self._record(ctx, update, "Completed")
+        self._record(ctx, update, Phase.COMPLETED)
         return Phase.COMPLETED
 
     # -- cancelling (spec.cancel or deletion, KIP-455) --------------------------------------
@@ -573,7 +583,7 @@ class ReassignmentReconciler:
                 update = StatusUpdate(
                     Phase.CANCELLED, text, ctx.generation, completion_time=format_time(ctx.now)
                 )
-                self._record(ctx, update, "Cancelled")
+                self._record(ctx, update, Phase.CANCELLED)
             return Phase.CANCELLED
         if ours := self._in_flight_of(ctx):
             return self._revert(ctx, ours)
@@ -597,7 +607,7 @@ class ReassignmentReconciler:
         update = StatusUpdate(
             Phase.CANCELLED, text, ctx.generation, entries, completion_time=format_time(ctx.now)
         )
-        self._record(ctx, update, "Cancelled")
+        self._record(ctx, update, Phase.CANCELLED)
         return Phase.CANCELLED
 
     def _in_flight_of(self, ctx: StepContext) -> list[TopicPartition]:
@@ -621,7 +631,7 @@ class ReassignmentReconciler:
         text = f"cancelling {len(ours)} in-flight partitions (reverting to their replicas)"
         if refused:
             text += "; " + "; ".join(f"{t}-{p}: {e}" for (t, p), e in refused.items())
-        self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), "Cancelling")
+        self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), Phase.CANCELLING)
         return Phase.CANCELLING
 
     # -- status ---------------------------------------------------------------------------

@@ -31,6 +31,9 @@ from kpo_devenv.zookeeper import ZooKeeperServer
 PLACEMENT = "placement"
 """``--only placement``: the placement benchmark alone (issue 6)."""
 
+OPERATOR = "operator"
+"""``--only operator``: the operator's reconcile latency under load (issue 12)."""
+
 #: Broker settings of both clusters: the shared ones plus the quota window the
 #: throttled-reassignment experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
@@ -92,10 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
         "--only",
-        choices=(*ONLY_CHOICES, PLACEMENT),
+        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
-            "'placement' = the placement planner vs Kafka's --generate and a greedy planner"
+            "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
+            "'operator' = one PartitionReassignment's reconcile latency while 50 others move"
         ),
     )
     return parser
@@ -152,6 +156,16 @@ def _placement(args: argparse.Namespace, workdir: Path) -> None:
     (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
 
 
+def _operator(workdir: Path) -> None:
+    """Run the operator latency benchmark (kpo brokers only) and save its JSON."""
+    from kpo_bench.operator_latency import run_operator_latency, save
+
+    result = run_operator_latency(workdir)
+    for line in result.summary():
+        print(line)
+    save(result, workdir / "operator.json")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark; return 0 when every metric was measured on every system run, else 1.
 
@@ -160,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.only == PLACEMENT:
         _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
+        return 0
+    if args.only == OPERATOR:
+        _operator(args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     console = Console()
     workload = workload_from(args)

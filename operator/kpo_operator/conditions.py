@@ -30,27 +30,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any
 
 from kpo_operator.progress import format_time
-
-READY = "Ready"
-RECONCILING = "Reconciling"
-STALLED = "Stalled"
-COMPLETED = "Completed"
-
-
-class Phase(StrEnum):
-    """``status.phase`` of a PartitionReassignment (the CRD's enum)."""
-
-    PENDING = "Pending"
-    SUSPENDED = "Suspended"
-    MOVING = "Moving"
-    COMPLETED = "Completed"
-    CANCELLING = "Cancelling"
-    CANCELLED = "Cancelled"
-    FAILED = "Failed"
+from kpo_operator.states import ConditionType, Phase
 
 
 class UnknownPhaseError(ValueError):
@@ -102,7 +85,12 @@ def reassignment_conditions(phase: str, message: str = "") -> list[Condition]:
     except ValueError as exc:
         raise UnknownPhaseError(f"unknown phase {phase!r}") from exc
     flags = _TABLE[key]
-    types = (READY, RECONCILING, STALLED, COMPLETED)
+    types = (
+        ConditionType.READY,
+        ConditionType.RECONCILING,
+        ConditionType.STALLED,
+        ConditionType.COMPLETED,
+    )
     return [Condition(t, _flag(f), key.value, message) for t, f in zip(types, flags, strict=True)]
 
 
@@ -110,15 +98,16 @@ def quota_conditions(state: str, reason: str, message: str = "") -> list[Conditi
     """Return the three conditions of a TopicReplicaQuota.
 
     Args:
-        state: ``Ready`` (applied everywhere), ``Reconciling`` (writing) or ``Stalled``
-            (a write failed); exactly that condition is True.
+        state: A :class:`~kpo_operator.states.ConditionType`: ``Ready`` (applied
+            everywhere), ``Reconciling`` (writing) or ``Stalled`` (a write failed);
+            exactly that condition is True.
         reason: CamelCase reason, e.g. ``Applied``, ``DriftRepaired``, ``LowerRateWins``.
         message: Detail, e.g. the conflicts' messages.
 
     Raises:
         UnknownPhaseError: ``state`` is none of the three.
     """
-    types = (READY, RECONCILING, STALLED)
+    types = (ConditionType.READY, ConditionType.RECONCILING, ConditionType.STALLED)
     if state not in types:
         raise UnknownPhaseError(f"unknown quota state {state!r}")
     return [Condition(t, _flag(t == state), reason, message) for t in types]
@@ -150,7 +139,7 @@ def stamp_conditions(
             when = str(prior.get("lastTransitionTime") or when)
         out.append(
             {
-                "type": cond.type,
+                "type": str(cond.type),
                 "status": cond.status,
                 "reason": cond.reason,
                 "message": cond.message,

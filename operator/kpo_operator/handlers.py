@@ -28,8 +28,9 @@ from typing import Any
 import kopf
 
 from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, VERSION
-from kpo_operator.runtime import OperatorRuntime, RetryLater
+from kpo_operator.runtime import MAX_WORKERS, OperatorRuntime, RetryLater
 from kpo_operator.settings import OperatorSettings
+from kpo_operator.states import FINAL_PHASES
 
 logger = logging.getLogger("kpo_operator")
 
@@ -41,7 +42,6 @@ FINALIZER = "kpo.dev/finalizer"
 _SETTINGS = OperatorSettings.from_env()
 _PR = (GROUP, VERSION, PARTITION_REASSIGNMENT.plural)
 _TRQ = (GROUP, VERSION, TOPIC_REPLICA_QUOTA.plural)
-_FINAL = ("Completed", "Cancelled")
 
 
 def _runtime(memo: Any) -> OperatorRuntime:
@@ -50,7 +50,7 @@ def _runtime(memo: Any) -> OperatorRuntime:
 
 
 def _active(*, status: Any, **_: Any) -> bool:
-    return (status or {}).get("phase") not in _FINAL
+    return (status or {}).get("phase") not in FINAL_PHASES
 
 
 @kopf.on.startup()
@@ -60,7 +60,7 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING  # the reconcilers record their own Events
-    settings.execution.max_workers = 8
+    settings.execution.max_workers = MAX_WORKERS
     # Watching exact namespaces needs no namespace list/watch, which a namespaced install's
     # Roles do not grant; with scanning on, kopf retries that list for about a minute first.
     settings.scanning.disabled = not _SETTINGS.clusterwide

@@ -22,6 +22,7 @@ from typing import Any
 
 from kpo_kafka.specs import PartitionTarget
 from kpo_operator.model import ClusterView
+from kpo_operator.states import MoveState
 
 ReplicaSizes = Mapping[tuple[int, str, int], int]
 """(broker id, topic, partition) -> replica size in bytes, from DescribeLogDirs."""
@@ -34,7 +35,8 @@ class PartitionProgress:
     Attributes:
         topic: Topic name.
         partition: Partition index.
-        state: ``Pending`` (not submitted), ``Moving`` or ``Completed``.
+        state: What the cluster shows: ``PENDING`` (not in flight, not at the target),
+            ``MOVING`` (in flight) or ``COMPLETED``.
         original_replicas: OAR.
         target_replicas: RAR.
         adding: Replicas still being added; empty once completed.
@@ -47,7 +49,7 @@ class PartitionProgress:
 
     topic: str
     partition: int
-    state: str
+    state: MoveState
     original_replicas: tuple[int, ...]
     target_replicas: tuple[int, ...]
     adding: tuple[int, ...]
@@ -62,7 +64,7 @@ class PartitionProgress:
         return {
             "topic": self.topic,
             "partition": self.partition,
-            "state": self.state,
+            "state": str(self.state),
             "originalReplicas": list(self.original_replicas),
             "targetReplicas": list(self.target_replicas),
             "addingReplicas": list(self.adding),
@@ -103,10 +105,10 @@ def partition_progress(
     adding: tuple[int, ...]
     removing: tuple[int, ...]
     if not in_flight and list(replicas) == list(target.replicas):
-        phase, adding, removing = "Completed", (), ()
+        phase, adding, removing = MoveState.COMPLETED, (), ()
         done = total = leader_size * len(new)
     else:
-        phase = "Moving" if in_flight else "Pending"
+        phase = MoveState.MOVING if in_flight else MoveState.PENDING
         if state is not None and in_flight:
             adding, removing = state.adding, state.removing
         else:
@@ -168,7 +170,7 @@ def totals(parts: Iterable[PartitionProgress]) -> Totals:
     items = list(parts)
     return Totals(
         len(items),
-        sum(p.state == "Completed" for p in items),
+        sum(p.state == MoveState.COMPLETED for p in items),
         sum(p.bytes_done for p in items),
         sum(p.bytes_total for p in items),
     )

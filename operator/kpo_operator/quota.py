@@ -26,6 +26,7 @@ from typing import Any
 from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
 from kpo_operator.resources import TOPIC_REPLICA_QUOTA
+from kpo_operator.states import ConditionType
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of
 from kpo_operator.throttles import (
@@ -80,7 +81,9 @@ class QuotaReconciler:
             TopicReplicaQuotaSpec.from_object(obj)
         except SpecError as exc:
             message = "; ".join(exc.errors)
-            self._write(obj, generation, quota_conditions("Stalled", "InvalidSpec", message), {})
+            self._write(
+                obj, generation, quota_conditions(ConditionType.STALLED, "InvalidSpec", message), {}
+            )
             return
         result = self.writer.sync(max_age_s=max_age_s)
         self._report(obj, generation, result)
@@ -133,12 +136,12 @@ class QuotaReconciler:
                 f"{r.kind} {r.name}: {e}"
                 for r, e in sorted(errors.items(), key=lambda i: i[0].name)
             )
-            desired = quota_conditions("Stalled", "WriteFailed", text)
+            desired = quota_conditions(ConditionType.STALLED, "WriteFailed", text)
         else:
             text = f"applied on {len(brokers)} brokers and {len(topics)} topics"
             if absent:
                 text += "; not applied (absent, applied when it appears): " + ", ".join(absent)
-            desired = quota_conditions("Ready", "Applied", text)
+            desired = quota_conditions(ConditionType.READY, "Applied", text)
         lost = [c for c in conflicts if c.winner != source]
         desired.append(
             Condition(
@@ -169,10 +172,11 @@ class QuotaReconciler:
             return
         meta = obj["metadata"]
         self.store.patch_status(TOPIC_REPLICA_QUOTA, meta["namespace"], meta["name"], new)
-        ready = next(c for c in desired if c.type in ("Ready", "Stalled") and c.status == "True")
+        settled = (ConditionType.READY, ConditionType.STALLED)
+        ready = next(c for c in desired if c.type in settled and c.status == "True")
         was = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
         if was.get(ready.type) != "True":
-            kind = NORMAL if ready.type == "Ready" else WARNING
+            kind = NORMAL if ready.type == ConditionType.READY else WARNING
             self.store.event(obj, kind, ready.reason, ready.message)
 
 

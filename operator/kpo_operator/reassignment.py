@@ -29,66 +29,171 @@ step and writes the status if it changed. The step depends on the phase:
   its throttles, then ``Cancelled`` (and the finalizer lets the object go).
 
 ``Completed`` and ``Cancelled`` are final; ``Failed`` is final until the spec changes.
+
+Structure, after Kafka's ``KafkaController.onPartitionReassignment``: a step first builds
+one :class:`StepContext` (the object, its parsed spec, its accepted partitions, the
+cluster snapshot, the time), then runs named steps, each a method of one job:
+:meth:`~ReassignmentReconciler._accept` (validate, then ``_suspend`` or
+``_record_accepted`` (write-ahead) and ``_apply_throttles``), :meth:`~ReassignmentReconciler._track`
+(``_measure``, ``_submit``, log-dir moves, ``_report_progress`` or ``_finish``) and
+:meth:`~ReassignmentReconciler._cancel` (``_revert``, order restore, throttle removal).
+The pure parts are in :mod:`kpo_operator.reassignment_status` (the status entries) and
+:mod:`kpo_operator.reassignment_actions` (single Admin API actions, cancellation maths).
 """
 
 from __future__ import annotations
 
 import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
+from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
-from kpo_operator.conditions import Phase
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
     eta,
     format_duration,
     format_time,
+    partition_progress,
     throttled_duration,
     totals,
 )
 from kpo_operator.reassignment_actions import (
+    cancelled_entries,
+    current_target,
     dirs_reached,
     elect_preferred,
     move_log_dirs,
     needs_submission,
     oar,
+    order_restores,
     owners_of_in_flight,
 )
-from kpo_operator.reassignment_cancel import CancellingReconciler
-from kpo_operator.reassignment_core import object_uid
 from kpo_operator.reassignment_status import (
-    ACTIVE_STATES,
-    COMPLETED,
-    FAILED,
-    MOVING,
-    PENDING,
-    Accepted,
+    PartitionStatus,
     StatusUpdate,
     accepted_partitions,
     accepted_spec,
-    partition_entry,
+    render_status,
+    status_changed,
 )
 from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.store import NORMAL, WARNING, Object, object_key
-from kpo_operator.throttle_writer import THROTTLING_PHASES, source_of
+from kpo_operator.states import (
+    ACTIVE_STATES,
+    FINAL_PHASES,
+    THROTTLING_PHASES,
+    MoveState,
+    Phase,
+)
+from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
+from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of
 from kpo_operator.throttles import Contribution, reassignment_contribution
 from kpo_operator.validation import validate_reassignment
 
 logger = logging.getLogger(__name__)
 
-FINAL_PHASES = frozenset({Phase.COMPLETED.value, Phase.CANCELLED.value})
+
+@dataclass(frozen=True)
+class StepContext:
+    """Everything one reconcile step of one object decides on, read once at its start.
+
+    Attributes:
+        obj: The object as read from the API server.
+        status: Its status as last written: the steps' writes update it in place.
+        generation: ``metadata.generation`` (the spec version this step works on).
+        phase: ``status.phase`` at the start of the step (``""`` for a new object).
+        now: Wall-clock time of the step (status timestamps, ETA).
+        deleting: The object is being deleted (finalizer) or ``deletionTimestamp`` is set.
+        spec: The parsed spec; ``None`` when it is invalid while work is in flight.
+        accepted: The accepted partitions in ``status.partitions`` (the operator's memory).
+        snapshot: The cluster: the object's topics, in-flight reassignments with their
+            owners (:func:`~kpo_operator.cluster.with_owners`), replica sizes, log dirs.
+    """
+
+    obj: Object
+    status: dict[str, Any]
+    generation: int
+    phase: str
+    now: datetime
+    deleting: bool
+    spec: PartitionReassignmentSpec | None
+    accepted: dict[TopicPartition, PartitionStatus]
+    snapshot: ClusterSnapshot
+
+    @property
+    def key(self) -> str:
+        """``namespace/name`` of the object (owner of its in-flight partitions)."""
+        return object_key(self.obj)
+
+    @property
+    def source(self) -> str:
+        """The object's name as a throttle contribution (:func:`source_of`)."""
+        return source_of(PARTITION_REASSIGNMENT, self.obj)
+
+    def measure(self, target: PartitionTarget, original: tuple[int, ...]) -> PartitionProgress:
+        """Measure ``target``'s partition in the snapshot (OAR ``original``)."""
+        return partition_progress(target, original, self.snapshot.view, self.snapshot.sizes)
 
 
-class ReassignmentReconciler(CancellingReconciler):
+@dataclass(frozen=True)
+class _Tracked:
+    """The accepted partitions as measured by :meth:`ReassignmentReconciler._measure`.
+
+    Attributes:
+        parts: Each partition's measured progress (what the totals and ETA sum).
+        entries: The new ``status.partitions`` entries.
+        unsubmitted: Pending partitions not in flight towards their target -> RAR.
+    """
+
+    parts: list[PartitionProgress]
+    entries: list[PartitionStatus]
+    unsubmitted: dict[TopicPartition, list[int]]
+
+
+class ReassignmentReconciler:
     """Drives PartitionReassignment objects; safe to call again at any time (idempotent).
 
-    Constructor arguments: see :class:`~kpo_operator.reassignment_core.ReconcilerCore`.
+    Objects are independent: the reconciler may run for different objects in different
+    threads at once (its Admin API client and store must allow that); one object's
+    steps must not overlap (the caller serialises them, see
+    :class:`~kpo_operator.runtime.OperatorRuntime`).
+
+    Args:
+        admin: The Admin API client of the managed cluster.
+        store: The Kubernetes API.
+        writer: The single throttle writer.
+        rate_window_s: Window of the replication-rate estimate, seconds.
+        throttle_resync_s: How often a Moving object re-checks its throttles, seconds.
+        clock: Monotonic seconds (rate estimates).
+        now: Wall-clock time (status timestamps).
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
+
+    def __init__(
+        self,
+        admin: KafkaAdmin,
+        store: ObjectStore,
+        writer: ThrottleWriter,
+        rate_window_s: float = 30.0,
+        throttle_resync_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ) -> None:
+        self.admin = admin
+        self.store = store
+        self.writer = writer
+        self.rate_window_s = rate_window_s
+        self.throttle_resync_s = throttle_resync_s
+        self.clock = clock
+        self.now = now
+        self._rates: dict[str, RateEstimator] = {}
 
     # -- entry points -------------------------------------------------------------------
 
@@ -114,75 +219,110 @@ class ReassignmentReconciler(CancellingReconciler):
             return False
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
             return False
-        self._rates.pop(object_uid(obj), None)
+        self._rates.pop(_object_uid(obj), None)
         return True
 
-    # -- steps ----------------------------------------------------------------------------
+    # -- the step -------------------------------------------------------------------------
 
     def _step(self, obj: Object, deleting: bool = False) -> str:
+        """One step, as Kafka's ``KafkaController.onPartitionReassignment`` sequences one.
+
+        validate -> plan (suspend) -> record the accepted targets (write-ahead) ->
+        apply throttles -> submit (AlterPartitionReassignments) -> track progress ->
+        move log dirs -> finish (remove throttles, preferred election); or cancel.
+        """
         status: dict[str, Any] = dict(obj.get("status") or {})
         phase = status.get("phase") or ""
         generation = int(obj["metadata"].get("generation") or 1)
-        deleting = deleting or bool(obj["metadata"].get("deletionTimestamp"))
+        now = self.now()
         if phase in FINAL_PHASES:
             return phase
         if phase == Phase.FAILED and status.get("observedGeneration") == generation:
             return phase
         try:
-            spec = PartitionReassignmentSpec.from_object(obj)
+            spec: PartitionReassignmentSpec | None = PartitionReassignmentSpec.from_object(obj)
         except SpecError as exc:
-            if phase in THROTTLING_PHASES:  # keep tracking what was accepted; cancel on delete
-                spec = None
-            else:
-                self._write(
-                    obj, status, self._failed(generation, exc.errors, "InvalidSpec"), "InvalidSpec"
-                )
+            if phase not in THROTTLING_PHASES:
+                update = _invalid(generation, exc.errors, "InvalidSpec")
+                self._write(obj, status, update, "InvalidSpec", now)
                 return Phase.FAILED
+            spec = None  # keep tracking what was accepted; cancel on delete
+        ctx = self._context(obj, status, generation, now, spec, deleting)
+        if ctx.deleting or (spec is not None and spec.cancel):
+            return self._cancel(ctx)
+        edited = phase not in THROTTLING_PHASES or status.get("observedGeneration") != generation
+        if spec is None or not edited:
+            return self._track(ctx)
+        return self._accept(ctx, spec)
+
+    def _context(
+        self,
+        obj: Object,
+        status: dict[str, Any],
+        generation: int,
+        now: datetime,
+        spec: PartitionReassignmentSpec | None,
+        deleting: bool,
+    ) -> StepContext:
+        """Read the cluster for ``obj`` and build its step context.
+
+        The snapshot covers the accepted and the wanted topics, with replica sizes
+        (DescribeLogDirs) and the log dirs of brokers named in ``logDirs``; in-flight
+        partitions are attributed to the object that accepted them.
+        """
         accepted = accepted_partitions(status)
-        topics = {tp[0] for tp in accepted} | (
-            {t.topic for t in spec.partitions} if spec else set()
-        )
-        dirs = {b for t in (spec.partitions if spec else []) if t.log_dirs for b in t.replicas}
+        wanted = spec.partitions if spec else []
+        topics = {tp[0] for tp in accepted} | {t.topic for t in wanted}
+        dirs = {b for t in wanted if t.log_dirs for b in t.replicas}
         snapshot = read_cluster(self.admin, sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
         owners = owners_of_in_flight(self.store, exclude=key)
         owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
         with_owners(snapshot.view, owners)
-        if deleting or (spec is not None and spec.cancel):
-            return self._cancel(obj, status, generation, accepted, snapshot, deleting)
-        if spec is None:
-            return self._track(obj, status, generation, None, accepted, snapshot)
-        edited = phase not in THROTTLING_PHASES or status.get("observedGeneration") != generation
-        if edited:
-            issues = validate_reassignment(spec, snapshot.view, key)
-            if issues and phase not in THROTTLING_PHASES:
-                self._write(
-                    obj,
-                    status,
-                    self._failed(generation, [str(i) for i in issues], "ValidationFailed"),
-                    "ValidationFailed",
-                )
-                return Phase.FAILED
-            if issues:
-                text = "edit not applied: " + "; ".join(str(i) for i in issues)
-                if status.get("message") != text:
-                    self.store.event(obj, WARNING, "EditRejected", text)
-                status["message"] = text
-                return self._track(obj, status, generation, spec, accepted, snapshot, rejected=text)
-            if phase not in THROTTLING_PHASES and spec.suspend:
-                return self._suspend(obj, status, generation, spec, snapshot)
-            return self._submit(obj, status, generation, spec, accepted, snapshot)
-        return self._track(obj, status, generation, spec, accepted, snapshot)
+        return StepContext(
+            obj=obj,
+            status=status,
+            generation=generation,
+            phase=status.get("phase") or "",
+            now=now,
+            deleting=deleting or bool(obj["metadata"].get("deletionTimestamp")),
+            spec=spec,
+            accepted=accepted,
+            snapshot=snapshot,
+        )
 
-    def _suspend(
-        self,
-        obj: Object,
-        status: dict[str, Any],
-        generation: int,
-        spec: PartitionReassignmentSpec,
-        snapshot: ClusterSnapshot,
-    ) -> str:
-        parts = [self._measure(t, oar(t, snapshot), snapshot) for t in spec.partitions]
+    # -- accepting a (new) spec -------------------------------------------------------------
+
+    def _accept(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> str:
+        """Validate a new spec or generation, then plan it or start it."""
+        issues = validate_reassignment(spec, ctx.snapshot.view, ctx.key)
+        if issues and ctx.phase not in THROTTLING_PHASES:
+            problems = [str(i) for i in issues]
+            update = _invalid(ctx.generation, problems, "ValidationFailed")
+            self._record(ctx, update, "ValidationFailed")
+            return Phase.FAILED
+        if issues:
+            return self._track(ctx, rejected=self._reject_edit(ctx, [str(i) for i in issues]))
+        if ctx.phase not in THROTTLING_PHASES and spec.suspend:
+            return self._suspend(ctx, spec)
+        pending = self._record_accepted(ctx, spec)
+        ctx = replace(ctx, accepted=accepted_partitions(ctx.status))
+        throttles = self._apply_throttles(ctx)
+        if throttles.applied and pending:
+            return Phase.MOVING  # submitted on the next step, once brokers have the throttles
+        return self._track(ctx)
+
+    def _reject_edit(self, ctx: StepContext, problems: list[str]) -> str:
+        """Keep the accepted work moving, say why the edit is not applied; return why."""
+        text = "edit not applied: " + "; ".join(problems)
+        if ctx.status.get("message") != text:
+            self.store.event(ctx.obj, WARNING, "EditRejected", text)
+        ctx.status["message"] = text
+        return text
+
+    def _suspend(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> str:
+        """Plan only: bytes to move and the predicted duration at the throttle."""
+        parts = [ctx.measure(t, oar(t, ctx.snapshot)) for t in spec.partitions]
         rate = spec.throttle.replication_rate if spec.throttle else None
         duration = throttled_duration(parts, rate)
         summary = totals(parts)
@@ -194,199 +334,341 @@ class ReassignmentReconciler(CancellingReconciler):
         update = StatusUpdate(
             Phase.SUSPENDED,
             message,
-            generation,
-            partitions=[partition_entry(p, PENDING) for p in parts],
+            ctx.generation,
+            partitions=[PartitionStatus.from_progress(p, MoveState.PENDING) for p in parts],
             totals=summary,
             predicted_duration=format_duration(duration) if duration else None,
         )
-        self._write(obj, status, update, "Suspended")
+        self._record(ctx, update, Phase.SUSPENDED)
         return Phase.SUSPENDED
+
+    def _record_accepted(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> bool:
+        """Write the accepted targets ahead of any change in Kafka (write-ahead).
+
+        Partitions not already in flight towards their target are Pending; partitions
+        dropped from the spec while in flight get their OAR as new target (KIP-455: no
+        data moves, the adding replicas go). Returns whether any partition is Pending.
+        """
+        view = ctx.snapshot.view
+        wanted = {t.key: t for t in spec.partitions}
+        for tp, dropped in ctx.accepted.items():
+            if tp not in wanted and dropped.state in ACTIVE_STATES and tp in view.reassigning:
+                wanted[tp] = PartitionTarget(
+                    topic=tp[0], partition=tp[1], replicas=list(dropped.original_replicas)
+                )
+        entries: list[PartitionStatus] = []
+        for tp, target in wanted.items():
+            prior = ctx.accepted.get(tp)
+            original = prior.original_replicas if prior else oar(target, ctx.snapshot)
+            pending = needs_submission(ctx.snapshot, tp, tuple(target.replicas))
+            state = MoveState.PENDING if pending else MoveState.MOVING
+            progress = ctx.measure(target, original)
+            entries.append(PartitionStatus.from_progress(progress, state, log_dirs=target.log_dirs))
+        ahead = StatusUpdate(
+            Phase.MOVING,
+            f"accepted generation {ctx.generation}",
+            ctx.generation,
+            partitions=entries,
+            start_time=ctx.status.get("startTime") or format_time(ctx.now),
+            throttle=_throttle_status(spec) or {},
+        )
+        self._record(ctx, ahead, "Accepted")
+        return any(e.state == MoveState.PENDING for e in entries)
+
+    def _apply_throttles(self, ctx: StepContext) -> SyncResult:
+        """Set the throttles of the accepted work (KIP-73) through the single writer.
+
+        When configs had to change, the caller waits one step before submitting, so
+        that every broker has applied them (config changes reach brokers asynchronously
+        through ZooKeeper); otherwise the first fetches of new replicas run unthrottled.
+        """
+        contribution = Contribution(ctx.source)
+        if (moving := accepted_spec(ctx.status)) is not None:
+            contribution = reassignment_contribution(ctx.source, moving, ctx.snapshot.view)
+        throttles = self.writer.sync({ctx.source: contribution})
+        if throttles.errors:
+            failed = ", ".join(f"{r.kind} {r.name}: {e}" for r, e in throttles.errors.items())
+            text = f"could not set throttles: {failed}"
+            self.store.event(ctx.obj, WARNING, "ThrottleFailed", text)
+        return throttles
+
+    # -- tracking the accepted work -----------------------------------------------------------
+
+    def _track(self, ctx: StepContext, rejected: str | None = None) -> str:
+        """Submit what is accepted and not in flight, move log dirs, report or finish.
+
+        Only the accepted targets in ``status.partitions`` are tracked; ``ctx.spec`` is
+        used for the preferred-leader election at the end. ``rejected`` is the message
+        of an edit not applied (the object ends Failed with it).
+        """
+        tracked = self._measure(ctx)
+        entries = tracked.entries
+        if tracked.unsubmitted:
+            entries = self._submit(ctx, entries, tracked.unsubmitted)
+        move_log_dirs(self.admin, [a.as_target() for a in ctx.accepted.values()], ctx.snapshot)
+        if any(e.state in ACTIVE_STATES for e in entries):
+            return self._report_progress(ctx, tracked.parts, entries, rejected)
+        return self._finish(ctx, tracked.parts, entries, rejected)
+
+    def _measure(self, ctx: StepContext) -> _Tracked:
+        """Classify each accepted partition by what the cluster shows.
+
+        Active partitions at their target (and log dirs) are Completed; Pending ones not
+        in flight towards their target are to be submitted; one that left flight without
+        reaching its target (cancelled by someone else) is Failed; the rest Moving.
+        """
+        tracked = _Tracked([], [], {})
+        for tp, prior in ctx.accepted.items():
+            target = prior.as_target()
+            progress = ctx.measure(target, prior.original_replicas)
+            state, message = prior.state, prior.message
+            if state in ACTIVE_STATES:
+                if progress.state == MoveState.COMPLETED and dirs_reached(target, ctx.snapshot):
+                    state = MoveState.COMPLETED
+                elif state == MoveState.PENDING and needs_submission(
+                    ctx.snapshot, tp, prior.target_replicas
+                ):
+                    tracked.unsubmitted[tp] = list(prior.target_replicas)
+                elif progress.state == MoveState.PENDING and not _may_be_stale(
+                    ctx.snapshot, tp, prior.target_replicas
+                ):
+                    state = MoveState.FAILED
+                    message = "left flight without reaching its target replicas"
+                else:
+                    state = MoveState.MOVING
+            tracked.parts.append(progress)
+            tracked.entries.append(
+                PartitionStatus.from_progress(progress, state, message, log_dirs=target.log_dirs)
+            )
+        return tracked
 
     def _submit(
         self,
-        obj: Object,
-        status: dict[str, Any],
-        generation: int,
-        spec: PartitionReassignmentSpec,
-        accepted: dict[TopicPartition, Accepted],
-        snapshot: ClusterSnapshot,
-    ) -> str:
-        """Accept ``spec``: write the targets ahead (Pending), set the throttles, submit.
+        ctx: StepContext,
+        entries: list[PartitionStatus],
+        targets: dict[TopicPartition, list[int]],
+    ) -> list[PartitionStatus]:
+        """Submit ``targets`` with AlterPartitionReassignments (KIP-455), throttles first.
 
-        Partitions dropped from the spec while in flight get their OAR as new target
-        (KIP-455: no data moves, the adding replicas go). When throttle configs had to
-        change, the submission waits for the next step so that every broker has applied
-        them (config changes reach brokers asynchronously through ZooKeeper); otherwise
-        the first fetches of the new replicas would run unthrottled.
+        The throttles of the accepted work are synced first (also after a crash before
+        they were written); the targets are sent only if no config had to change, else
+        on a later step. Returns ``entries`` with the submitted ones Moving and the
+        refused ones Failed.
         """
-        view = snapshot.view
-        wanted = {t.key: t for t in spec.partitions}
-        for tp, dropped in accepted.items():
-            if tp not in wanted and dropped.state in ACTIVE_STATES and tp in view.reassigning:
-                wanted[tp] = PartitionTarget(
-                    topic=tp[0], partition=tp[1], replicas=list(dropped.original)
-                )
-        entries: list[dict[str, Any]] = []
-        for tp, target in wanted.items():
-            prior = accepted.get(tp)
-            original = prior.original if prior else oar(target, snapshot)
-            progress = self._measure(target, original, snapshot)
-            pending = needs_submission(snapshot, tp, tuple(target.replicas))
-            entries.append(
-                partition_entry(progress, PENDING if pending else MOVING, log_dirs=target.log_dirs)
-            )
-        ahead = StatusUpdate(
-            Phase.MOVING,
-            f"accepted generation {generation}",
-            generation,
-            partitions=entries,
-            start_time=status.get("startTime") or format_time(self.now()),
-            throttle=_throttle_status(spec) or {},
-        )
-        self._write(obj, status, ahead, "Accepted")
-        source = source_of(PARTITION_REASSIGNMENT, obj)
-        contribution = Contribution(source)
-        if (moving := accepted_spec(status)) is not None:
-            contribution = reassignment_contribution(source, moving, view)
-        throttles = self.writer.sync({source: contribution})
-        if throttles.errors:
-            failed = ", ".join(f"{r.kind} {r.name}: {e}" for r, e in throttles.errors.items())
-            self.store.event(obj, WARNING, "ThrottleFailed", f"could not set throttles: {failed}")
-        if throttles.applied and any(e["state"] == PENDING for e in entries):
-            return Phase.MOVING  # submitted on the next step, once brokers have the throttles
-        return self._track(obj, status, generation, spec, accepted_partitions(status), snapshot)
-
-    def _send(
-        self, obj: Object, entries: list[dict[str, Any]], targets: dict[TopicPartition, list[int]]
-    ) -> None:
-        """Submit ``targets`` (AlterPartitionReassignments) and mark ``entries`` accordingly."""
+        moving = accepted_spec(ctx.status)
+        own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
+        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).applied:
+            return entries
         errors = self.admin.alter_partition_reassignments(dict(targets))
         refused = {tp: str(e) for tp, e in errors.items() if e is not None}
+        submitted: list[PartitionStatus] = []
         for entry in entries:
-            tp = (entry["topic"], entry["partition"])
-            if tp in refused:
-                entry["state"], entry["message"] = FAILED, refused[tp]
-            elif tp in targets:
-                entry["state"] = MOVING
+            if entry.key in refused:
+                entry = replace(entry, state=MoveState.FAILED, message=refused[entry.key])
+            elif entry.key in targets:
+                entry = replace(entry, state=MoveState.MOVING)
+            submitted.append(entry)
         text = f"submitted {len(targets) - len(refused)} partitions"
         if refused:
             text += "; refused by Kafka: " + "; ".join(
                 f"{t}-{p}: {m}" for (t, p), m in sorted(refused.items())
             )
-        self.store.event(obj, WARNING if refused else NORMAL, "Submitted", text)
+        self.store.event(ctx.obj, WARNING if refused else NORMAL, "Submitted", text)
+        return submitted
 
-    def _track(
-        self,
-        obj: Object,
-        status: dict[str, Any],
-        generation: int,
-        spec: PartitionReassignmentSpec | None,
-        accepted: dict[TopicPartition, Accepted],
-        snapshot: ClusterSnapshot,
-        rejected: str | None = None,
-    ) -> str:
-        """Submit accepted partitions not yet in flight, measure, and finish when all are done.
-
-        Only the accepted targets in ``status.partitions`` are tracked; ``spec`` is used
-        for the preferred-leader election at the end.
-        """
-        entries: list[dict[str, Any]] = []
-        parts: list[PartitionProgress] = []
-        send: dict[TopicPartition, list[int]] = {}
-        for tp, prior in accepted.items():
-            target = prior.as_target(tp)
-            progress = self._measure(target, prior.original, snapshot)
-            state, message = prior.state, prior.message
-            if state in ACTIVE_STATES:
-                if progress.state == COMPLETED and dirs_reached(target, snapshot):
-                    state = COMPLETED
-                elif state == PENDING and needs_submission(snapshot, tp, prior.target):
-                    send[tp] = list(prior.target)  # accepted, not (yet) submitted
-                elif progress.state == "Pending" and not _may_be_stale(snapshot, tp, prior.target):
-                    state, message = FAILED, "left flight without reaching its target replicas"
-                else:
-                    state = MOVING
-            parts.append(progress)
-            entries.append(partition_entry(progress, state, message, log_dirs=target.log_dirs))
-        if send:
-            # Throttles first (also after a crash before they were written): send only
-            # once the configs are in place, one step after any change.
-            moving = accepted_spec(status)
-            source = source_of(PARTITION_REASSIGNMENT, obj)
-            own = reassignment_contribution(source, moving, snapshot.view) if moving else None
-            if not self.writer.sync({source: own or Contribution(source)}).applied:
-                self._send(obj, entries, send)
-        move_log_dirs(self.admin, [a.as_target(tp) for tp, a in accepted.items()], snapshot)
-        summary = totals(parts)
-        uid = object_uid(obj)
+    def _rate(self, ctx: StepContext, bytes_done: int) -> float | None:
+        """Record ``bytes_done`` and return the replication rate over the window, bytes/s."""
+        uid = _object_uid(ctx.obj)
         estimator = self._rates.setdefault(uid, RateEstimator(self.rate_window_s, self.clock))
-        estimator.observe(summary.bytes_done)
-        rate = estimator.rate()
+        estimator.observe(bytes_done)
+        return estimator.rate()
+
+    def _report_progress(
+        self,
+        ctx: StepContext,
+        parts: list[PartitionProgress],
+        entries: list[PartitionStatus],
+        rejected: str | None,
+    ) -> str:
+        """Still moving: re-check the throttles now and then, write progress, rate and ETA."""
+        summary = totals(parts)
+        rate = self._rate(ctx, summary.bytes_done)
         remaining = summary.bytes_total - summary.bytes_done
-        observed = int(status.get("observedGeneration") or generation)
-        source = source_of(PARTITION_REASSIGNMENT, obj)
-        throttle = (status.get("throttle") or {}).get("replicationRate")
-        if any(e["state"] in ACTIVE_STATES for e in entries):
-            self.writer.sync(max_age_s=self.throttle_resync_s)
-            left = throttled_duration(parts, throttle)
-            message = rejected or (
-                f"{summary.partitions_done}/{summary.partitions} partitions done, "
-                f"{summary.progress} of {summary.bytes_total} bytes"
-            )
-            update = StatusUpdate(
-                Phase.MOVING,
-                message,
-                observed if rejected else generation,
-                entries,
-                summary,
-                rate,
-                eta(remaining, rate, self.now()) if remaining > 0 else None,
-                format_duration(left) if left else None,
-            )
-            self._write(obj, status, update, None)
-            return Phase.MOVING
-        removal = self.writer.sync({source: None})
+        observed = int(ctx.status.get("observedGeneration") or ctx.generation)
+        throttle = (ctx.status.get("throttle") or {}).get("replicationRate")
+        self.writer.sync(max_age_s=self.throttle_resync_s)
+        left = throttled_duration(parts, throttle)
+        message = rejected or (
+            f"{summary.partitions_done}/{summary.partitions} partitions done, "
+            f"{summary.progress} of {summary.bytes_total} bytes"
+        )
+        update = StatusUpdate(
+            Phase.MOVING,
+            message,
+            observed if rejected else ctx.generation,
+            entries,
+            summary,
+            rate,
+            eta(remaining, rate, ctx.now) if remaining > 0 else None,
+            format_duration(left) if left else None,
+        )
+        self._record(ctx, update, None)
+        return Phase.MOVING
+
+    def _finish(
+        self,
+        ctx: StepContext,
+        parts: list[PartitionProgress],
+        entries: list[PartitionStatus],
+        rejected: str | None,
+    ) -> str:
+        """Every partition is done: remove the throttles, elect preferred leaders, end."""
+        summary = totals(parts)
+        rate = self._rate(ctx, summary.bytes_done)
+        removal = self.writer.sync({ctx.source: None})
         if removal.errors:
             text = "all partitions done; removing throttles failed, retrying: " + "; ".join(
                 f"{r.kind} {r.name}: {e}" for r, e in removal.errors.items()
             )
-            update = StatusUpdate(Phase.MOVING, text, generation, entries, summary, rate)
-            self._write(obj, status, update, None)
+            update = StatusUpdate(Phase.MOVING, text, ctx.generation, entries, summary, rate)
+            self._record(ctx, update, None)
             return Phase.MOVING
-        self._rates.pop(object_uid(obj), None)
+        self._rates.pop(_object_uid(ctx.obj), None)
         done = ""
-        if spec is not None:
-            done = elect_preferred(self.admin, self.store, obj, spec, accepted)
+        if ctx.spec is not None:
+            done = elect_preferred(self.admin, self.store, ctx.obj, ctx.spec, ctx.accepted)
         failed = [
-            f"{e['topic']}-{e['partition']}: {e.get('message', '')}"
-            for e in entries
-            if e["state"] == FAILED
+            f"{e.topic}-{e.partition}: {e.message}" for e in entries if e.state == MoveState.FAILED
         ]
         if failed or rejected:
-            text = "; ".join(failed + ([rejected] if rejected else []))
             update = StatusUpdate(
                 Phase.FAILED,
-                text,
-                generation,
+                "; ".join(failed + ([rejected] if rejected else [])),
+                ctx.generation,
                 entries,
                 summary,
-                completion_time=format_time(self.now()),
+                completion_time=format_time(ctx.now),
                 reason="EditRejected" if rejected and not failed else "PartitionsFailed",
             )
-            self._write(obj, status, update, "Failed")
+            self._record(ctx, update, Phase.FAILED)
             return Phase.FAILED
         text = f"all {summary.partitions} partitions reassigned; throttles removed" + done
         update = StatusUpdate(
             Phase.COMPLETED,
             text,
-            generation,
+            ctx.generation,
             entries,
             summary,
             rate,
-            completion_time=format_time(self.now()),
+            completion_time=format_time(ctx.now),
         )
-        self._write(obj, status, update, "Completed")
+        self._record(ctx, update, Phase.COMPLETED)
         return Phase.COMPLETED
+
+    # -- cancelling (spec.cancel or deletion, KIP-455) --------------------------------------
+
+    def _cancel(self, ctx: StepContext) -> str:
+        """Revert this object's in-flight partitions, restore their order, drop throttles.
+
+        Each call takes the first step still needed; the object is ``Cancelling`` until
+        the last one, then ``Cancelled`` (not written while deleting: the object goes).
+        """
+        if ctx.phase not in THROTTLING_PHASES:
+            if not ctx.deleting:
+                text = "cancelled before anything was submitted"
+                update = StatusUpdate(
+                    Phase.CANCELLED, text, ctx.generation, completion_time=format_time(ctx.now)
+                )
+                self._record(ctx, update, Phase.CANCELLED)
+            return Phase.CANCELLED
+        if ours := self._in_flight_of(ctx):
+            return self._revert(ctx, ours)
+        # Kafka reverts a cancelled partition to OAR in its in-flight order (target first),
+        # which can change the preferred leader: restore the recorded order (no data moves).
+        if reorder := order_restores(ctx.accepted, ctx.snapshot.view):
+            self.admin.alter_partition_reassignments(reorder)
+            text = f"restoring the original replica order of {len(reorder)} partitions"
+            self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), None)
+            return Phase.CANCELLING
+        if self.writer.sync({ctx.source: None}).errors:
+            text = "cancelled; removing throttles failed, retrying"
+            self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), None)
+            return Phase.CANCELLING
+        entries = cancelled_entries(ctx.accepted, ctx.snapshot.view)
+        moved = sum(e.state == MoveState.COMPLETED for e in entries)
+        text = (
+            f"cancelled: {len(entries) - moved} partitions reverted, {moved} had already "
+            "completed; throttles removed"
+        )
+        update = StatusUpdate(
+            Phase.CANCELLED, text, ctx.generation, entries, completion_time=format_time(ctx.now)
+        )
+        self._record(ctx, update, Phase.CANCELLED)
+        return Phase.CANCELLED
+
+    def _in_flight_of(self, ctx: StepContext) -> list[TopicPartition]:
+        """Return the accepted partitions Kafka is still moving to this object's targets."""
+        view = ctx.snapshot.view
+        return [
+            tp
+            for tp, a in ctx.accepted.items()
+            if a.state in ACTIVE_STATES
+            and tp in view.reassigning
+            and (
+                current_target(ctx.snapshot, tp) == a.target_replicas
+                or a.state == MoveState.PENDING
+            )
+        ]
+
+    def _revert(self, ctx: StepContext, ours: list[TopicPartition]) -> str:
+        """Cancel ``ours`` with AlterPartitionReassignments (``None`` targets, KIP-455)."""
+        errors = self.admin.alter_partition_reassignments({tp: None for tp in ours})
+        refused = {tp: e for tp, e in errors.items() if e is not None}
+        text = f"cancelling {len(ours)} in-flight partitions (reverting to their replicas)"
+        if refused:
+            text += "; " + "; ".join(f"{t}-{p}: {e}" for (t, p), e in refused.items())
+        self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), Phase.CANCELLING)
+        return Phase.CANCELLING
+
+    # -- status ---------------------------------------------------------------------------
+
+    def _record(self, ctx: StepContext, update: StatusUpdate, reason: str | None) -> None:
+        """Write ``update`` for the step's object (see :meth:`_write`)."""
+        self._write(ctx.obj, ctx.status, update, reason, ctx.now)
+
+    def _write(
+        self,
+        obj: Object,
+        old: dict[str, Any],
+        update: StatusUpdate,
+        reason: str | None,
+        now: datetime,
+    ) -> None:
+        """Patch the status if it changed; record an Event named ``reason`` on a new phase.
+
+        ``old`` is updated in place to the written status.
+        """
+        before = old.get("phase")
+        new = render_status(old, update, now)
+        if not status_changed(old, new):
+            return
+        meta = obj["metadata"]
+        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
+        obj["status"] = {k: v for k, v in new.items() if v is not None}
+        old.clear()
+        old.update(obj["status"])
+        if reason is not None and update.phase.value != before:
+            kind = WARNING if update.phase is Phase.FAILED else NORMAL
+            self.store.event(obj, kind, reason, update.message)
+
+
+def _invalid(generation: int, problems: list[str], reason: str) -> StatusUpdate:
+    return StatusUpdate(Phase.FAILED, "invalid: " + "; ".join(problems), generation, reason=reason)
+
+
+def _object_uid(obj: Object) -> str:
+    """Return ``metadata.uid`` (``namespace/name`` without one), the key of per-object state."""
+    return str(obj["metadata"].get("uid") or object_key(obj))
 
 
 def _throttle_status(spec: PartitionReassignmentSpec) -> dict[str, int] | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
@@ -17,16 +16,10 @@ from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, PartitionTar
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot
 from kpo_operator.model import ClusterView
-from kpo_operator.reassignment_status import (
-    ACTIVE_STATES,
-    CANCELLED,
-    COMPLETED,
-    Accepted,
-    accepted_partitions,
-)
+from kpo_operator.reassignment_status import PartitionStatus, accepted_partitions
 from kpo_operator.resources import PARTITION_REASSIGNMENT
+from kpo_operator.states import ACTIVE_STATES, THROTTLING_PHASES, MoveState
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
-from kpo_operator.throttle_writer import THROTTLING_PHASES
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +72,7 @@ def elect_preferred(
     store: ObjectStore,
     obj: Object,
     spec: PartitionReassignmentSpec,
-    partitions: Mapping[TopicPartition, Accepted],
+    partitions: Mapping[TopicPartition, PartitionStatus],
 ) -> str:
     """Run ElectLeaders (PREFERRED) on ``partitions`` if the spec asks; record an Event.
 
@@ -150,7 +143,7 @@ def needs_submission(
 
 
 def order_restores(
-    accepted: Mapping[TopicPartition, Accepted], view: ClusterView
+    accepted: Mapping[TopicPartition, PartitionStatus], view: ClusterView
 ) -> dict[TopicPartition, list[int] | None]:
     """Reassignments putting cancelled partitions back in their recorded OAR order.
 
@@ -164,37 +157,35 @@ def order_restores(
         if (
             state is not None
             and tp not in view.reassigning
-            and a.state != COMPLETED
-            and list(state.replicas) != list(a.original)
-            and sorted(state.replicas) == sorted(a.original)
+            and a.state != MoveState.COMPLETED
+            and list(state.replicas) != list(a.original_replicas)
+            and sorted(state.replicas) == sorted(a.original_replicas)
         ):
-            restores[tp] = list(a.original)
+            restores[tp] = list(a.original_replicas)
     return restores
 
 
 def cancelled_entries(
-    accepted: Mapping[TopicPartition, Accepted], view: ClusterView
-) -> list[dict[str, Any]]:
+    accepted: Mapping[TopicPartition, PartitionStatus], view: ClusterView
+) -> list[PartitionStatus]:
     """Build the final ``status.partitions`` of a cancelled object.
 
     A partition that reached its target before the cancellation is Completed, the
-    others Cancelled.
+    others Cancelled; no bytes are reported.
     """
-    entries: list[dict[str, Any]] = []
+    entries: list[PartitionStatus] = []
     for tp, a in accepted.items():
         state = view.partition(*tp)
-        done = state is not None and list(state.replicas) == list(a.target)
+        done = state is not None and list(state.replicas) == list(a.target_replicas)
         entries.append(
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "state": COMPLETED if done else CANCELLED,
-                "originalReplicas": list(a.original),
-                "targetReplicas": list(a.target),
-                "addingReplicas": [],
-                "removingReplicas": [],
-                "isr": list(state.isr) if state else [],
-                "leader": state.leader if state else -1,
-            }
+            PartitionStatus(
+                tp[0],
+                tp[1],
+                MoveState.COMPLETED if done else MoveState.CANCELLED,
+                a.original_replicas,
+                a.target_replicas,
+                isr=state.isr if state else (),
+                leader=state.leader if state else -1,
+            )
         )
     return entries

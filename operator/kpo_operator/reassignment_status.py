@@ -1,8 +1,9 @@
 """Reading and writing a PartitionReassignment's ``status`` (pure).
 
 ``status.partitions`` is the operator's memory between reconciles and across
-restarts: each entry records the target it accepted (RAR), the replicas the
-partition had before (OAR) and a state:
+restarts: each entry (:class:`PartitionStatus`) records the target it accepted
+(RAR), the replicas the partition had before (OAR) and a
+:class:`~kpo_operator.states.MoveState`:
 
 ========== ==============================================================
 state      meaning
@@ -25,65 +26,152 @@ from typing import Any
 
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.conditions import Phase, reassignment_conditions, stamp_conditions
+from kpo_operator.conditions import reassignment_conditions, stamp_conditions
 from kpo_operator.progress import PartitionProgress, Totals, format_time
+from kpo_operator.states import ACTIVE_STATES, MoveState, Phase
 
-PENDING = "Pending"
-MOVING = "Moving"
-COMPLETED = "Completed"
-FAILED = "Failed"
-CANCELLED = "Cancelled"
-
-ACTIVE_STATES = frozenset({PENDING, MOVING})
-"""Partition states of accepted work not finished yet."""
 _ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
 
 
 @dataclass(frozen=True)
-class Accepted:
-    """One ``status.partitions`` entry as the operator accepted it.
+class PartitionStatus:
+    """One ``status.partitions[]`` entry (the CRD's schema, typed).
 
     Attributes:
-        target: RAR, the accepted target replicas.
-        original: OAR, the replicas before the reassignment.
-        state: One of the states in the module's table.
-        message: Error or detail, empty if none.
-        log_dirs: The accepted target log dirs (``targetLogDirs``), if any.
+        topic: Topic name.
+        partition: Partition index.
+        state: The operator's state of this partition (module table).
+        original_replicas: OAR, the replicas before the reassignment.
+        target_replicas: RAR, the accepted target replicas.
+        adding: Replicas still being added (KIP-455 ``addingReplicas``).
+        removing: Replicas still to be removed (``removingReplicas``).
+        isr: The in-sync replicas when measured.
+        leader: The leader's broker id, -1 if none.
+        bytes_done: Bytes copied to the adding replicas; ``None``: not written.
+        bytes_total: Bytes the adding replicas must copy; ``None``: not written.
+        message: Error or detail, empty if none (then not written).
+        target_log_dirs: The accepted target log dirs (``targetLogDirs``), if any.
     """
 
-    target: tuple[int, ...]
-    original: tuple[int, ...]
-    state: str
+    topic: str
+    partition: int
+    state: MoveState
+    original_replicas: tuple[int, ...]
+    target_replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    leader: int = -1
+    bytes_done: int | None = None
+    bytes_total: int | None = None
     message: str = ""
-    log_dirs: tuple[str, ...] | None = None
+    target_log_dirs: tuple[str, ...] | None = None
 
-    def as_target(self, tp: TopicPartition) -> PartitionTarget:
+    @property
+    def key(self) -> TopicPartition:
+        """The ``(topic, partition)`` key of this entry."""
+        return TopicPartition(self.topic, self.partition)
+
+    def as_target(self) -> PartitionTarget:
         """Return the entry as a spec entry (RAR and log dirs)."""
         return PartitionTarget(
-            topic=tp[0],
-            partition=tp[1],
-            replicas=list(self.target),
-            logDirs=list(self.log_dirs) if self.log_dirs else None,
+            topic=self.topic,
+            partition=self.partition,
+            replicas=list(self.target_replicas),
+            logDirs=list(self.target_log_dirs) if self.target_log_dirs else None,
         )
 
+    @classmethod
+    def from_progress(
+        cls,
+        progress: PartitionProgress,
+        state: MoveState,
+        message: str = "",
+        log_dirs: Sequence[str] | None = None,
+    ) -> PartitionStatus:
+        """Build an entry from measured progress and the operator's state."""
+        return cls(
+            progress.topic,
+            progress.partition,
+            state,
+            progress.original_replicas,
+            progress.target_replicas,
+            progress.adding,
+            progress.removing,
+            progress.isr,
+            progress.leader,
+            progress.bytes_done,
+            progress.bytes_total,
+            message,
+            tuple(log_dirs) if log_dirs else None,
+        )
 
-def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, Accepted]:
-    """Parse ``status.partitions`` into ``(topic, partition) -> Accepted``.
+    @classmethod
+    def from_status(cls, entry: Mapping[str, Any]) -> PartitionStatus | None:
+        """Parse one ``status.partitions[]`` entry; ``None`` when it is unusable.
 
-    Entries without a target (e.g. written by hand) are skipped.
-    """
-    result: dict[TopicPartition, Accepted] = {}
-    for entry in status.get("partitions") or []:
+        Entries without topic, partition or target, or with a state outside
+        :class:`~kpo_operator.states.MoveState` (e.g. written by hand), are unusable.
+        A missing state reads as Pending.
+        """
         target = tuple(entry.get("targetReplicas") or ())
         if not target or "topic" not in entry or "partition" not in entry:
-            continue
-        result[TopicPartition(str(entry["topic"]), int(entry["partition"]))] = Accepted(
-            target,
+            return None
+        try:
+            state = MoveState(entry.get("state") or MoveState.PENDING)
+        except ValueError:
+            return None
+        done, total = entry.get("bytesDone"), entry.get("bytesTotal")
+        return cls(
+            str(entry["topic"]),
+            int(entry["partition"]),
+            state,
             tuple(entry.get("originalReplicas") or ()),
-            str(entry.get("state") or PENDING),
+            target,
+            tuple(entry.get("addingReplicas") or ()),
+            tuple(entry.get("removingReplicas") or ()),
+            tuple(entry.get("isr") or ()),
+            int(entry.get("leader", -1)),
+            None if done is None else int(done),
+            None if total is None else int(total),
             str(entry.get("message") or ""),
             tuple(entry["targetLogDirs"]) if entry.get("targetLogDirs") else None,
         )
+
+    def to_status(self) -> dict[str, Any]:
+        """Return the ``status.partitions[]`` entry (camelCase keys, absent ones left out)."""
+        out: dict[str, Any] = {
+            "topic": self.topic,
+            "partition": self.partition,
+            "state": str(self.state),
+            "originalReplicas": list(self.original_replicas),
+            "targetReplicas": list(self.target_replicas),
+            "addingReplicas": list(self.adding),
+            "removingReplicas": list(self.removing),
+            "isr": list(self.isr),
+            "leader": self.leader,
+        }
+        if self.bytes_done is not None:
+            out["bytesDone"] = self.bytes_done
+        if self.bytes_total is not None:
+            out["bytesTotal"] = self.bytes_total
+        if self.message:
+            out["message"] = self.message
+        if self.target_log_dirs:
+            out["targetLogDirs"] = list(self.target_log_dirs)
+        return out
+
+
+def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, PartitionStatus]:
+    """Parse ``status.partitions`` into ``(topic, partition) -> PartitionStatus``.
+
+    Unusable entries (:meth:`PartitionStatus.from_status`) are skipped.
+    """
+    result: dict[TopicPartition, PartitionStatus] = {}
+    for entry in status.get("partitions") or []:
+        parsed = PartitionStatus.from_status(entry)
+        if parsed is not None:
+            result[parsed.key] = parsed
     return result
 
 
@@ -95,8 +183,8 @@ def accepted_spec(status: Mapping[str, Any]) -> PartitionReassignmentSpec | None
     nothing is Pending or Moving.
     """
     partitions = [
-        a.as_target(tp).model_dump(by_alias=True, exclude_none=True)
-        for tp, a in accepted_partitions(status).items()
+        a.as_target().model_dump(by_alias=True, exclude_none=True)
+        for a in accepted_partitions(status).values()
         if a.state in ACTIVE_STATES
     ]
     if not partitions:
@@ -108,22 +196,6 @@ def accepted_spec(status: Mapping[str, Any]) -> PartitionReassignmentSpec | None
         )
     except SpecError:
         return None
-
-
-def partition_entry(
-    progress: PartitionProgress,
-    state: str,
-    message: str = "",
-    log_dirs: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Build a ``status.partitions[]`` entry from measured progress and the operator's state."""
-    entry = progress.to_status()
-    entry["state"] = state
-    if message:
-        entry["message"] = message
-    if log_dirs:
-        entry["targetLogDirs"] = list(log_dirs)
-    return entry
 
 
 @dataclass
@@ -149,7 +221,7 @@ class StatusUpdate:
     phase: Phase
     message: str
     observed_generation: int
-    partitions: Sequence[Mapping[str, Any]] | None = None
+    partitions: Sequence[PartitionStatus] | None = None
     totals: Totals | None = None
     rate: float | None = None
     eta: datetime | None = None
@@ -171,7 +243,7 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
     new["message"] = update.message
     new["observedGeneration"] = update.observed_generation
     if update.partitions is not None:
-        new["partitions"] = [dict(p) for p in update.partitions]
+        new["partitions"] = [p.to_status() for p in update.partitions]
     if update.totals is not None:
         new["totals"] = update.totals.to_status(update.rate)
     new["eta"] = format_time(update.eta) if update.eta is not None else None

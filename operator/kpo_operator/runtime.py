@@ -1,10 +1,17 @@
-"""What one operator process holds: the Kafka client, the API store, the reconcilers, locks.
+"""What one operator process holds: the Kafka clients, the API store, the reconcilers, locks.
 
-The kopf handlers are thin calls into :class:`OperatorRuntime`; kopf may run an
-object's change handler and its timer at the same time in different threads, so
-every call for one object is serialised by a per-object lock, and the throttle
-writer has its own lock. Errors worth a retry (Kafka unreachable, API server
-unavailable) surface as :class:`RetryLater` with the delay to wait.
+The kopf handlers are thin calls into :class:`OperatorRuntime`, run by kopf in up to
+:data:`MAX_WORKERS` threads. Different objects reconcile at the same time; only what
+is shared and not thread-safe is serialised:
+
+- the steps of one object (kopf may run its change handler and its timer at once):
+  a per-object lock;
+- kafka-python's admin client: each Admin API call borrows its own client from a
+  :class:`~kpo_operator.admin_pool.KafkaAdminPool` of :data:`MAX_WORKERS` clients;
+- the throttle writer's merge-and-write of the shared configs: its own lock.
+
+Errors worth a retry (Kafka unreachable, API server unavailable) surface as
+:class:`RetryLater` with the delay to wait.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import TypeVar
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import KafkaAdminError
+from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.settings import OperatorSettings
@@ -26,6 +34,9 @@ from kpo_operator.throttle_writer import ThrottleWriter
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+MAX_WORKERS = 8
+"""kopf's threads for the (synchronous) handlers, and the size of the Admin API client pool."""
 
 
 class RetryLater(Exception):  # noqa: N818 - the name says what the caller must do
@@ -45,7 +56,8 @@ class OperatorRuntime:
 
     Args:
         settings: The operator settings.
-        admin: The Admin API client (default: kafka-python on ``bootstrap_servers``).
+        admin: The Admin API client, used from several threads at once (default: a pool
+            of :data:`MAX_WORKERS` kafka-python clients on ``bootstrap_servers``).
         store: The Kubernetes API (default: the ``kubernetes`` client on ``namespaces``).
     """
 
@@ -56,10 +68,13 @@ class OperatorRuntime:
         store: ObjectStore | None = None,
     ) -> None:
         self.settings = settings
-        self.admin = admin or KafkaPythonAdmin(
-            ",".join(settings.bootstrap_servers),
-            client_id=settings.client_id,
-            request_timeout_ms=settings.request_timeout_ms,
+        self.admin: KafkaAdmin = admin or KafkaAdminPool(
+            lambda: KafkaPythonAdmin(
+                ",".join(settings.bootstrap_servers),
+                client_id=settings.client_id,
+                request_timeout_ms=settings.request_timeout_ms,
+            ),
+            MAX_WORKERS,
         )
         self.store = store or KubeObjectStore(settings.namespaces)
         self.writer = ThrottleWriter(self.admin, self.store)
@@ -73,18 +88,18 @@ class OperatorRuntime:
         self.quotas = QuotaReconciler(self.store, self.writer)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
-        self._admin_guard = threading.Lock()
 
     @contextmanager
     def _serialised(self, key: str) -> Iterator[None]:
         with self._locks_guard:
             lock = self._locks.setdefault(key, threading.Lock())
-        # kafka-python's admin client is not thread-safe: one Admin API user at a time.
-        with lock, self._admin_guard:
+        with lock:
             yield
 
     def run(self, kind: str, namespace: str, name: str, step: Callable[[], T]) -> T:
         """Run ``step`` for one object under its lock, turning transient failures into retries.
+
+        Steps of different objects run concurrently; those of one object one at a time.
 
         Raises:
             RetryLater: Kafka or the API server failed; the message says which.

@@ -10,7 +10,6 @@ in-memory store.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -82,7 +81,6 @@ class KubeObjectStore:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._client = client
-        self._lock = threading.Lock()
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from kubernetes.client.exceptions import ApiException

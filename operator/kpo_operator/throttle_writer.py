@@ -35,9 +35,9 @@ from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import ApiError, ConfigResource, ConfigResourceKind
 from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
-from kpo_operator.conditions import Phase
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
+from kpo_operator.states import THROTTLING_PHASES
 from kpo_operator.store import WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttles import (
     BROKER_KEYS,
@@ -55,9 +55,6 @@ from kpo_operator.throttles import (
 )
 
 logger = logging.getLogger(__name__)
-
-THROTTLING_PHASES = frozenset({Phase.MOVING.value, Phase.CANCELLING.value})
-"""PartitionReassignment phases whose throttles stay applied."""
 
 
 def source_of(kind: ResourceKind, obj: Mapping[str, object]) -> str:

@@ -32,6 +32,7 @@ from typing import Any
 from kpo_kafka.manifests import ManifestError, ManifestOptions, dump_manifests, to_manifests
 from kpo_kafka.specs import PartitionTarget
 from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
+from kpo_operator.states import MoveState
 
 GROUP = "kpo.dev"
 """API group of the custom resources."""
@@ -128,7 +129,7 @@ def predicted_seconds(moves: Sequence[ReplicaMove], throttle: int | None) -> flo
         PartitionProgress(
             m.topic,
             m.partition,
-            "Pending",
+            MoveState.PENDING,
             m.old_replicas,
             m.new_replicas,
             m.adding,

@@ -15,6 +15,7 @@ from kpo_operator.progress import (
     predicted_duration,
     totals,
 )
+from kpo_operator.states import MoveState
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TARGET = PartitionTarget(topic="t", partition=0, replicas=[2, 3, 1])
@@ -79,7 +80,7 @@ def test_partition_progress_status_dict_and_missing_partition() -> None:
 
 
 def _pp(state: str, done: int, total: int) -> PartitionProgress:
-    return PartitionProgress("t", 0, state, (), (), (), (), (), 0, done, total)
+    return PartitionProgress("t", 0, MoveState(state), (), (), (), (), (), 0, done, total)
 
 
 @pytest.mark.parametrize(

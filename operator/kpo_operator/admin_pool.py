@@ -1,4 +1,4 @@
-"""A :class:`~kpo_operator.kafka_admin.KafkaAdmin` shared by threads: a small pool of clients.
+"""A :class:`~kpo_kafka.admin.KafkaAdmin` shared by threads: a small pool of clients.
 
 kafka-python's ``KafkaAdminClient`` is not thread-safe (one network client, one
 in-flight bookkeeping), and the operator reconciles objects in several threads at

@@ -1,14 +1,15 @@
 """Delayed removal of deleted segments (Kafka's ``file.delete.delay.ms``).
 
-A segment leaving the log is renamed to ``*.deleted`` at once, but its files stay open
-until the delay has passed: a ``sendfile`` of a ``FileSlice`` handed out earlier keeps
-reading valid data instead of a closed (possibly reused) file descriptor. Leftover
-``*.deleted`` files from a crash are removed when the log is loaded.
+A segment leaving the log is renamed to ``*.deleted`` at once; its files are removed
+once the delay has passed. A ``FileSlice`` handed out earlier holds its own reference to
+the open ``.log`` file, so its ``sendfile`` keeps reading valid data even after the
+removal. Leftover ``*.deleted`` files from a crash are removed when the log is loaded.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from kpo_broker.log.segment import LogSegment
 
@@ -35,6 +36,11 @@ class SegmentDeleter:
                 segment.delete()
             else:
                 self._pending.append((now_ms + delay_ms, segment))
+
+    def update_parent_dir(self, directory: Path) -> None:
+        """Follow a rename of the partition directory holding the pending segments."""
+        for _deadline, segment in self._pending:
+            segment.update_parent_dir(directory)
 
     def purge(self, now_ms: int | None) -> int:
         """Remove files whose deadline is ``<= now_ms`` (all if ``now_ms`` is None).

@@ -3,11 +3,23 @@
 Mirrors Kafka's ``FileRecords``: the file is only appended to or truncated, reads use
 ``os.pread`` so they never move the append position, and a scan walks batch headers
 without reading the records themselves.
+
+Descriptors: Kafka keeps every segment's file channel open, one descriptor per segment.
+Here the open ``.log`` files of the whole process are bounded by a ``SegmentFileCache``
+(least recently used first out), so a broker hosting more partitions than its descriptor
+limit keeps working: a segment whose file was closed reopens it on its next use. A file
+is closed when nothing refers to it any more: the cache and the segment drop their
+references, while a ``FileSlice`` handed to a Fetch keeps its file open until the
+``sendfile`` is done and the slice is gone.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import resource
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,17 +31,110 @@ _HEADER_SCAN_CHUNK = 16 * 1024
 _VALIDATE_CHUNK = 1024 * 1024
 
 
+class _SegmentFile(io.FileIO):
+    """A ``.log`` file opened ``a+`` (binary, unbuffered) that closes itself when unreferenced.
+
+    Closing in ``__del__`` (rather than leaving it to ``io``'s finalizer, which warns
+    about an unclosed file) is how an evicted file stays usable by whoever still holds it.
+    """
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _default_capacity() -> int:
+    """Half of the soft ``RLIMIT_NOFILE``: the rest is left to sockets, indexes, checkpoints."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        soft = _UNLIMITED_NOFILE
+    return max(_MIN_CAPACITY, soft // 2)
+
+
+_UNLIMITED_NOFILE = 1 << 20
+_MIN_CAPACITY = 16
+
+
+class SegmentFileCache:
+    """The ``.log`` files kept open, at most ``capacity``, least recently used closed first.
+
+    Shared by every ``FileRecords`` of the process (``SEGMENT_FILES``), since the
+    descriptor limit is per process. Thread-safe: log recovery and retention run in
+    worker threads.
+
+    Args:
+        capacity: the most files kept open by the cache, >= 1. Files still referenced by
+            a ``FileSlice`` or an ongoing read stay open beyond it until released.
+
+    Raises:
+        ValueError: ``capacity`` is below 1.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            raise ValueError(f"capacity must be at least 1, not {capacity}")
+        self.capacity = capacity
+        self._open: OrderedDict[FileRecords, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        """Return the number of files the cache holds open."""
+        return len(self._open)
+
+    def touch(self, records: FileRecords) -> None:
+        """Mark ``records``' file as just used, closing the least recently used beyond capacity."""
+        with self._lock:
+            self._open[records] = None
+            self._open.move_to_end(records)
+            while len(self._open) > self.capacity:
+                evicted, _ = self._open.popitem(last=False)
+                evicted.release_file()
+
+    def forget(self, records: FileRecords) -> None:
+        """Stop tracking ``records`` (its file was released by its owner)."""
+        with self._lock:
+            self._open.pop(records, None)
+
+
+SEGMENT_FILES = SegmentFileCache(_default_capacity())
+
+
 class FileRecords:
-    """An append-only file of v2 record batches.
+    """An append-only file of v2 record batches, opened only while in ``cache``.
 
     Args:
         path: the ``.log`` file; created empty if missing.
+        cache: bounds the open ``.log`` files (the process-wide one by default).
+
+    Every method may raise ``OSError`` (reopening the file included), and ``ValueError``
+    once the object is closed.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, cache: SegmentFileCache = SEGMENT_FILES) -> None:
         self.path = path
-        self.file = open(path, "a+b", buffering=0)  # noqa: SIM115 - closed in close()
-        self._size = os.fstat(self.file.fileno()).st_size
+        self._cache = cache
+        self._file: _SegmentFile | None = None
+        self._closed = False
+        self._size = os.fstat(self._open().fileno()).st_size
+
+    def _open(self) -> _SegmentFile:
+        """Return the open file, reopening it if the cache closed it."""
+        file = self._file
+        if file is None:
+            if self._closed:
+                raise ValueError(f"segment file {self.path} is closed")
+            file = _SegmentFile(self.path, "a+")
+            self._file = file
+        self._cache.touch(self)
+        return file
+
+    @property
+    def is_open(self) -> bool:
+        """True while this object holds its file open (not closed, not evicted)."""
+        return self._file is not None
+
+    def release_file(self) -> None:
+        """Drop the reference to the open file (the cache evicts it); it reopens on use."""
+        self._file = None
 
     @property
     def size(self) -> int:
@@ -39,25 +144,29 @@ class FileRecords:
     @property
     def last_modified_ms(self) -> int:
         """The file's modification time in ms since the epoch."""
-        return os.fstat(self.file.fileno()).st_mtime_ns // 1_000_000
+        return os.fstat(self._open().fileno()).st_mtime_ns // 1_000_000
 
     def append(self, data: bytes) -> int:
         """Append ``data`` (whole batches) and return the position it was written at."""
         position = self._size
+        file = self._open()
         view = memoryview(data)
         while view:
-            written = self.file.write(view)
+            written = file.write(view)
             view = view[written:]
         self._size += len(data)
         return position
 
     def pread(self, position: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``position`` without moving the file position."""
-        return os.pread(self.file.fileno(), size, position)
+        return os.pread(self._open().fileno(), size, position)
 
     def slice(self, position: int, size: int) -> FileSlice:
-        """Return a ``FileSlice`` of this file for sendfile-style transfers."""
-        return FileSlice(self.file, position, size)
+        """Return a ``FileSlice`` of this file for sendfile-style transfers.
+
+        The slice holds the open file, which stays open while the slice exists.
+        """
+        return FileSlice(self._open(), position, size)
 
     def batches_from(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
         """Yield ``(position, header)`` of each batch from ``position`` to the end of file.
@@ -122,22 +231,28 @@ class FileRecords:
         """Shrink the file to ``size`` bytes; return the number of bytes removed."""
         removed = max(0, self._size - size)
         if removed:
-            os.ftruncate(self.file.fileno(), size)
+            os.ftruncate(self._open().fileno(), size)
             self._size = size
         return removed
 
     def flush(self) -> None:
         """Fsync the file."""
-        os.fsync(self.file.fileno())
+        os.fsync(self._open().fileno())
 
     def close(self) -> None:
-        """Close the file handle."""
-        self.file.close()
+        """Release the file (idempotent); slices handed out keep it open until they go."""
+        self._closed = True
+        self._file = None
+        self._cache.forget(self)
 
     def rename(self, new_path: Path) -> None:
-        """Rename the file (e.g. to ``.deleted``); the open handle stays valid."""
+        """Rename the file (e.g. to ``.deleted``); an open handle stays valid."""
         os.replace(self.path, new_path)
         self.path = new_path
+
+    def update_parent_dir(self, directory: Path) -> None:
+        """Follow a rename of the partition directory to ``directory`` (file name kept)."""
+        self.path = directory / self.path.name
 
     def delete(self) -> None:
         """Close and remove the file (a missing file is ignored)."""

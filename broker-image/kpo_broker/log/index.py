@@ -9,8 +9,16 @@ Both are append-only files of fixed-size big-endian entries, kept in memory as a
 
 An entry is added every ``index.interval.bytes`` of log (see ``segment.py``), so a
 lookup returns the greatest entry at or below the target and the caller scans forward.
-Unlike Kafka the files are not preallocated or memory-mapped; ``segment.index.bytes``
-only bounds the number of entries (a full index rolls the segment).
+Unlike Kafka the files are not preallocated; ``segment.index.bytes`` only bounds the
+number of entries (a full index rolls the segment).
+
+Descriptors: an index holds no open file. Kafka memory-maps its indexes and closes the
+file channel, so a segment costs one descriptor (its ``.log``). Python's ``mmap`` (before
+3.13's ``trackfd=False``) keeps a duplicate of the descriptor, so here the entries live
+in memory and the file is opened only for the system call that changes it: appended
+entries are buffered and written by ``write_pending`` (the segment calls it at the end of
+each append, recovery and roll, so the file matches the entries between calls);
+truncation, fsync and rename open the file by name, or not at all.
 """
 
 from __future__ import annotations
@@ -43,7 +51,11 @@ class TimestampOffset(NamedTuple):
 
 
 class _IndexFile:
-    """Common storage of both indexes: two parallel arrays plus an append-mode file."""
+    """Common storage of both indexes: two parallel arrays plus the entries not yet written.
+
+    Invariant: the file holds the first ``entries - len(pending) / entry size`` entries
+    (plus ``_trailing_bytes`` of a torn entry found at load); ``_pending`` the rest.
+    """
 
     _struct: struct.Struct
 
@@ -53,14 +65,19 @@ class _IndexFile:
         self.max_entries = max(1, max_index_size // self._struct.size)
         self._keys = array("q")
         self._values = array("q")
-        data = path.read_bytes() if path.exists() else b""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            data = b""
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
         self._trailing_bytes = len(data) % self._struct.size
         usable = len(data) - self._trailing_bytes
         for first, second in self._struct.iter_unpack(data[:usable]):
             key, value = self._decode(first, second)
             self._keys.append(key)
             self._values.append(value)
-        self._file = open(path, "ab", buffering=0)  # noqa: SIM115 - closed in close()
+        self._pending = bytearray()
+        self._closed = False
 
     def _decode(self, first: int, second: int) -> tuple[int, int]:
         raise NotImplementedError
@@ -91,39 +108,82 @@ class _IndexFile:
             )
         return relative
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ValueError(f"index {self.path} is closed")
+
     def _write(self, key: int, value: int) -> None:
-        self._file.write(self._encode(key, value))
+        self._check_open()
+        self._pending += self._encode(key, value)
         self._keys.append(key)
         self._values.append(value)
 
+    def write_pending(self) -> None:
+        """Append the entries added since the last call to the file (no fsync).
+
+        Opens the file for this one write only; does nothing when no entry is pending.
+        """
+        if not self._pending:
+            return
+        self._check_open()
+        data = bytes(self._pending)
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        try:
+            done = 0
+            while done < len(data):
+                done += os.write(fd, data[done:])
+        finally:
+            os.close(fd)
+        self._pending.clear()
+
     def _truncate_entries(self, count: int) -> None:
-        if count < len(self._keys) or self._trailing_bytes:
-            del self._keys[count:]
-            del self._values[count:]
-            os.ftruncate(self._file.fileno(), count * self._struct.size)
+        if count >= len(self._keys) and not self._trailing_bytes:
+            return
+        self._check_open()
+        size = self._struct.size
+        written = len(self._keys) - len(self._pending) // size
+        del self._keys[count:]
+        del self._values[count:]
+        if count < written or self._trailing_bytes:
+            os.truncate(self.path, min(count, written) * size)
+            written = min(count, written)
             self._trailing_bytes = 0
+        del self._pending[(count - written) * size :]
+        self.write_pending()
 
     def reset(self) -> None:
         """Remove every entry (before a rebuild)."""
         self._truncate_entries(0)
 
     def flush(self) -> None:
-        """Fsync the index file."""
-        os.fsync(self._file.fileno())
+        """Write pending entries and fsync the index file."""
+        self.write_pending()
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
-        """Close the index file; the object must not be used afterwards."""
-        self._file.close()
+        """Write pending entries; the index must not be changed afterwards (lookups work)."""
+        if not self._closed:
+            self.write_pending()
+            self._closed = True
 
     def delete(self) -> None:
-        """Close and remove the index file (missing files are ignored)."""
-        self.close()
+        """Drop pending entries and remove the index file (a missing file is ignored)."""
+        self._pending.clear()
+        self._closed = True
         self.path.unlink(missing_ok=True)
 
     def rename(self, new_path: Path) -> None:
-        """Rename the file (e.g. to ``.deleted``); the open handle stays valid."""
+        """Rename the file (e.g. to ``.deleted``); later writes go to the new name."""
         os.replace(self.path, new_path)
         self.path = new_path
+
+    def update_parent_dir(self, directory: Path) -> None:
+        """Follow a rename of the partition directory to ``directory`` (file name kept)."""
+        self.path = directory / self.path.name
 
     def _check_layout(self) -> None:
         if self._trailing_bytes:

@@ -8,6 +8,7 @@ Removed segments go through ``SegmentDeleter`` (``file.delete.delay.ms``).
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -164,6 +165,17 @@ class LocalLog:
             segment.flush()
         fsync_dir(self.dir)
         self._recovery_point = target
+
+    def rename_dir(self, new_dir: Path) -> None:
+        """Rename the partition directory to ``new_dir`` (Kafka's ``LocalLog.renameDir``).
+
+        Segments, including those waiting for deletion, reopen their files under it.
+        """
+        os.replace(self.dir, new_dir)
+        self.dir = new_dir
+        for segment in self._segments:
+            segment.update_parent_dir(new_dir)
+        self._deleter.update_parent_dir(new_dir)
 
     def close(self) -> None:
         """Close every segment and remove files still waiting for deletion; idempotent."""

@@ -426,6 +426,14 @@ class Log:
         """
         self._local.close()
 
+    def rename_dir(self, new_dir: Path) -> None:
+        """Rename the partition directory to ``new_dir`` (e.g. ``-delete``), keeping it usable.
+
+        Kafka's ``UnifiedLog.renameDir``: segment files are reopened under the new name.
+        The topic partition stays the one parsed when the log was opened.
+        """
+        self._local.rename_dir(new_dir)
+
     def delete(self) -> None:
         """Close the log and remove its directory with everything in it."""
         self._local.delete()

@@ -226,7 +226,7 @@ class LogManager:
     def _schedule_delete(self, log: Log, now_ms: int | None) -> None:
         """Rename ``log`` to ``-delete`` now; close and remove it after the delete delay."""
         renamed = log.dir.with_name(delete_dir_name(log.topic_partition, uuid.uuid4().hex))
-        os.replace(log.dir, renamed)
+        log.rename_dir(renamed)
         now = _now_ms() if now_ms is None else now_ms
         self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
         self._purge_deleted_logs(now)

@@ -33,6 +33,8 @@ class LogSegment:
     """A segment whose file names start with ``base_offset`` (20 digits).
 
     Use ``LogSegment.open``. Not thread-safe: the broker drives it from one event loop.
+    Holds at most one descriptor, its ``.log`` file's, and only while the process-wide
+    ``SegmentFileCache`` keeps it open; the indexes hold none (see ``index.py``).
     """
 
     def __init__(
@@ -137,6 +139,11 @@ class LogSegment:
         for header in headers:
             self._index_batch(header, position, index_interval_bytes)
             position += header.size_in_bytes
+        self._write_pending_index_entries()
+
+    def _write_pending_index_entries(self) -> None:
+        self.offset_index.write_pending()
+        self.time_index.write_pending()
 
     def read(
         self, start_offset: int, max_size: int, max_offset: int | None, min_one_message: bool
@@ -279,6 +286,7 @@ class LogSegment:
             self._index_batch(header, position, index_interval_bytes)
             next_offset = header.next_offset
             valid_end = position + header.size_in_bytes
+        self._write_pending_index_entries()
         self.indexes_were_missing = False
         return self.records.truncate_to(valid_end)
 
@@ -312,6 +320,7 @@ class LogSegment:
             self.time_index.maybe_append(
                 self.max_timestamp_so_far, self.offset_of_max_timestamp_so_far, skip_full_check=True
             )
+            self.time_index.write_pending()
 
     def flush(self) -> None:
         """Fsync the log and both index files."""
@@ -320,7 +329,7 @@ class LogSegment:
         self.time_index.flush()
 
     def close(self) -> None:
-        """Write the final time index entry and close all three files (idempotent)."""
+        """Write the final time index entry and release all three files (idempotent)."""
         if self._closed:
             return
         self._closed = True
@@ -333,6 +342,14 @@ class LogSegment:
         """Append ``.deleted`` to the three file names; open handles stay usable."""
         for part in (self.records, self.offset_index, self.time_index):
             part.rename(part.path.with_name(part.path.name + DELETED_SUFFIX))
+
+    def update_parent_dir(self, directory: Path) -> None:
+        """Follow a rename of the partition directory (Kafka's ``LogSegment.updateParentDir``).
+
+        The files were moved with the directory; only the names used to reopen them change.
+        """
+        for part in (self.records, self.offset_index, self.time_index):
+            part.update_parent_dir(directory)
 
     def delete(self) -> None:
         """Close and remove the three files under their current names."""

@@ -22,6 +22,7 @@ import os
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -82,6 +83,7 @@ class LogManager:
         self.default_config = default_config
         self._topic_config = topic_config or (lambda _topic: default_config)
         self._logs: dict[TopicPartition, Log] = {}
+        self._log_counts: Counter[Path] = Counter()  # current logs per log dir
         self._locks: list[int] = []
         self._pending_deletes: list[tuple[int, Log, Path]] = []
         self._future_logs: dict[TopicPartition, Log] = {}
@@ -133,16 +135,32 @@ class LogManager:
                     raise LogDirectoryError(
                         f"{tp} found in both {loaded[tp].dir.parent} and {log_dir}"
                     )
-                loaded[tp] = Log.open(
+                log = Log.open(
                     child,
                     self._topic_config(tp.topic),
                     recovery_point=recovery_points.get(tp, 0),
                     now_ms=now,
                     log_start_offset=start_offsets.get(tp, 0),
                 )
+                if loaded is self._logs:
+                    self._add_log(tp, log)
+                else:
+                    loaded[tp] = log
         for tp in [tp for tp in self._future_logs if tp not in self._logs]:
             _log.info("promoting future log %s: its current log was already removed", tp)
-            self._logs[tp] = promote_future_log(self._future_logs.pop(tp), now)
+            self._add_log(tp, promote_future_log(self._future_logs.pop(tp), now))
+
+    def _add_log(self, tp: TopicPartition, log: Log) -> None:
+        """Make ``log`` the partition's current log and count it in its log dir."""
+        self._logs[tp] = log
+        self._log_counts[log.dir.parent] += 1
+
+    def _remove_log(self, tp: TopicPartition) -> Log | None:
+        """Take the partition's current log out (before it is renamed); None if none."""
+        log = self._logs.pop(tp, None)
+        if log is not None:
+            self._log_counts[log.dir.parent] -= 1
+        return log
 
     def get_log(self, topic: str, partition: int) -> Log | None:
         """Return the partition's log, None if this broker has none."""
@@ -156,12 +174,6 @@ class LogManager:
         """Return the log dir holding the partition, None if there is no such log."""
         log = self.get_log(topic, partition)
         return log.dir.parent if log is not None else None
-
-    def _partition_counts(self) -> dict[Path, int]:
-        counts = dict.fromkeys(self.log_dirs, 0)
-        for log in self._logs.values():
-            counts[log.dir.parent] = counts.get(log.dir.parent, 0) + 1
-        return counts
 
     def get_or_create_log(
         self,
@@ -193,14 +205,13 @@ class LogManager:
         if log_dir is None:
             log_dir = self._preferred_dirs.get(tp)
         if log_dir is None:
-            counts = self._partition_counts()
-            log_dir = min(self.log_dirs, key=lambda path: counts[path])
+            log_dir = min(self.log_dirs, key=lambda path: self._log_counts[path])
         elif Path(log_dir) not in self.log_dirs:
             raise LogDirectoryError(f"{log_dir} is not a log dir of this broker")
         directory = Path(log_dir) / log_dir_name(tp)
         parse_log_dir_name(directory.name)
         log = Log.open(directory, config or self._topic_config(topic), now_ms=now_ms)
-        self._logs[tp] = log
+        self._add_log(tp, log)
         self._preferred_dirs.pop(tp, None)
         return log
 
@@ -217,7 +228,7 @@ class LogManager:
         tp = TopicPartition(topic, partition)
         self._preferred_dirs.pop(tp, None)
         self.abort_future_log(topic, partition, now_ms)
-        log = self._logs.pop(tp, None)
+        log = self._remove_log(tp)
         if log is None:
             return False
         self._schedule_delete(log, now_ms)
@@ -337,12 +348,12 @@ class LogManager:
                 f"{tp}: future LEO {future.log_end_offset} != LEO {current.log_end_offset}"
             )
         del self._future_logs[tp]
-        del self._logs[tp]
+        self._remove_log(tp)
         now = _now_ms() if now_ms is None else now_ms
         self._schedule_delete(current, now)
         new_log = promote_future_log(future, now)
         carry_over_current_state(current, new_log)
-        self._logs[tp] = new_log
+        self._add_log(tp, new_log)
         return new_log
 
     # ----------------------------------------------------------------- checkpoints, retention
@@ -458,6 +469,7 @@ class LogManager:
             log.close()
         self._purge_deleted_logs(None)
         self._logs.clear()
+        self._log_counts.clear()
         self._future_logs.clear()
         for fd in self._locks:
             fcntl.flock(fd, fcntl.LOCK_UN)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import os
+import struct
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,59 @@ def test_time_index_file_format_and_full_check(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert data[:12] == (5).to_bytes(8, "big") + (3).to_bytes(4, "big")
     assert TimeIndex(path, 0, 12).last_entry == (7, 4)
+
+
+def test_indexes_hold_no_descriptor_and_write_entries_when_asked(tmp_path: Path) -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    offsets = OffsetIndex(tmp_path / "x.index", 0, 1024)
+    times = TimeIndex(tmp_path / "x.timeindex", 0, 1200)
+    offsets.append(3, 4100)
+    times.maybe_append(1000, 3)
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert offsets.path.read_bytes() == b"" and times.path.read_bytes() == b""
+    assert offsets.lookup(5) == (3, 4100) and times.lookup(1000) == (1000, 3)
+    offsets.write_pending()
+    times.write_pending()
+    assert offsets.path.read_bytes() == (3).to_bytes(4, "big") + (4100).to_bytes(4, "big")
+    assert times.path.read_bytes() == (1000).to_bytes(8, "big") + (3).to_bytes(4, "big")
+    offsets.append(7, 8200)
+    offsets.close()  # writes what is pending
+    assert OffsetIndex(offsets.path, 0, 1024).last_entry == (7, 8200)
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_truncation_of_pending_entries_and_of_a_torn_tail(tmp_path: Path) -> None:
+    path = tmp_path / "x.index"
+    entry = struct.Struct(">ii")
+    path.write_bytes(entry.pack(1, 100) + entry.pack(2, 200) + b"\x00\x01\x02")
+    index = OffsetIndex(path, 0, 1024)
+    assert index.entries == 2
+    index.append(3, 300)  # pending, after the torn tail in memory only
+    index.truncate_to(10)  # nothing above 10, but the torn tail goes
+    assert path.read_bytes() == entry.pack(1, 100) + entry.pack(2, 200) + entry.pack(3, 300)
+    index.sanity_check(log_size=1000)
+    index.append(4, 400)
+    index.append(5, 500)
+    index.truncate_to(5)  # one written and one pending entry stay
+    assert path.read_bytes() == b"".join(entry.pack(i, i * 100) for i in range(1, 5))
+    index.truncate_to(2)
+    assert path.read_bytes() == entry.pack(1, 100) and index.last_entry == (1, 100)
+
+
+def test_a_closed_index_answers_lookups_but_takes_no_entries(tmp_path: Path) -> None:
+    index = OffsetIndex(tmp_path / "x.index", 0, 1024)
+    index.append(1, 10)
+    index.close()
+    assert index.lookup(1) == (1, 10)
+    with pytest.raises(ValueError, match="closed"):
+        index.append(2, 20)
+
+
+def test_update_parent_dir_writes_under_the_new_directory(tmp_path: Path) -> None:
+    (tmp_path / "old").mkdir()
+    index = TimeIndex(tmp_path / "old" / "x.timeindex", 0, 1200)
+    os.replace(tmp_path / "old", tmp_path / "new")
+    index.update_parent_dir(tmp_path / "new")
+    index.maybe_append(1000, 3)
+    index.close()
+    assert TimeIndex(tmp_path / "new" / "x.timeindex", 0, 1200).last_entry == (1000, 3)

@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import LogDirectoryError
+from kpo_broker.log.filerecords import SEGMENT_FILES
 from kpo_broker.log.manager import LogManager
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import make_value_batch
@@ -148,3 +153,81 @@ def test_topic_config_provider_and_updates(dirs: list[Path]) -> None:
     updated = manager.get_log("o", 0)
     assert updated is not None and updated.config == special
     manager.shutdown()
+
+
+def test_a_deleted_log_stays_readable_under_its_new_name_until_removed(
+    dirs: list[Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SEGMENT_FILES, "capacity", 1)  # every segment file reopens on use
+    config = LogConfig(segment_bytes=600, file_delete_delay_ms=1000)
+    manager = LogManager(dirs[:1], config)
+    manager.startup(NOW_MS)
+    _fill(manager, "t", 0, 8)
+    log = manager.get_log("t", 0)
+    assert log is not None and len(log.segments) > 1
+    data = log.read(0, 1 << 20).to_bytes()
+    assert manager.delete_log("t", 0, now_ms=NOW_MS)
+    assert log.dir.name.endswith("-delete") and log.dir.exists()
+    assert log.read(0, 1 << 20).to_bytes() == data
+    manager.cleanup_logs(NOW_MS + 1000, {})
+    assert not log.dir.exists()
+    manager.shutdown()
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_a_partition_costs_at_most_one_descriptor(dirs: list[Path]) -> None:
+    manager = LogManager(dirs[:1], CONFIG)
+    manager.startup(NOW_MS)
+    before = _open_fds()
+    for partition in range(50):
+        _fill(manager, "t", partition, 3)
+    assert _open_fds() - before <= 50  # three per partition before issue 17 (.log and indexes)
+    manager.shutdown()
+
+
+# Run in a subprocess: RLIMIT_NOFILE is lowered before kpo_broker sizes its file cache.
+_MANY_PARTITIONS = """
+import json, os, resource, sys
+from pathlib import Path
+limit, partitions, log_dir = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+resource.setrlimit(resource.RLIMIT_NOFILE, (limit, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.manager import LogManager
+from tests.unit.broker.log.batches import make_value_batch
+config = LogConfig(file_delete_delay_ms=0)
+manager = LogManager([log_dir], config)
+manager.startup()
+for partition in range(partitions):
+    log = manager.get_or_create_log("t", partition)
+    log.append_as_leader(make_value_batch(2, 25, tag=partition), leader_epoch=0)
+while_serving = len(os.listdir("/proc/self/fd"))
+readable = sum(1 for log in manager.all_logs() if log.read(0, 1 << 20).to_bytes())
+manager.shutdown()
+restarted = LogManager([log_dir], config)
+restarted.startup()
+reloaded = len(restarted.all_logs())
+after_restart = len(os.listdir("/proc/self/fd"))
+restarted.shutdown()
+print(json.dumps([while_serving, readable, reloaded, after_restart]))
+"""
+
+
+def test_a_log_manager_holds_more_partitions_than_its_descriptor_limit(tmp_path: Path) -> None:
+    """1,500 partitions under a 1,024 descriptor limit (they needed 4,500 before issue 17)."""
+    limit, partitions = 1024, 1500
+    repo = Path(__file__).resolve().parents[4]
+    result = subprocess.run(
+        [sys.executable, "-c", _MANY_PARTITIONS, str(limit), str(partitions), str(tmp_path)],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    while_serving, readable, reloaded, after_restart = json.loads(result.stdout)
+    assert readable == reloaded == partitions
+    assert while_serving < limit and after_restart < limit

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
 from kpo_broker.log.config import LogConfig
+from kpo_broker.log.filerecords import SEGMENT_FILES
 from kpo_broker.log.records import assign_offsets
 from kpo_broker.log.segment import LogSegment
 from tests.unit.broker.log.batches import make_value_batch
@@ -94,3 +98,37 @@ def test_should_roll(tmp_path: Path) -> None:
     assert segment.should_roll(CONFIG, CONFIG.segment_bytes, 1000, 10, now_ms=0)
     assert segment.should_roll(CONFIG, 100, 1000, 2**31, now_ms=0)  # relative offset overflow
     segment.close()
+
+
+def test_a_segment_holds_one_descriptor_its_log_file(tmp_path: Path) -> None:
+    before = len(os.listdir("/proc/self/fd"))
+    segment, _written = _filled_segment(tmp_path)
+    assert len(os.listdir("/proc/self/fd")) == before + 1
+    segment.on_become_inactive()
+    segment.flush()
+    assert segment.offset_index.path.stat().st_size == segment.offset_index.size_in_bytes
+    assert segment.time_index.path.stat().st_size == segment.time_index.size_in_bytes
+    segment.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_update_parent_dir_follows_a_renamed_partition_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(SEGMENT_FILES, "capacity", 1)
+    old, new = tmp_path / "old", tmp_path / "new"
+    old.mkdir()
+    segment, written = _filled_segment(old, batches=2)
+    LogSegment.open(tmp_path, 0, CONFIG, now_ms=0).close()  # evicts the segment's .log
+    os.replace(old, new)
+    segment.update_parent_dir(new)
+    data, headers = assign_offsets(make_value_batch(3, 40, timestamp_ms=2000), 56, 0)
+    segment.append(data, headers, CONFIG.index_interval_bytes)
+    part = segment.read(50, 10**6, None, True)
+    assert part is not None and part.read_bytes() == b"".join([*written, data])
+    assert segment.max_timestamp_so_far >= 2000
+    segment.close()
+    reopened = LogSegment.open(new, 50, CONFIG, now_ms=0)
+    reopened.check_indexes()
+    assert reopened.max_timestamp_so_far == segment.max_timestamp_so_far
+    reopened.close()

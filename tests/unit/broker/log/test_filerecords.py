@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import gc
+import os
+import warnings
+from pathlib import Path
+
+import pytest
+
+from kpo_broker.log.filerecords import FileRecords, SegmentFileCache
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_cache_closes_the_least_recently_used_file_and_it_reopens_on_use(tmp_path: Path) -> None:
+    cache = SegmentFileCache(2)
+    before = _open_fds()
+    first, second, third = (FileRecords(tmp_path / f"{n}.log", cache) for n in "abc")
+    assert len(cache) == 2 and _open_fds() == before + 2
+    assert not first.is_open and second.is_open and third.is_open
+    assert first.append(b"first") == 0
+    assert first.is_open and not second.is_open
+    assert second.append(b"second") == 0
+    assert third.append(b"third") == 0
+    assert [r.pread(0, 100) for r in (first, second, third)] == [b"first", b"second", b"third"]
+    assert first.append(b"-more") == 5  # appends continue at the end after a reopen
+    assert first.pread(0, 100) == b"first-more" and first.size == 10
+    assert _open_fds() == before + 2
+    for records in (first, second, third):
+        records.close()
+    assert len(cache) == 0 and _open_fds() == before
+
+
+def test_a_slice_keeps_its_file_open_after_eviction_close_and_removal(tmp_path: Path) -> None:
+    cache = SegmentFileCache(1)
+    before = _open_fds()
+    records = FileRecords(tmp_path / "a.log", cache)
+    records.append(bytes(range(100)))
+    part = records.slice(10, 20)
+    FileRecords(tmp_path / "b.log", cache).close()  # evicts a.log from the cache
+    records.delete()
+    assert not (tmp_path / "a.log").exists()
+    assert part.read_bytes() == bytes(range(10, 30))
+    assert _open_fds() == before + 1
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del part
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    assert _open_fds() == before
+
+
+def test_a_closed_file_is_not_reopened(tmp_path: Path) -> None:
+    records = FileRecords(tmp_path / "a.log", SegmentFileCache(4))
+    records.append(b"data")
+    records.close()
+    records.close()
+    with pytest.raises(ValueError, match="closed"):
+        records.pread(0, 4)
+    with pytest.raises(ValueError, match="closed"):
+        records.append(b"more")
+
+
+def test_update_parent_dir_reopens_under_the_new_directory(tmp_path: Path) -> None:
+    cache = SegmentFileCache(1)
+    (tmp_path / "old").mkdir()
+    records = FileRecords(tmp_path / "old" / "a.log", cache)
+    records.append(b"before")
+    FileRecords(tmp_path / "b.log", cache).close()
+    os.replace(tmp_path / "old", tmp_path / "new")
+    records.update_parent_dir(tmp_path / "new")
+    records.append(b"-after")
+    assert (tmp_path / "new" / "a.log").read_bytes() == b"before-after"
+    records.close()
+
+
+def test_cache_capacity_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        SegmentFileCache(0)

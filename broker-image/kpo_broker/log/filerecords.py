@@ -42,16 +42,20 @@ class _SegmentFile(io.FileIO):
         self.close()
 
 
+_UNLIMITED_NOFILE = 1 << 20  # stands for an infinite RLIMIT_NOFILE
+_MIN_CAPACITY = 16
+
+
 def _default_capacity() -> int:
-    """Half of the soft ``RLIMIT_NOFILE``: the rest is left to sockets, indexes, checkpoints."""
+    """Half of the soft ``RLIMIT_NOFILE`` when first imported.
+
+    The other half is left to sockets, index writes, checkpoints and files still held by
+    ``FileSlice`` objects.
+    """
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
         soft = _UNLIMITED_NOFILE
     return max(_MIN_CAPACITY, soft // 2)
-
-
-_UNLIMITED_NOFILE = 1 << 20
-_MIN_CAPACITY = 16
 
 
 class SegmentFileCache:

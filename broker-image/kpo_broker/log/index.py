@@ -69,7 +69,7 @@ class _IndexFile:
             data = path.read_bytes()
         except FileNotFoundError:
             data = b""
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o644))
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o666))
         self._trailing_bytes = len(data) % self._struct.size
         usable = len(data) - self._trailing_bytes
         for first, second in self._struct.iter_unpack(data[:usable]):

@@ -12,9 +12,10 @@ class FileSlice:
     """A byte range of an open segment file, ready for ``os.sendfile``.
 
     Attributes:
-        file: the segment's ``.log`` file, opened in binary mode. The log keeps it open
-            for ``file.delete.delay.ms`` after the segment is deleted, so an in-flight
-            transfer is not cut short; do not close it.
+        file: the segment's ``.log`` file, opened in binary mode. The slice's reference
+            keeps it open while the slice exists, even once the segment file cache has
+            closed its own handle or the segment was deleted, so an in-flight transfer is
+            not cut short; do not close it.
         position: byte position of the first batch in the file.
         size: length in bytes; always a whole number of batches.
     """

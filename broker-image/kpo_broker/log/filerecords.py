@@ -34,8 +34,9 @@ _VALIDATE_CHUNK = 1024 * 1024
 class _SegmentFile(io.FileIO):
     """A ``.log`` file opened ``a+`` (binary, unbuffered) that closes itself when unreferenced.
 
-    Closing in ``__del__`` (rather than leaving it to ``io``'s finalizer, which warns
-    about an unclosed file) is how an evicted file stays usable by whoever still holds it.
+    The cache and the segment only drop their references, so the file closes when its
+    last holder (possibly a ``FileSlice`` being sent) lets go. Closing in ``__del__``
+    avoids the unclosed-file ``ResourceWarning`` of ``io``'s own finalizer.
     """
 
     def __del__(self) -> None:

@@ -1,9 +1,9 @@
 """Delayed removal of deleted segments (Kafka's ``file.delete.delay.ms``).
 
-A segment leaving the log is renamed to ``*.deleted`` at once; its files are removed
-once the delay has passed. A ``FileSlice`` handed out earlier holds its own reference to
-the open ``.log`` file, so its ``sendfile`` keeps reading valid data even after the
-removal. Leftover ``*.deleted`` files from a crash are removed when the log is loaded.
+A segment leaving the log is renamed to ``*.deleted`` at once, but its files stay usable
+until the delay has passed: a ``FileSlice`` handed out earlier reopens the renamed file
+when it is sent, and a ``sendfile`` already in progress holds its file until done.
+Leftover ``*.deleted`` files from a crash are removed when the log is loaded.
 """
 
 from __future__ import annotations

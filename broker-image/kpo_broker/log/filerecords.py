@@ -9,8 +9,7 @@ Here the open ``.log`` files of the whole process are bounded by a ``SegmentFile
 (least recently used first out), so a broker hosting more partitions than its descriptor
 limit keeps working: a segment whose file was closed reopens it on its next use. A file
 is closed when nothing refers to it any more: the cache and the segment drop their
-references, while a ``FileSlice`` handed to a Fetch keeps its file open until the
-``sendfile`` is done and the slice is gone.
+references, while a ``sendfile`` in progress holds the file it was given until it is done.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ class _SegmentFile(io.FileIO):
     """A ``.log`` file opened ``a+`` (binary, unbuffered) that closes itself when unreferenced.
 
     The cache and the segment only drop their references, so the file closes when its
-    last holder (possibly a ``FileSlice`` being sent) lets go. Closing in ``__del__``
+    last holder (possibly a ``sendfile`` in progress) lets go. Closing in ``__del__``
     avoids the unclosed-file ``ResourceWarning`` of ``io``'s own finalizer.
     """
 
@@ -51,7 +50,7 @@ def _default_capacity() -> int:
     """Half of the soft ``RLIMIT_NOFILE`` when first imported.
 
     The other half is left to sockets, index writes, checkpoints and files still held by
-    ``FileSlice`` objects.
+    transfers in progress.
     """
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft == resource.RLIM_INFINITY:
@@ -119,10 +118,15 @@ class FileRecords:
         self._cache = cache
         self._file: _SegmentFile | None = None
         self._closed = False
-        self._size = os.fstat(self._open().fileno()).st_size
+        file = self.open_file()
+        self._size = os.fstat(file.fileno()).st_size
 
-    def _open(self) -> _SegmentFile:
-        """Return the open file, reopening it if the cache closed it."""
+    def open_file(self) -> _SegmentFile:
+        """Return the open file, reopening it if the cache closed it.
+
+        The file stays open while the caller holds the returned object, even if the
+        cache evicts it meanwhile (a ``sendfile`` in progress).
+        """
         file = self._file
         if file is None:
             if self._closed:
@@ -149,12 +153,13 @@ class FileRecords:
     @property
     def last_modified_ms(self) -> int:
         """The file's modification time in ms since the epoch."""
-        return os.fstat(self._open().fileno()).st_mtime_ns // 1_000_000
+        file = self.open_file()  # held across the call: another thread may evict it
+        return os.fstat(file.fileno()).st_mtime_ns // 1_000_000
 
     def append(self, data: bytes) -> int:
         """Append ``data`` (whole batches) and return the position it was written at."""
         position = self._size
-        file = self._open()
+        file = self.open_file()
         view = memoryview(data)
         while view:
             written = file.write(view)
@@ -164,14 +169,12 @@ class FileRecords:
 
     def pread(self, position: int, size: int) -> bytes:
         """Read up to ``size`` bytes at ``position`` without moving the file position."""
-        return os.pread(self._open().fileno(), size, position)
+        file = self.open_file()
+        return os.pread(file.fileno(), size, position)
 
     def slice(self, position: int, size: int) -> FileSlice:
-        """Return a ``FileSlice`` of this file for sendfile-style transfers.
-
-        The slice holds the open file, which stays open while the slice exists.
-        """
-        return FileSlice(self._open(), position, size)
+        """Return a ``FileSlice`` of this file for sendfile-style transfers."""
+        return FileSlice(self, position, size)
 
     def batches_from(self, position: int) -> Iterator[tuple[int, BatchHeader]]:
         """Yield ``(position, header)`` of each batch from ``position`` to the end of file.
@@ -236,16 +239,18 @@ class FileRecords:
         """Shrink the file to ``size`` bytes; return the number of bytes removed."""
         removed = max(0, self._size - size)
         if removed:
-            os.ftruncate(self._open().fileno(), size)
+            file = self.open_file()
+            os.ftruncate(file.fileno(), size)
             self._size = size
         return removed
 
     def flush(self) -> None:
         """Fsync the file."""
-        os.fsync(self._open().fileno())
+        file = self.open_file()
+        os.fsync(file.fileno())
 
     def close(self) -> None:
-        """Release the file (idempotent); slices handed out keep it open until they go."""
+        """Release the file (idempotent); a transfer in progress keeps it until done."""
         self._closed = True
         self._file = None
         self._cache.forget(self)

@@ -117,7 +117,8 @@ async def write_parts(writer: asyncio.StreamWriter, parts: list[Part]) -> None:
             writer.write(bytes(pending))
             pending.clear()
         await writer.drain()
-        await loop.sendfile(writer.transport, part.file, part.position, part.size)
+        file = part.open_file()  # held until the transfer is done
+        await loop.sendfile(writer.transport, file, part.position, part.size)
     if pending:
         writer.write(bytes(pending))
     await writer.drain()

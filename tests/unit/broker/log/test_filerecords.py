@@ -33,23 +33,29 @@ def test_cache_closes_the_least_recently_used_file_and_it_reopens_on_use(tmp_pat
     assert len(cache) == 0 and _open_fds() == before
 
 
-def test_a_slice_keeps_its_file_open_after_eviction_close_and_removal(tmp_path: Path) -> None:
+def test_a_slice_holds_no_descriptor_and_reopens_its_file_when_sent(tmp_path: Path) -> None:
     cache = SegmentFileCache(1)
-    before = _open_fds()
     records = FileRecords(tmp_path / "a.log", cache)
     records.append(bytes(range(100)))
-    part = records.slice(10, 20)
+    slices = [records.slice(i, 10) for i in range(0, 100, 10)]
     FileRecords(tmp_path / "b.log", cache).close()  # evicts a.log from the cache
-    records.delete()
-    assert not (tmp_path / "a.log").exists()
-    assert part.read_bytes() == bytes(range(10, 30))
+    before = _open_fds()
+    assert not records.is_open
+    records.rename(tmp_path / "a.log.deleted")  # a deleted segment, within the delete delay
+    file = slices[2].open_file()
+    FileRecords(tmp_path / "c.log", cache).close()  # evicted while the transfer holds it
+    assert os.pread(file.fileno(), 10, 20) == bytes(range(20, 30))
     assert _open_fds() == before + 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        del part
+        del file
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     assert _open_fds() == before
+    assert b"".join(part.read_bytes() for part in slices) == bytes(range(100))
+    records.delete()
+    with pytest.raises(ValueError, match="closed"):
+        slices[0].open_file()
 
 
 def test_a_closed_file_is_not_reopened(tmp_path: Path) -> None:

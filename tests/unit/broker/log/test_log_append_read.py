@@ -91,7 +91,7 @@ def test_file_slices_can_be_sent_with_sendfile(open_log: OpenLog) -> None:
             sent = 0
             while sent < part.size:
                 sent += os.sendfile(
-                    left.fileno(), part.file.fileno(), part.position + sent, part.size - sent
+                    left.fileno(), part.open_file().fileno(), part.position + sent, part.size - sent
                 )
         received = b""
         while len(received) < info.size_in_bytes:

@@ -22,6 +22,7 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
+from kpo_broker.log.filerecords import FileRecords
 from kpo_broker.log.info import FileSlice
 from kpo_broker.protocol.framing import decode_response, read_frame
 from kpo_broker.server.components import RequestContext
@@ -321,7 +322,8 @@ def test_a_zero_copy_response_carries_the_file_bytes(tmp_path: Path) -> None:
     partition = FetchResponse.FetchableTopicResponse.PartitionData
 
     async def scenario() -> None:
-        with segment.open("rb") as file:
+        file = FileRecords(segment)
+        try:
 
             async def handle(ctx: RequestContext, body: Any) -> Any:
                 response = ZeroCopyResponse(None)
@@ -357,6 +359,8 @@ def test_a_zero_copy_response_carries_the_file_bytes(tmp_path: Path) -> None:
                 assert correlation_id == 3
                 data = response.responses[0].partitions[0]
                 assert (data.high_watermark, bytes(data.records)) == (3, b"records!")
+        finally:
+            file.close()
 
     asyncio.run(scenario())
 

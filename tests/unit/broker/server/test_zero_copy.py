@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 from kafka.protocol.consumer import FetchResponse
 
+from kpo_broker.log.filerecords import FileRecords
 from kpo_broker.log.info import FileSlice
 from kpo_broker.server import zero_copy
 from kpo_broker.server.zero_copy import ZeroCopyResponse
@@ -30,7 +31,8 @@ def _partition(index: int, records: bytes) -> object:
 def test_spliced_response_decodes_to_the_file_bytes(tmp_path: Path, version: int) -> None:
     data = tmp_path / "segment.log"
     data.write_bytes(b"A" * 100 + b"B" * 300 + b"C" * 5)
-    with data.open("rb") as segment:
+    segment = FileRecords(data)
+    try:
         response = ZeroCopyResponse(None)
         first = response.placeholder([FileSlice(segment, 0, 100)])
         second = response.placeholder([FileSlice(segment, 100, 300), FileSlice(segment, 400, 5)])
@@ -54,6 +56,8 @@ def test_spliced_response_decodes_to_the_file_bytes(tmp_path: Path, version: int
         parts = zero_copy.assemble(framed, response.splices, flexible)
         assert any(isinstance(p, FileSlice) for p in parts)
         out = zero_copy.inline(framed, response.splices, flexible)
+    finally:
+        segment.close()
     assert int.from_bytes(out[:4], "big") == len(out) - 4
     decoded = FetchResponse.decode(out[4:], version=version)
     records = [p.records for p in decoded.responses[0].partitions]

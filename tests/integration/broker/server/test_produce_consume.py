@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import resource
+
 import pytest
 from confluent_kafka import Consumer as ConfluentConsumer
 from confluent_kafka import Producer as ConfluentProducer
@@ -9,6 +12,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +97,27 @@ def test_confluent_kafka_produces_and_consumes(kafka_cluster_factory: ClusterFac
     wait_for(consumed_all, 60, "200 records")
     consumer.close()
     assert sorted(values) == sorted(f"e{i}".encode() for i in range(200))
+
+
+def test_brokers_host_more_partitions_than_their_descriptor_limit(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """300 replicas per broker under ``ulimit -n 256`` (three descriptors each before #17)."""
+    limit, partitions = 256, 300
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))  # inherited by the brokers
+    try:
+        cluster = kafka_cluster_factory(2)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    create_topic(cluster, "many", partitions=partitions, rf=2)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5)
+    for partition in range(partitions):
+        producer.send("many", value=f"v{partition}".encode(), partition=partition)
+    producer.flush(timeout=60)
+    producer.close()
+    got = consume_all(cluster, "many", partitions, partitions)
+    assert all(values == [f"v{p}".encode()] for p, values in got.items())
+    for broker in cluster.brokers.values():
+        assert broker.is_running()
+        assert len(os.listdir(f"/proc/{broker.process.pid}/fd")) < limit

@@ -66,8 +66,8 @@ class SegmentFileCache:
     worker threads.
 
     Args:
-        capacity: the most files kept open by the cache, >= 1. Files still referenced by
-            a ``FileSlice`` or an ongoing read stay open beyond it until released.
+        capacity: the most files kept open by the cache, >= 1. A file evicted while a
+            ``sendfile`` or read holds it stays open beyond it until that is done.
 
     Raises:
         ValueError: ``capacity`` is below 1.

@@ -25,7 +25,7 @@ from kpo_operator.throttles import (
     LEADER_REPLICAS,
 )
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
-from tests.unit.operator.fake_store import FakeObjectStore
+from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
 from tests.unit.operator.reassignment_env import Clock
 
 NS = "ns"
@@ -43,8 +43,9 @@ class Env:
         self.kafka.configs[ConfigResource.broker(0)] = dict([UNOWNED_BROKER])
         self.kafka.configs[ConfigResource.topic("t")] = dict([UNOWNED_TOPIC])
         self.store = FakeObjectStore()
+        self.ledger = MemoryLedgerStore()
         self.clock = Clock()
-        self.writer = ThrottleWriter(self.kafka, self.store, clock=self.clock)
+        self.writer = ThrottleWriter(self.kafka, self.store, self.ledger, clock=self.clock)
         self.quotas = QuotaReconciler(self.store, self.writer, now=self.clock.now)
         self.reassignments = ReassignmentReconciler(
             self.kafka, self.store, self.writer, clock=self.clock, now=self.clock.now
@@ -332,12 +333,25 @@ def test_quota_and_moving_reassignment_share_keys(env: Env) -> None:
     assert env.store.events_of("q", "ThrottleDriftRepaired") == []
 
 
-def test_owned_keys_nobody_wants_are_removed_on_the_first_sync(env: Env) -> None:
+def test_foreign_keys_nobody_wants_are_left_alone(env: Env) -> None:
     env.kafka.configs[ConfigResource.broker(3)] = {LEADER_RATE: "123"}
     env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
     env.reconcile("q")
-    assert env.broker(3) == {}
+    assert env.broker(3) == {LEADER_RATE: "123"}  # set outside the operator: not its own
     assert env.store.events_of("q", "ThrottleDriftRepaired") == []  # nothing was written before
+    assert conditions(env.status("q"))["ForeignThrottle"]["status"] == "False"
+
+
+def test_owned_keys_nobody_wants_are_removed_after_a_restart(env: Env) -> None:
+    env.create("q", topics={"names": ["t"]}, brokers=[3], leaderReplicationThrottledRate=1000)
+    env.reconcile("q")
+    assert env.broker(3) == {LEADER_RATE: "1000"}
+    env.store.delete(TOPIC_REPLICA_QUOTA, NS, "q")
+    restarted = ThrottleWriter(env.kafka, env.store, env.ledger, clock=env.clock)
+
+    assert QuotaReconciler(env.store, restarted, now=env.clock.now).finalize(NS, "q") is True
+
+    assert env.broker(3) == {}
 
 
 def test_invalid_spec_is_stalled_and_writes_nothing(env: Env) -> None:

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from kpo_kafka.admin_types import ConfigResourceKind, PartitionInfo
 from kpo_kafka.specs import PartitionReassignmentSpec, TopicReplicaQuotaSpec
 from kpo_operator.model import ClusterView
+from kpo_operator.throttle_ledger import OwnedRate, OwnedReplicas, ThrottleLedger
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -21,8 +22,8 @@ from kpo_operator.throttles import (
     ThrottleConflict,
     ThrottledReplicas,
     ThrottleFormatError,
-    diff,
     merge,
+    plan,
     quota_contribution,
     reassignment_contribution,
 )
@@ -187,7 +188,7 @@ def test_merge_unions_replica_lists() -> None:
     }
 
 
-def test_diff_sets_deletes_and_ignores_foreign_keys() -> None:
+def test_plan_sets_deletes_owned_values_and_ignores_other_keys() -> None:
     eff = EffectiveThrottles(
         brokers={1: {LEADER_RATE: 30}, 2: {FOLLOWER_RATE: 5}},
         topics={"t": {LEADER_REPLICAS: _tr("0:1,1:2")}},
@@ -203,9 +204,20 @@ def test_diff_sets_deletes_and_ignores_foreign_keys() -> None:
             "v": {FOLLOWER_REPLICAS: "garbage"},
         },
     )
+    owned = ThrottleLedger(
+        brokers={
+            1: {LEADER_RATE: OwnedRate(30)},
+            2: {FOLLOWER_RATE: OwnedRate(6), LEADER_RATE: OwnedRate(9)},
+            3: {LOG_DIR_MOVE_RATE: OwnedRate(4)},
+        },
+        topics={
+            "t": {LEADER_REPLICAS: OwnedReplicas(frozenset({(0, 1), (1, 2)}))},
+            "v": {FOLLOWER_REPLICAS: OwnedReplicas(frozenset({(0, 1)}))},
+        },
+    )
     b, t = ConfigResourceKind.BROKER, ConfigResourceKind.TOPIC
     # Sorted by (resource kind, name, key): brokers before topics.
-    assert diff(eff, current) == [
+    assert plan(eff, current, owned).changes == [
         ConfigChange(b, "2", FOLLOWER_RATE, OpType.SET, "5"),
         ConfigChange(b, "2", LEADER_RATE, OpType.DELETE),
         ConfigChange(b, "3", LOG_DIR_MOVE_RATE, OpType.DELETE),
@@ -213,10 +225,11 @@ def test_diff_sets_deletes_and_ignores_foreign_keys() -> None:
     ]
 
 
-def test_diff_repairs_garbled_value() -> None:
+def test_plan_repairs_garbled_owned_value() -> None:
     eff = EffectiveThrottles(topics={"t": {LEADER_REPLICAS: _tr("0:1")}})
     current = ThrottleConfigs(topics={"t": {LEADER_REPLICAS: "0:x"}})
-    assert diff(eff, current) == [
+    owned = ThrottleLedger(topics={"t": {LEADER_REPLICAS: OwnedReplicas(frozenset({(0, 1)}))}})
+    assert plan(eff, current, owned).changes == [
         ConfigChange(ConfigResourceKind.TOPIC, "t", LEADER_REPLICAS, OpType.SET, "0:1")
     ]
 
@@ -266,6 +279,11 @@ def _apply(configs: ThrottleConfigs, changes: list[ConfigChange]) -> ThrottleCon
     )
 
 
+def _universe() -> ThrottleConfigs:
+    """Brokers 0-3 and topics a-c with none of the throttle keys set."""
+    return ThrottleConfigs({b: {} for b in range(4)}, {t: {} for t in "abc"})
+
+
 @settings(max_examples=150, deadline=None)
 @given(_contributions, st.randoms())
 def test_merge_is_order_independent(cs: list[Contribution], rnd: Any) -> None:
@@ -285,9 +303,14 @@ def test_removed_contribution_leaves_no_trace(cs: list[Contribution], index: int
     )
     live.brokers.setdefault(0, {}).update(foreign.brokers[0])
     live.topics.setdefault("a", {}).update(foreign.topics["a"])
-    assert diff(merge(cs), live) == []
+    for broker in range(4):
+        live.brokers.setdefault(broker, {})
+    for topic in "abc":
+        live.topics.setdefault(topic, {})
+    owned = plan(merge(cs), _universe(), ThrottleLedger()).ledger  # the operator wrote `before`
+    assert plan(merge(cs), live, owned).changes == []
     rest = [c for i, c in enumerate(cs) if i != index]
-    after = _apply(live, diff(merge(rest), live))
+    after = _apply(live, plan(merge(rest), live, owned).changes)
     expected = merge(rest).render()
     owned_after = ThrottleConfigs(
         {

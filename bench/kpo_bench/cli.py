@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kpo_bench.apache_kafka import ApacheKafkaCluster, kafka_classpath
+from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
 from kpo_bench.clusters import COMMON_BROKER_PROPERTIES, Cluster
 from kpo_bench.java_tools import JavaTools, compile_consumer
 from kpo_bench.machine import machine_info

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kpo_bench.apache_kafka import java_command
+from kpo_devenv.apache_kafka import java_command
 from kpo_bench.perf_output import (
     ConsumerSummary,
     ProducerSummary,

@@ -152,19 +152,18 @@ class QuotaReconciler:
                 text += "; not applied (absent, applied when it appears): " + ", ".join(absent)
             desired = quota_conditions(ConditionType.READY, "Applied", text)
         lost = [c for c in conflicts if c.winner != source]
-        desired.append(
+        rate_conflict = (
             Condition(
                 RATE_CONFLICT, "True", "LowestRateWins", "; ".join(c.message for c in conflicts)
             )
             if conflicts
             else Condition(RATE_CONFLICT, "False", "NoConflict", "")
         )
-        desired.append(_foreign_condition(result, source))
+        desired += [rate_conflict, _foreign_condition(result, source)]
         old = obj.get("status") or {}
         old_conflict: dict[str, Any] = next(
             (c for c in old.get("conditions") or [] if c.get("type") == RATE_CONFLICT), {}
         )
-        rate_conflict = desired[-2]
         if lost and old_conflict.get("message") != rate_conflict.message:
             self.store.event(obj, WARNING, "RateConflict", rate_conflict.message)
         self._write(obj, generation, desired, {"brokers": brokers, "topics": topics})

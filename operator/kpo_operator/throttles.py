@@ -501,7 +501,7 @@ def _plan_replicas(
                 if want is None:
                     return _Decision()
                 return _Decision(foreign=ForeignThrottle(TOPIC, topic, key, current, want.render()))
-            found = None  # ours, garbled: rewritten below
+            found = None  # ours, garbled: rewritten (or deleted when not wanted) below
     mine = owned or OwnedReplicas()
     if found is None:
         foreign = ThrottledReplicas()
@@ -533,13 +533,15 @@ def _plan_replicas(
         ahead = replace(ahead, pending=True)
     drift = False
     if owned is not None and not owned.pending and want is not None:
-        if found is None:
-            drift = True
-        elif not found.wildcard:
+        # Something the operator wrote and still wants was changed or removed by hand.
+        if current is not None and found is None:
+            drift = True  # garbled
+        elif found is None or not found.wildcard:
+            lost = owned.pairs - (found.replicas if found is not None else frozenset())
             drift = (
-                owned.wildcard
-                or bool(owned.pairs & want.replicas - found.replicas)
-                or (want.wildcard and bool(owned.pairs - found.replicas))
+                (owned.wildcard and want.wildcard)
+                or bool(lost & want.replicas)
+                or (want.wildcard and bool(lost))
             )
     return _Decision(change, after, ahead, drift)
 
@@ -573,7 +575,8 @@ def plan(
     empty result deletes the key; the operator owns the wanted pairs that were not
     foreign (or its ``"*"`` and the foreign pairs it covers). Owned pairs missing
     from the config (e.g. Kafka's ``--verify`` removed the whole key) are written
-    again while still wanted. A malformed foreign value is left alone and reported.
+    again while still wanted. A malformed foreign value is left alone and reported; a
+    malformed owned one (Kafka refuses to store one) is rewritten, or deleted when not wanted.
 
     Ledger entries of brokers not in ``current`` (not live) are kept as they are;
     those of topics not in ``current`` (deleted, with their configs) are dropped.

@@ -639,3 +639,30 @@ def test_foreign_throttles_survive_any_sequence_of_syncs(
     assert normalised == {t: {k: _tr(v) for k, v in c.items()} for t, c in start.topics.items()}
     assert live.brokers == start.brokers
     assert ledger.brokers == {} and ledger.topics == {}
+
+
+def test_removed_owned_pairs_no_longer_wanted_are_not_drift() -> None:
+    live, ledger = _step(
+        EffectiveThrottles(topics={"a": {LEADER_REPLICAS: _tr("0:1")}}),
+        _universe(),
+        ThrottleLedger(),
+    )
+    del live.topics["a"][LEADER_REPLICAS]
+    decided = plan(EffectiveThrottles(topics={"a": {LEADER_REPLICAS: _tr("1:1")}}), live, ledger)
+    assert decided.changes == [ConfigChange(T, "a", LEADER_REPLICAS, OpType.SET, "1:1")]
+    assert decided.drift == []
+
+
+def test_garbled_owned_list_is_drift_while_wanted_and_deleted_after() -> None:
+    live, ledger = _step(
+        EffectiveThrottles(topics={"a": {LEADER_REPLICAS: _tr("0:1")}}),
+        _universe(),
+        ThrottleLedger(),
+    )
+    live.topics["a"][LEADER_REPLICAS] = "0:x"
+    wanted = EffectiveThrottles(topics={"a": {LEADER_REPLICAS: _tr("0:1")}})
+    repair = ConfigChange(T, "a", LEADER_REPLICAS, OpType.SET, "0:1")
+    assert plan(wanted, live, ledger).drift == [repair]
+    assert plan(EffectiveThrottles(), live, ledger).changes == [
+        ConfigChange(T, "a", LEADER_REPLICAS, OpType.DELETE)
+    ]

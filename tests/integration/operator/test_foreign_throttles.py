@@ -222,7 +222,8 @@ def test_kafka_tool_throttle_beside_quota_and_reassignment(
     assert f"broker 0 leader.replication.throttled.rate: '{rate}'" in foreign["message"]
     assert f"('{QUOTA_RATE}' wanted)" in foreign["message"]
     assert "ForeignThrottle" in _reasons(stack, "quota")
-    assert "ForeignThrottle" in _reasons(stack, "move")  # broker 0 is the new replica's
+    # Broker 0 receives the reassignment's new replica: its foreign rate is reported there too.
+    wait_for(lambda: "ForeignThrottle" in _reasons(stack, "move"), 30, "ForeignThrottle on move")
     restarted = False
     while _moving(stack, "outside"):
         configs = _configs(stack, ["outside", "quotaed"])

@@ -12,7 +12,6 @@ import crc32c
 import pytest
 from kafka import codec as kafka_codec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
-from kafka.record.util import encode_varint
 
 from kpo_broker.log.compression import (
     CODEC_GZIP,
@@ -30,9 +29,15 @@ from kpo_broker.log.errors import (
     RecordTooLargeError,
 )
 from kpo_broker.log.log import Log
-from kpo_broker.log.records import HEADER_SIZE, HEADER_STRUCT, iter_batches
+from kpo_broker.log.records import HEADER_SIZE, iter_batches
 from kpo_broker.log.validation import max_decompressed_bytes, validate_producer_batches
-from tests.unit.broker.log.batches import decode_records, headers_of, make_batch
+from tests.unit.broker.log.batches import (
+    craft_batch,
+    decode_records,
+    headers_of,
+    make_batch,
+    record_bytes,
+)
 from tests.unit.broker.log.conftest import NOW_MS, OpenLog
 
 ENCODERS = {
@@ -41,59 +46,6 @@ ENCODERS = {
     CODEC_LZ4: kafka_codec.lz4_encode,
     CODEC_ZSTD: kafka_codec.zstd_encode,
 }
-
-
-def craft_batch(
-    body: bytes,
-    records_count: int,
-    last_offset_delta: int | None = None,
-    attributes: int = 0,
-    magic: int = 2,
-    base_timestamp: int = 1_000,
-    max_timestamp: int = 1_000,
-) -> bytes:
-    """A batch around ``body`` (the records section as sent) with a valid CRC."""
-    delta = records_count - 1 if last_offset_delta is None else last_offset_delta
-    header = bytearray(
-        HEADER_STRUCT.pack(
-            0,
-            HEADER_SIZE - 12 + len(body),
-            -1,
-            magic,
-            0,
-            attributes,
-            delta,
-            base_timestamp,
-            max_timestamp,
-            -1,
-            -1,
-            -1,
-            records_count,
-        )
-    )
-    batch = header + body
-    batch[17:21] = crc32c.crc32c(bytes(batch[21:])).to_bytes(4, "big")
-    return bytes(batch)
-
-
-def varint(value: int) -> bytes:
-    """Kafka's zigzag varint of ``value``."""
-    out = bytearray()
-    encode_varint(value, out.append)
-    return bytes(out)
-
-
-def record_bytes(
-    offset_delta: int, value: bytes, timestamp_delta: int = 0, length: int | None = None
-) -> bytes:
-    """One v2 record; ``length`` overrides its length prefix."""
-    inner = bytearray([0])  # attributes
-    inner += varint(timestamp_delta)
-    inner += varint(offset_delta)
-    inner += varint(-1)  # null key
-    inner += varint(len(value)) + value
-    inner += varint(0)  # no headers
-    return varint(len(inner) if length is None else length) + bytes(inner)
 
 
 def records_of(batch: bytes) -> bytes:

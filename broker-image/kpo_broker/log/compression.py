@@ -33,8 +33,14 @@ CODEC_SNAPPY = 2
 CODEC_LZ4 = 3
 CODEC_ZSTD = 4
 
-CODEC_NAMES = {CODEC_NONE: "none", CODEC_GZIP: "gzip", CODEC_SNAPPY: "snappy"}
-CODEC_NAMES |= {CODEC_LZ4: "lz4", CODEC_ZSTD: "zstd"}
+#: Codec id (attributes bits 0-2) -> name, as Kafka's ``CompressionType``.
+CODEC_NAMES = {
+    CODEC_NONE: "none",
+    CODEC_GZIP: "gzip",
+    CODEC_SNAPPY: "snappy",
+    CODEC_LZ4: "lz4",
+    CODEC_ZSTD: "zstd",
+}
 
 _XERIAL_MAGIC = b"\x82SNAPPY\x00"
 _XERIAL_HEADER_SIZE = 16
@@ -153,15 +159,15 @@ def _unlz4(data: bytes, max_bytes: int) -> bytes:
     out = bytearray()
     while data:
         decompressor = lz4.frame.LZ4FrameDecompressor()
-        pending = data
+        pending = data  # the decompressor keeps input it has not inflated yet
         while not decompressor.eof:
             chunk = decompressor.decompress(pending, max_length=max_bytes + 1 - len(out))
+            if not chunk and not decompressor.eof:
+                raise CorruptRecordError("lz4 records section ends before its frame does")
             out += chunk
             if len(out) > max_bytes:
                 raise _too_large("lz4", max_bytes)
             pending = b""
-            if not chunk and decompressor.needs_input:
-                raise CorruptRecordError("lz4 records section ends before its frame does")
         data = decompressor.unused_data
     return bytes(out)
 

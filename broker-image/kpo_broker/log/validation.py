@@ -188,7 +188,7 @@ def _decode_records(
     )
     plain = bytearray(batch[:HEADER_SIZE])
     attributes = header.attributes & ~(COMPRESSION_MASK | TIMESTAMP_TYPE_MASK)
-    plain[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big")
+    plain[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big", signed=True)
     plain += body
     timestamps: list[int] = []
     record_errors: list[RecordError] = []

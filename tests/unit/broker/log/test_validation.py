@@ -10,6 +10,8 @@ import os
 
 import crc32c
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
@@ -269,3 +271,32 @@ def test_idempotent_batches_are_validated_too(open_log: OpenLog) -> None:
     lying[17:21] = crc32c.crc32c(bytes(lying[21:])).to_bytes(4, "big")
     assert_refused(log, bytes(lying), CorruptRecordError)
     assert log.append_as_leader(good, 0, NOW_MS).records_count == 1
+
+
+def test_unused_attribute_bits_are_ignored(open_log: OpenLog) -> None:
+    log = open_log()
+    body = records_of(make_batch([b"a", b"b"]))
+    info = log.append_as_leader(craft_batch(body, 2, attributes=-0x8000 | 0x40), 0, NOW_MS)
+    assert (info.records_count, info.max_timestamp) == (2, 1_001)
+    assert headers_of(log.read(0, 10**6).to_bytes())[0].attributes == -0x8000 | 0x40
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    codec=st.sampled_from([0, *sorted(ENCODERS)]),
+    position=st.integers(0, 10_000),
+    value=st.integers(0, 255),
+    cut=st.integers(0, 64),
+)
+def test_mutated_bodies_behind_a_valid_crc_only_raise_log_errors(
+    codec: int, position: int, value: int, cut: int
+) -> None:
+    batch = make_batch([f"v{i}".encode() * 7 for i in range(9)], compression_type=codec)
+    body = bytearray(records_of(batch))
+    body[position % len(body)] = value
+    mutated = craft_batch(bytes(body[: len(body) - cut]), 9, attributes=codec)
+    try:
+        validated = validate_producer_batches(mutated, LogConfig(), NOW_MS)
+    except LogError:
+        return
+    assert [h.records_count for h in validated.headers] == [9]

@@ -83,7 +83,9 @@ async def append_records(
             continue
         replica_manager.topic_stats.record_produce(tp[0], len(records), info.records_count)
         results[tp] = ProduceResult(
-            0, info.first_offset, partition.log.log_start_offset, None, info.log_append_time
+            base_offset=info.first_offset,
+            log_start_offset=partition.log.log_start_offset,
+            log_append_time_ms=info.log_append_time,
         )
         replica_manager.watchers.notify(tp)
         if required_acks == -1:

@@ -127,8 +127,8 @@ def test_every_codec_is_bounded(codec: int) -> None:
 
 
 def test_the_decompression_bound_follows_max_message_bytes() -> None:
-    assert max_decompressed_bytes(1_048_588) == 32 * 1_048_588
-    assert max_decompressed_bytes(100) == 3200
+    assert max_decompressed_bytes(1_048_588) == 8 * 1_048_588
+    assert max_decompressed_bytes(100) == 800
     assert max_decompressed_bytes(100 * 1024 * 1024) == 256 * 1024 * 1024
     assert max_decompressed_bytes(512 * 1024 * 1024) == 512 * 1024 * 1024
 
@@ -188,14 +188,14 @@ def test_batch_size_is_checked_against_max_message_bytes(open_log: OpenLog) -> N
     log = open_log(max_message_bytes=1000)
     error = assert_refused(log, make_batch([bytes(1200)]), RecordTooLargeError)
     assert error.error_code == 10 and "max.message.bytes" in str(error)
-    # compressed: the batch counts as sent; its records may inflate to 32 x 1000 bytes
-    fits = make_batch([bytes(400)] * 60, compression_type=CODEC_GZIP)
+    # compressed: the batch counts as sent; its records may inflate to 8 x 1000 bytes
+    fits = make_batch([bytes(400)] * 15, compression_type=CODEC_GZIP)
     assert len(fits) < 1000
-    assert log.append_as_leader(fits, 0, NOW_MS).records_count == 60
-    inflates = make_batch([bytes(400)] * 100, compression_type=CODEC_GZIP)
+    assert log.append_as_leader(fits, 0, NOW_MS).records_count == 15
+    inflates = make_batch([bytes(400)] * 30, compression_type=CODEC_GZIP)
     assert len(inflates) < 1000
     error = assert_refused(log, inflates, RecordTooLargeError)
-    assert "decompresses to more than 32000 bytes" in str(error)
+    assert "decompresses to more than 8000 bytes" in str(error)
 
 
 @pytest.mark.parametrize("codec", sorted(ENCODERS))

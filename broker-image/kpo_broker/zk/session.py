@@ -18,8 +18,9 @@ onto :class:`ZkSessionState`: EXPIRED when the session is gone, NEW_SESSION when
 session with another id is connected (the broker then re-creates its ephemeral znodes
 and the controller runs for election again). Kazoo's ``ChildrenWatch``/``DataWatch``
 recipes re-arm themselves on the new session; raw one-shot watches would be lost.
-Reconnection attempts back off to at most :data:`RECONNECT_BACKOFF_MAX_S` (kazoo's
-default grows to an hour), so a ZooKeeper that comes back is found within about a second.
+Reconnection attempts (and the recipes' re-reads) back off to at most
+:data:`RECONNECT_BACKOFF_MAX_S` (kazoo's default grows to an hour), so a ZooKeeper that
+comes back is found within about a second, usually before its sessions expire.
 """
 
 from __future__ import annotations
@@ -64,12 +65,15 @@ DEFAULT_SESSION_TIMEOUT_MS = 18_000
 #: while staying at ZooKeeper's ``globalOutstandingLimit`` (1000).
 DEFAULT_MAX_IN_FLIGHT_REQUESTS = 1000
 
-#: Longest pause between two connection attempts, s. The Java client retries about
-#: every second; kazoo's default backoff doubles up to an hour, so after a long
-#: ZooKeeper outage a session would only be re-established long after the server is back.
+#: Longest pause between two connection attempts, s (before kazoo's +-40 % jitter). The
+#: Java client retries about every second; kazoo's default backoff doubles up to an
+#: hour, so after a long ZooKeeper outage a session would only be re-established long
+#: after the server is back (and would expire meanwhile).
 RECONNECT_BACKOFF_MAX_S = 1.0
-#: Kazoo's ``connection_retry``: retry forever, from 0.1 s doubling to the cap above.
-_CONNECTION_RETRY: dict[str, float] = {
+#: Kazoo's ``connection_retry`` and ``command_retry`` (the watch recipes re-read their
+#: znode with it after a connection loss, holding the recipe's lock while they back
+#: off): retry forever, from 0.1 s doubling to the cap above.
+_RETRY_POLICY: dict[str, float] = {
     "max_tries": -1,
     "delay": 0.1,
     "backoff": 2,
@@ -235,7 +239,8 @@ class ZkSession:
         self._zk: Any = KazooClient(
             hosts=connect,
             timeout=session_timeout_ms / 1000,
-            connection_retry=dict(_CONNECTION_RETRY),
+            connection_retry=dict(_RETRY_POLICY),
+            command_retry=dict(_RETRY_POLICY),
         )
         self._states = SessionStateTracker()
         self._listeners: list[Callable[[ZkSessionState], None]] = []

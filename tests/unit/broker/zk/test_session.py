@@ -280,9 +280,10 @@ def test_a_listener_that_fails_does_not_stop_the_others(fake_kazoo: list[FakeKaz
 
 def test_reconnection_backs_off_to_at_most_a_second_forever(fake_kazoo: list[FakeKazoo]) -> None:
     _, kazoo = new_session(fake_kazoo)
-    retry = kazoo.options["connection_retry"]
-    assert retry["max_tries"] == -1
-    assert retry["max_delay"] == session.RECONNECT_BACKOFF_MAX_S == 1.0
+    for option in ("connection_retry", "command_retry"):
+        retry = kazoo.options[option]
+        assert retry["max_tries"] == -1
+        assert retry["max_delay"] == session.RECONNECT_BACKOFF_MAX_S == 1.0
 
 
 def test_tracker_reports_reconnection_to_the_same_session_as_connected() -> None:

@@ -245,6 +245,13 @@ def test_the_controller_whose_session_expires_resigns_and_a_new_one_takes_over(
 def test_a_zookeeper_outage_longer_than_the_session_timeout_is_survived(
     tmp_path: Path,
 ) -> None:
+    """ZooKeeper (its own server here) is down for twice the session timeout.
+
+    ZooKeeper reloads its sessions at start-up and renews their timeouts, and the brokers
+    try to reconnect at least every second, so their sessions usually survive; a broker
+    whose session expired anyway registers again as after a pause. Either way every
+    broker is registered, every partition led with a full ISR and acks=all writes go on.
+    """
     server = ZooKeeperServer(tmp_path / "zookeeper")
     server.start()
     cluster = KafkaCluster(tmp_path / "cluster", f"{server.connect_string}/kafka", 3)

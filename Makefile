@@ -21,10 +21,12 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
-# External tools (ZooKeeper, etcd, kube-apiserver, kubectl, helm...) into
-# $KPO_TOOLS_DIR (default ~/.cache/kpo-tools); versions in tools/versions.env.
+# External tools (ZooKeeper, etcd, kube-apiserver, kubectl, helm..., and Apache Kafka's
+# jars for the operator's tests beside Kafka's own tools) into $KPO_TOOLS_DIR (default
+# ~/.cache/kpo-tools); versions in tools/versions.env.
 tools:
 	bash tools/install.sh
+	bash tools/install-kafka.sh >/dev/null
 
 lint: install
 	$(BIN)/ruff check .

@@ -16,7 +16,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from kpo_bench.apache_kafka import ApacheKafkaCluster, kafka_classpath
 from kpo_bench.clusters import COMMON_BROKER_PROPERTIES, Cluster
 from kpo_bench.java_tools import JavaTools, compile_consumer
 from kpo_bench.machine import machine_info
@@ -25,6 +24,7 @@ from kpo_bench.results import BASELINE, OURS, SystemResult, compare, report_json
 from kpo_bench.runner import ONLY_CHOICES, run_system
 from kpo_bench.settings import DEFAULT, QUICK, Workload
 from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
+from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.zookeeper import ZooKeeperServer
 

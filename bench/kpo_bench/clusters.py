@@ -2,7 +2,7 @@
 
 :class:`Cluster` and :class:`Broker` are what both
 :class:`kpo_devenv.kafka_cluster.KafkaCluster` (kpo's Python brokers) and
-:class:`kpo_bench.apache_kafka.ApacheKafkaCluster` (Apache Kafka from Maven Central)
+:class:`kpo_devenv.apache_kafka.ApacheKafkaCluster` (Apache Kafka from Maven Central)
 provide. :data:`COMMON_BROKER_PROPERTIES` is given to both so they replicate, detect
 failures and rebalance leaders with the same settings.
 """

@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from kpo_bench.apache_kafka import java_command
 from kpo_bench.perf_output import (
     ConsumerSummary,
     ProducerSummary,
     parse_consumer_output,
     parse_producer_output,
 )
+from kpo_devenv.apache_kafka import java_command
 
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_MAIN = "KpoConsumePerf"

@@ -27,12 +27,14 @@ class ClusterSnapshot:
             each replica asked for (empty unless ``replica_sizes`` was requested).
         racks: broker id -> ``broker.rack`` (``None`` without a rack).
         controller_id: The active controller, ``None`` while there is none.
+        cluster_id: The Kafka cluster id, ``None`` if the cluster did not report one.
     """
 
     view: ClusterView
     replicas: dict[ReplicaKey, ReplicaDirInfo] = field(default_factory=dict)
     racks: dict[int, str | None] = field(default_factory=dict)
     controller_id: int | None = None
+    cluster_id: str | None = None
 
     @property
     def sizes(self) -> dict[ReplicaKey, int]:
@@ -83,6 +85,7 @@ def read_cluster(
         view.log_dirs = admin.log_dir_paths(sorted(set(live_dirs)))
     snapshot = ClusterSnapshot(view, racks=dict(cluster.brokers))
     snapshot.controller_id = cluster.controller_id
+    snapshot.cluster_id = cluster.cluster_id
     if replica_sizes and view.topics:
         hosts = {b for parts in view.topics.values() for s in parts.values() for b in s.replicas}
         hosts &= set(cluster.brokers)

@@ -11,7 +11,13 @@ the brokers and topics it names and conditions:
   with ``Stalled`` True when Kafka refused a write (reason ``WriteFailed``) or the
   spec is invalid (``InvalidSpec``);
 - ``RateConflict`` True when another object wants a different rate on one of its
-  brokers; the message names the winner and why (the lowest rate wins).
+  brokers; the message names the winner and why (the lowest rate wins);
+- ``ForeignThrottle`` True when a value set outside the operator (e.g. by Kafka's
+  ``kafka-reassign-partitions --throttle``) differs from what the quota wants on one
+  of its brokers or topics: reason ``LeftAlone`` (the foreign value stays) or, when
+  every such broker is claimed in ``spec.brokers``, ``Overridden`` (the operator
+  replaced it and puts it back when released); the message names the key, the
+  broker or topic and both values.
 
 Deleting a quota (finalizer) syncs without it, which removes exactly the configs
 that only it wanted.
@@ -28,7 +34,7 @@ from kpo_operator.conditions import Condition, quota_conditions, stamp_condition
 from kpo_operator.resources import TOPIC_REPLICA_QUOTA
 from kpo_operator.states import ConditionType
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
-from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of
+from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -39,6 +45,9 @@ from kpo_operator.throttles import (
 
 RATE_CONFLICT = "RateConflict"
 """Condition type set True while another object wants a different rate."""
+
+FOREIGN_THROTTLE = "ForeignThrottle"
+"""Condition type set True while a value set outside the operator differs from the quota's."""
 
 MAX_STATUS_TOPICS = 500
 """At most this many topics are listed in ``status.topics`` (an object must stay small)."""
@@ -143,19 +152,20 @@ class QuotaReconciler:
                 text += "; not applied (absent, applied when it appears): " + ", ".join(absent)
             desired = quota_conditions(ConditionType.READY, "Applied", text)
         lost = [c for c in conflicts if c.winner != source]
-        desired.append(
+        rate_conflict = (
             Condition(
                 RATE_CONFLICT, "True", "LowestRateWins", "; ".join(c.message for c in conflicts)
             )
             if conflicts
             else Condition(RATE_CONFLICT, "False", "NoConflict", "")
         )
+        desired += [rate_conflict, _foreign_condition(result, source)]
         old = obj.get("status") or {}
         old_conflict: dict[str, Any] = next(
             (c for c in old.get("conditions") or [] if c.get("type") == RATE_CONFLICT), {}
         )
-        if lost and old_conflict.get("message") != desired[-1].message:
-            self.store.event(obj, WARNING, "RateConflict", desired[-1].message)
+        if lost and old_conflict.get("message") != rate_conflict.message:
+            self.store.event(obj, WARNING, "RateConflict", rate_conflict.message)
         self._write(obj, generation, desired, {"brokers": brokers, "topics": topics})
 
     def _write(
@@ -178,6 +188,20 @@ class QuotaReconciler:
         if was.get(ready.type) != "True":
             kind = NORMAL if ready.type == ConditionType.READY else WARNING
             self.store.event(obj, kind, ready.reason, ready.message)
+
+
+def _foreign_condition(result: SyncResult, source: str) -> Condition:
+    """Return the ``ForeignThrottle`` condition of ``source`` (the Events are the writer's)."""
+    mine = result.contributions.get(source)
+    found = [
+        f
+        for f in result.foreign
+        if mine is not None and wants(mine, f.resource_type, f.resource_name, f.key)
+    ]
+    if not found:
+        return Condition(FOREIGN_THROTTLE, "False", "NoForeignThrottle", "")
+    reason = "Overridden" if all(f.overridden for f in found) else "LeftAlone"
+    return Condition(FOREIGN_THROTTLE, "True", reason, "; ".join(f.message for f in found))
 
 
 def _involves(conflict: ThrottleConflict, source: str) -> bool:

@@ -92,7 +92,7 @@ from kpo_operator.states import (
     Phase,
 )
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
-from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of
+from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import Contribution, reassignment_contribution
 from kpo_operator.validation import validate_reassignment
 
@@ -496,12 +496,20 @@ class ReassignmentReconciler:
         remaining = summary.bytes_total - summary.bytes_done
         observed = int(ctx.status.get("observedGeneration") or ctx.generation)
         throttle = (ctx.status.get("throttle") or {}).get("replicationRate")
-        self.writer.sync(max_age_s=self.throttle_resync_s)
+        synced = self.writer.sync(max_age_s=self.throttle_resync_s)
         left = throttled_duration(parts, throttle)
         message = rejected or (
             f"{summary.partitions_done}/{summary.partitions} partitions done, "
             f"{summary.progress} of {summary.bytes_total} bytes"
         )
+        if (mine := synced.contributions.get(ctx.source)) is not None:
+            foreign = [
+                f
+                for f in synced.foreign
+                if wants(mine, f.resource_type, f.resource_name, f.key) and not f.overridden
+            ]
+            if foreign:
+                message += f"; {len(foreign)} throttle values set outside the operator left alone"
         update = StatusUpdate(
             Phase.MOVING,
             message,

@@ -28,7 +28,8 @@ from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.settings import OperatorSettings
-from kpo_operator.store import KubeObjectStore, ObjectStore, ObjectStoreError
+from kpo_operator.store import KubeObjectStore, ObjectStore, ObjectStoreError, kube_api_client
+from kpo_operator.throttle_ledger import ConfigMapLedgerStore, ThrottleLedgerStore
 from kpo_operator.throttle_writer import ThrottleWriter
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,8 @@ class OperatorRuntime:
         admin: The Admin API client, used from several threads at once (default: a pool
             of :data:`MAX_WORKERS` kafka-python clients on ``bootstrap_servers``).
         store: The Kubernetes API (default: the ``kubernetes`` client on ``namespaces``).
+        ledger_store: Where the throttle ownership ledger is kept (default: the
+            ConfigMap ``throttle_ledger`` in the operator's ``namespace``).
     """
 
     def __init__(
@@ -66,6 +69,7 @@ class OperatorRuntime:
         settings: OperatorSettings,
         admin: KafkaAdmin | None = None,
         store: ObjectStore | None = None,
+        ledger_store: ThrottleLedgerStore | None = None,
     ) -> None:
         self.settings = settings
         self.admin: KafkaAdmin = admin or KafkaAdminPool(
@@ -76,8 +80,12 @@ class OperatorRuntime:
             ),
             MAX_WORKERS,
         )
-        self.store = store or KubeObjectStore(settings.namespaces)
-        self.writer = ThrottleWriter(self.admin, self.store)
+        api_client = kube_api_client() if store is None or ledger_store is None else None
+        self.store = store or KubeObjectStore(settings.namespaces, api_client)
+        self.ledger_store = ledger_store or ConfigMapLedgerStore(
+            settings.namespace, settings.throttle_ledger, api_client
+        )
+        self.writer = ThrottleWriter(self.admin, self.store, self.ledger_store)
         self.reassignments = ReassignmentReconciler(
             self.admin,
             self.store,

@@ -16,6 +16,14 @@ variable                    setting                      meaning
 ``KPO_REQUEST_TIMEOUT_MS``  ``request_timeout_ms``       Kafka Admin API request timeout
                                                          (``request.timeout.ms``, default 30000)
 ``KPO_CLIENT_ID``           ``client_id``                ``client.id`` (``kpo-operator``)
+``KPO_NAMESPACE``           ``namespace``                the operator's own namespace, where
+                                                         the throttle ledger ConfigMap lives
+                                                         (the chart sets the pod's namespace;
+                                                         default: the first of
+                                                         ``KPO_NAMESPACES``, else ``default``)
+``KPO_THROTTLE_LEDGER``     ``throttle_ledger``          name of that ConfigMap: what the
+                                                         operator wrote into Kafka's throttle
+                                                         configs (``kpo-throttle-ledger``)
 =========================== ============================ =====================================
 
 The Kubernetes connection is kopf's: in a pod the service account, elsewhere
@@ -30,6 +38,8 @@ from collections.abc import Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 ENV_PREFIX = "KPO_"
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
 
 
 class SettingsError(ValueError):
@@ -47,6 +57,8 @@ class OperatorSettings(BaseModel):
         rate_window_s: Seconds of samples behind the replication-rate estimate.
         request_timeout_ms: Admin API request timeout (Kafka's ``request.timeout.ms``).
         client_id: Kafka ``client.id`` of the operator's admin client.
+        namespace: The operator's namespace, holding the throttle ledger ConfigMap.
+        throttle_ledger: Name of the throttle ledger ConfigMap (one per Kafka cluster).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -58,6 +70,8 @@ class OperatorSettings(BaseModel):
     rate_window_s: float = Field(default=30.0, gt=0, le=3600)
     request_timeout_ms: int = Field(default=30000, ge=1000, le=600000)
     client_id: str = Field(default="kpo-operator", min_length=1)
+    namespace: str = Field(default="default", pattern=_DNS_LABEL)
+    throttle_ledger: str = Field(default="kpo-throttle-ledger", pattern=_DNS_SUBDOMAIN)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -96,6 +110,13 @@ class OperatorSettings(BaseModel):
             values["request_timeout_ms"] = raw
         if (raw := env.get(ENV_PREFIX + "CLIENT_ID")) is not None:
             values["client_id"] = raw
+        watched = values["namespaces"]
+        assert isinstance(watched, tuple)
+        values["namespace"] = env.get(ENV_PREFIX + "NAMESPACE") or (
+            watched[0] if watched else "default"
+        )
+        if (raw := env.get(ENV_PREFIX + "THROTTLE_LEDGER")) is not None:
+            values["throttle_ledger"] = raw
         try:
             return cls.model_validate(values)
         except ValidationError as exc:

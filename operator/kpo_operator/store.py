@@ -59,6 +59,17 @@ class ObjectStore(Protocol):
         ...
 
 
+def kube_api_client() -> Any:
+    """Build a ``kubernetes.client.ApiClient``: in-cluster service account, else ``KUBECONFIG``."""
+    from kubernetes import client, config
+
+    try:
+        config.load_incluster_config()  # type: ignore[no-untyped-call]
+    except config.ConfigException:
+        config.load_kube_config()  # type: ignore[no-untyped-call]
+    return client.ApiClient()
+
+
 class KubeObjectStore:
     """:class:`ObjectStore` over the ``kubernetes`` client.
 
@@ -69,14 +80,10 @@ class KubeObjectStore:
     """
 
     def __init__(self, namespaces: Sequence[str] = (), api_client: Any = None) -> None:
-        from kubernetes import client, config
+        from kubernetes import client
 
         if api_client is None:
-            try:
-                config.load_incluster_config()  # type: ignore[no-untyped-call]
-            except config.ConfigException:
-                config.load_kube_config()  # type: ignore[no-untyped-call]
-            api_client = client.ApiClient()
+            api_client = kube_api_client()
         self.namespaces = tuple(namespaces)
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)

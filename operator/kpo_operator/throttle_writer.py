@@ -13,13 +13,19 @@ writers can fight and removing one object removes exactly what it alone set:
    of the cluster; a caller's ``overrides`` replace (or, with ``None``, drop) the
    contribution of the objects it is changing right now;
 2. :func:`~kpo_operator.throttles.merge` them (lowest rate wins);
-3. read the owned keys back with DescribeConfigs from every live broker and topic,
-   :func:`~kpo_operator.throttles.diff`, and apply the difference with
-   IncrementalAlterConfigs (KIP-339).
+3. read the five throttle keys back with DescribeConfigs from every live broker and
+   topic, :func:`~kpo_operator.throttles.plan` the writes against the ownership
+   ledger (:class:`~kpo_operator.throttle_ledger.ThrottleLedger`: only values the
+   operator wrote are changed or deleted; foreign replica-list pairs are kept), save
+   the ledger ahead of the write (pending entries), apply with
+   IncrementalAlterConfigs (KIP-339), then save the settled ledger.
 
-A difference found while the wanted configuration is the one last written means
-someone changed a config by hand: it is put back and a Warning Event
-``ThrottleDriftRepaired`` is recorded on each object that wants that key.
+An owned value changed or removed outside the operator is put back and a Warning
+Event ``ThrottleDriftRepaired`` is recorded on each object that wants that key. A
+foreign value in the way of what an object wants is left alone (or, for a broker a
+TopicReplicaQuota claims in ``spec.brokers``, overridden and remembered) and a
+Warning Event ``ForeignThrottle`` naming the key, the resource and both values is
+recorded on each object that wants the key, once per distinct finding.
 Calls are serialised by a lock: at most one sync runs at a time.
 """
 
@@ -39,17 +45,19 @@ from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.states import THROTTLING_PHASES
 from kpo_operator.store import WARNING, Object, ObjectStore, object_key
+from kpo_operator.throttle_ledger import LedgerFormatError, ThrottleLedger, ThrottleLedgerStore
 from kpo_operator.throttles import (
     BROKER_KEYS,
     TOPIC_KEYS,
     ConfigChange,
     Contribution,
     EffectiveThrottles,
+    ForeignThrottle,
     OpType,
     ThrottleConfigs,
     ThrottleFormatError,
-    diff,
     merge,
+    plan,
     quota_contribution,
     reassignment_contribution,
 )
@@ -70,7 +78,9 @@ class SyncResult:
         effective: The merged configuration now wanted (with rate conflicts).
         contributions: source -> what that object contributes.
         applied: The IncrementalAlterConfigs operations sent.
-        drift: Those of ``applied`` that repaired a hand-made change.
+        drift: Those of ``applied`` that repaired a hand-made change of an owned value.
+        foreign: Values set outside the operator that differ from what is wanted
+            (left alone, or overridden on a claimed broker).
         errors: Resources whose update failed, with Kafka's error.
         snapshot: The cluster snapshot the contributions were computed on.
     """
@@ -79,6 +89,7 @@ class SyncResult:
     contributions: dict[str, Contribution]
     applied: list[ConfigChange] = field(default_factory=list)
     drift: list[ConfigChange] = field(default_factory=list)
+    foreign: list[ForeignThrottle] = field(default_factory=list)
     errors: dict[ConfigResource, ApiError] = field(default_factory=dict)
     snapshot: ClusterSnapshot | None = None
 
@@ -88,7 +99,9 @@ class ThrottleWriter:
 
     Args:
         admin: The Admin API client.
-        store: The custom resources (to list contributors and record drift Events).
+        store: The custom resources (to list contributors and record Events).
+        ledger_store: Where the ownership ledger is kept (read on the first sync, and
+            again whenever the cluster id changes).
         clock: Monotonic seconds, for ``max_age_s``.
 
     Errors of :meth:`sync`: ``KafkaAdminError`` from the Admin API and
@@ -96,13 +109,19 @@ class ThrottleWriter:
     """
 
     def __init__(
-        self, admin: KafkaAdmin, store: ObjectStore, clock: Callable[[], float] = time.monotonic
+        self,
+        admin: KafkaAdmin,
+        store: ObjectStore,
+        ledger_store: ThrottleLedgerStore,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.admin = admin
         self.store = store
+        self.ledger_store = ledger_store
         self.clock = clock
         self._lock = threading.Lock()
-        self._last_wanted: ThrottleConfigs | None = None
+        self._ledger: ThrottleLedger | None = None
+        self._reported: set[tuple[str, ForeignThrottle]] = set()
         self._last: tuple[float, SyncResult] | None = None
 
     def sync(
@@ -153,8 +172,35 @@ class ThrottleWriter:
             objects[source] = obj
         return contributions, objects
 
+    def _ledger_of(self, cluster_id: str | None) -> ThrottleLedger:
+        """Return the ledger of ``cluster_id``: cached, else loaded (another cluster: empty)."""
+        if self._ledger is not None and self._ledger.cluster_id == cluster_id:
+            return self._ledger
+        try:
+            saved = self.ledger_store.load()
+        except LedgerFormatError as exc:
+            # Starting empty makes what was owned foreign: it is left alone, never deleted.
+            logger.error("throttle ledger unreadable, starting empty: %s", exc)
+            saved = None
+        if saved is None or saved.cluster_id != cluster_id:
+            if saved is not None:
+                logger.warning(
+                    "throttle ledger is of cluster %s, not %s: starting empty",
+                    saved.cluster_id,
+                    cluster_id,
+                )
+            saved = ThrottleLedger(cluster_id)
+        self._ledger = saved
+        return saved
+
+    def _save(self, ledger: ThrottleLedger, old: ThrottleLedger) -> None:
+        if ledger != old:
+            self.ledger_store.save(ledger)
+        self._ledger = ledger
+
     def _sync(self, overrides: dict[str, Contribution | None]) -> SyncResult:
         snapshot = read_cluster(self.admin)
+        ledger = self._ledger_of(snapshot.cluster_id)
         contributions, objects = self._contributors(snapshot)
         for source, contribution in overrides.items():
             if contribution is None:
@@ -176,12 +222,15 @@ class ThrottleWriter:
             {b: r for b, r in effective.brokers.items() if b in live},
             {t: r for t, r in effective.topics.items() if t in snapshot.view.topics},
             effective.conflicts,
+            {(b, k) for b, k in effective.claims if b in live},
         )
-        changes = diff(wanted, current)
-        result = SyncResult(effective, contributions, snapshot=snapshot)
-        if changes:
+        decided = plan(wanted, current, ledger)
+        result = SyncResult(effective, contributions, snapshot=snapshot, foreign=decided.foreign)
+        settled = decided.ledger
+        if decided.changes:
+            self._save(decided.write_ahead, ledger)
             grouped: dict[ConfigResource, dict[str, str | None]] = {}
-            for change in changes:
+            for change in decided.changes:
                 resource = ConfigResource(change.resource_type, change.resource_name)
                 value = change.value if change.op is OpType.SET else None
                 grouped.setdefault(resource, {})[change.key] = value
@@ -189,7 +238,9 @@ class ThrottleWriter:
             result.errors = {r: e for r, e in answers.items() if e is not None}
             failed = set(result.errors)
             result.applied = [
-                c for c in changes if ConfigResource(c.resource_type, c.resource_name) not in failed
+                c
+                for c in decided.changes
+                if ConfigResource(c.resource_type, c.resource_name) not in failed
             ]
             for change in result.applied:
                 logger.info(
@@ -199,12 +250,11 @@ class ThrottleWriter:
                     change.key,
                     change.value if change.op is OpType.SET else "<deleted>",
                 )
-        rendered = wanted.render()
-        if changes and self._last_wanted == rendered:
-            result.drift = list(result.applied)
-            self._report_drift(result.drift, contributions, objects)
-        if not result.errors:
-            self._last_wanted = rendered
+            settled = decided.settled({(r.kind, r.name) for r in failed})
+            result.drift = [c for c in decided.drift if c in result.applied]
+        self._save(settled, self._ledger or ledger)
+        self._report_drift(result.drift, contributions, objects)
+        self._report_foreign(result.foreign, contributions, objects)
         return result
 
     def _report_drift(
@@ -217,7 +267,9 @@ class ThrottleWriter:
             contribution = contributions.get(source)
             if contribution is None:
                 continue
-            mine = [c for c in drift if _wants(contribution, c)]
+            mine = [
+                c for c in drift if wants(contribution, c.resource_type, c.resource_name, c.key)
+            ]
             if mine:
                 fixed = ", ".join(f"{c.resource_type} {c.resource_name} {c.key}" for c in mine[:10])
                 self.store.event(
@@ -227,10 +279,29 @@ class ThrottleWriter:
                     f"throttle configs changed outside the operator were put back: {fixed}",
                 )
 
+    def _report_foreign(
+        self,
+        foreign: list[ForeignThrottle],
+        contributions: Mapping[str, Contribution],
+        objects: Mapping[str, Object],
+    ) -> None:
+        """Record a Warning Event ``ForeignThrottle`` per new finding on each object it concerns."""
+        seen: set[tuple[str, ForeignThrottle]] = set()
+        for source, obj in objects.items():
+            contribution = contributions.get(source)
+            if contribution is None:
+                continue
+            for found in foreign:
+                if not wants(contribution, found.resource_type, found.resource_name, found.key):
+                    continue
+                seen.add((source, found))
+                if (source, found) not in self._reported:
+                    self.store.event(obj, WARNING, "ForeignThrottle", found.message)
+        self._reported = seen
 
-def _wants(contribution: Contribution, change: ConfigChange) -> bool:
-    if change.resource_type is ConfigResourceKind.BROKER:
-        keys = contribution.broker_rates.get(int(change.resource_name), {})
-        return change.key in BROKER_KEYS and change.key in keys
-    lists = contribution.topic_replicas.get(change.resource_name, {})
-    return change.key in TOPIC_KEYS and change.key in lists
+
+def wants(contribution: Contribution, kind: ConfigResourceKind, name: str, key: str) -> bool:
+    """Whether ``contribution`` sets ``key`` on the broker or topic ``kind``/``name``."""
+    if kind is ConfigResourceKind.BROKER:
+        return key in BROKER_KEYS and key in contribution.broker_rates.get(int(name), {})
+    return key in TOPIC_KEYS and key in contribution.topic_replicas.get(name, {})

@@ -1,4 +1,4 @@
-"""The single writer of replication throttles (KIP-73): contributions, merge and diff.
+"""The single writer of replication throttles (KIP-73): contributions, merge and plan.
 
 Kafka throttles replication with five dynamic configs (read by ``ReplicationQuotaManager``):
 on brokers ``leader.replication.throttled.rate``, ``follower.replication.throttled.rate``
@@ -6,28 +6,33 @@ on brokers ``leader.replication.throttled.rate``, ``follower.replication.throttl
 ``replica.alter.log.dirs.io.max.bytes.per.second`` (bytes/s of moves between log
 dirs, KIP-113); on topics ``leader.replication.throttled.replicas`` and
 ``follower.replication.throttled.replicas`` (``"*"`` or ``partition:broker`` pairs
-naming the throttled replicas). The operator owns exactly these keys and nothing else.
+naming the throttled replicas). Others write these keys too (Kafka's
+``kafka-reassign-partitions --throttle``, people): the operator changes only the
+values and pairs it wrote itself, recorded in a
+:class:`~kpo_operator.throttle_ledger.ThrottleLedger`, and never a key outside them.
 
 Each TopicReplicaQuota and each in-flight PartitionReassignment *contributes*
 values (:func:`quota_contribution`, :func:`reassignment_contribution`);
 :func:`merge` folds all contributions into one effective configuration (replica
 lists: union, ``*`` if any contribution says ``*``; rates: the lowest wins, every
-disagreement reported as a :class:`ThrottleConflict`); :func:`diff` turns the
-effective configuration and the configuration read back with DescribeConfigs into
-IncrementalAlterConfigs operations. Because the effective configuration is always
-recomputed from all contributions, dropping one contribution removes exactly what
-it alone set.
+disagreement reported as a :class:`ThrottleConflict`); :func:`plan` turns the
+effective configuration, the configuration read back with DescribeConfigs and the
+ledger into IncrementalAlterConfigs operations, the ledger to keep, and the foreign
+values in the way (:class:`ForeignThrottle`). Because the effective configuration is
+always recomputed from all contributions, dropping one contribution removes exactly
+what it alone set.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from kpo_kafka.admin_types import ConfigResourceKind
 from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, TopicReplicaQuotaSpec
 from kpo_operator.model import ClusterView
+from kpo_operator.throttle_ledger import OwnedRate, OwnedReplicas, ThrottleLedger
 
 LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
@@ -35,9 +40,9 @@ LOG_DIR_MOVE_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
 BROKER_KEYS = (LEADER_RATE, FOLLOWER_RATE, LOG_DIR_MOVE_RATE)
-"""Broker config keys owned by the operator (rates, bytes/s)."""
+"""Broker config keys the operator writes (rates, bytes/s)."""
 TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-"""Topic config keys owned by the operator (throttled replica lists)."""
+"""Topic config keys the operator writes (throttled replica lists)."""
 
 
 class ThrottleFormatError(ValueError):
@@ -99,11 +104,14 @@ class Contribution:
             name winners in conflicts and to break ties.
         broker_rates: broker id -> config key (one of :data:`BROKER_KEYS`) -> bytes/s.
         topic_replicas: topic -> config key (one of :data:`TOPIC_KEYS`) -> replicas.
+        claims: The brokers of ``broker_rates`` were named explicitly (a
+            TopicReplicaQuota's ``spec.brokers``): its rates there replace foreign values.
     """
 
     source: str
     broker_rates: Mapping[int, Mapping[str, int]] = field(default_factory=dict)
     topic_replicas: Mapping[str, Mapping[str, ThrottledReplicas]] = field(default_factory=dict)
+    claims: bool = False
 
 
 def reassignment_contribution(
@@ -162,7 +170,8 @@ def reassignment_contribution(
 def quota_contribution(source: str, spec: TopicReplicaQuotaSpec, view: ClusterView) -> Contribution:
     """Compute the configs a TopicReplicaQuota sets.
 
-    Rates go to ``spec.brokers`` (every live broker of ``view`` when omitted); replica
+    Rates go to ``spec.brokers`` (every live broker of ``view`` when omitted; named
+    brokers are *claimed*: the quota's rates replace foreign rates there); replica
     lists go to ``spec.topics.names`` (every topic of ``view`` with ``topics.all``).
 
     Raises:
@@ -186,6 +195,7 @@ def quota_contribution(source: str, spec: TopicReplicaQuotaSpec, view: ClusterVi
         source,
         {b: dict(broker_rates) for b in brokers} if broker_rates else {},
         {t: dict(lists) for t in topic_names} if lists else {},
+        claims=spec.brokers is not None,
     )
 
 
@@ -225,11 +235,14 @@ class EffectiveThrottles:
         brokers: broker id -> key -> bytes/s.
         topics: topic -> key -> throttled replicas (never empty).
         conflicts: Rate disagreements and how they were resolved.
+        claims: ``(broker, key)`` rates that a claiming contribution wants: they
+            replace foreign values (see :attr:`Contribution.claims`).
     """
 
     brokers: dict[int, dict[str, int]] = field(default_factory=dict)
     topics: dict[str, dict[str, ThrottledReplicas]] = field(default_factory=dict)
     conflicts: list[ThrottleConflict] = field(default_factory=list)
+    claims: set[tuple[int, str]] = field(default_factory=set)
 
     def render(self) -> ThrottleConfigs:
         """Return the configuration as Kafka config strings."""
@@ -245,8 +258,8 @@ class ThrottleConfigs:
 
     Attributes:
         brokers: broker id -> config key -> value; keys outside :data:`BROKER_KEYS`
-            are ignored by :func:`diff`.
-        topics: topic -> config key -> value; keys outside :data:`TOPIC_KEYS` ignored.
+            are ignored by :func:`plan`.
+        topics: topic -> config key -> value; keys outside :data:`TOPIC_KEYS` are ignored.
     """
 
     brokers: dict[int, dict[str, str]] = field(default_factory=dict)
@@ -266,6 +279,8 @@ def merge(contributions: Iterable[Contribution]) -> EffectiveThrottles:
         for broker, rates in contribution.broker_rates.items():
             for key, rate in rates.items():
                 rate_votes.setdefault((broker, key), []).append((rate, contribution.source))
+                if contribution.claims:
+                    result.claims.add((broker, key))
         for topic, lists in contribution.topic_replicas.items():
             for key, replicas in lists.items():
                 if not replicas:
@@ -308,46 +323,311 @@ class ConfigChange:
     value: str | None = None
 
 
-def _same(key: str, wanted: str, current: str) -> bool:
-    try:
-        if key in TOPIC_KEYS:
-            return ThrottledReplicas.parse(wanted) == ThrottledReplicas.parse(current)
-        return int(wanted) == int(current.strip())
-    except ValueError:
-        return False
+@dataclass(frozen=True)
+class ForeignThrottle:
+    """A throttle value set outside the operator that differs from what it wants.
 
-
-def diff(effective: EffectiveThrottles, current: ThrottleConfigs) -> list[ConfigChange]:
-    """Compute the operations turning ``current`` into ``effective`` on owned keys only.
-
-    ``current`` must hold the configs of every broker and topic that may carry an owned
-    key (all brokers and topics of the cluster): an owned key set there but absent from
-    ``effective`` is deleted; a value equal in meaning (same rate, same pairs in another
-    order) is left alone; keys the operator does not own are never touched.
-
-    Returns:
-        Changes sorted by resource kind (brokers, then topics), name and key.
+    Attributes:
+        resource_type: BROKER or TOPIC.
+        resource_name: Broker id as a string, or the topic name.
+        key: The config key.
+        foreign: The value found (set by someone else, e.g. Kafka's
+            ``kafka-reassign-partitions --throttle``).
+        wanted: The value the operator's objects want.
+        overridden: ``True`` when a TopicReplicaQuota claims the broker in its
+            ``spec.brokers`` and the operator overwrote the value (it is put back
+            when no object wants the key any more); ``False``: left alone.
     """
-    wanted = effective.render()
-    changes: list[ConfigChange] = []
-    sides: tuple[
-        tuple[ConfigResourceKind, dict[str, dict[str, str]], dict[str, dict[str, str]]], ...
-    ]
-    sides = (
-        (
-            ConfigResourceKind.BROKER,
-            {str(b): c for b, c in wanted.brokers.items()},
-            {str(b): c for b, c in current.brokers.items()},
-        ),
-        (ConfigResourceKind.TOPIC, wanted.topics, current.topics),
-    )
-    for rtype, want_side, have_side in sides:
-        owned = BROKER_KEYS if rtype is ConfigResourceKind.BROKER else TOPIC_KEYS
-        for name in sorted(set(want_side) | set(have_side)):
-            want, have = want_side.get(name, {}), have_side.get(name, {})
-            for key in owned:
-                if key in want and (key not in have or not _same(key, want[key], have[key])):
-                    changes.append(ConfigChange(rtype, name, key, OpType.SET, want[key]))
-                elif key not in want and key in have:
-                    changes.append(ConfigChange(rtype, name, key, OpType.DELETE))
-    return sorted(changes)
+
+    resource_type: ConfigResourceKind
+    resource_name: str
+    key: str
+    foreign: str
+    wanted: str
+    overridden: bool = False
+
+    @property
+    def message(self) -> str:
+        """A sentence for a condition or Event naming the key, the resource and both values."""
+        where = f"{self.resource_type.name.lower()} {self.resource_name} {self.key}"
+        if self.overridden:
+            return (
+                f"{where}: {self.foreign!r} set outside the operator was replaced by "
+                f"{self.wanted!r} (broker claimed in spec.brokers; put back when released)"
+            )
+        return (
+            f"{where}: {self.foreign!r} set outside the operator is left alone "
+            f"({self.wanted!r} wanted)"
+        )
+
+
+@dataclass
+class ThrottlePlan:
+    """What one sync must write, and what the operator owns before and after.
+
+    Attributes:
+        changes: IncrementalAlterConfigs operations, sorted by kind, name and key.
+        ledger: What the operator owns once every change is applied.
+        write_ahead: What to save *before* applying: the entries being set (pending)
+            and the owned entries being deleted or released, so that a crash at any
+            point leaves nothing the operator wrote unowned.
+        foreign: Foreign values that differ from what is wanted (left alone or,
+            for a claimed broker, overridden).
+        drift: Those of ``changes`` that repair an owned value changed or removed
+            outside the operator.
+    """
+
+    changes: list[ConfigChange]
+    ledger: ThrottleLedger
+    write_ahead: ThrottleLedger
+    foreign: list[ForeignThrottle] = field(default_factory=list)
+    drift: list[ConfigChange] = field(default_factory=list)
+
+    def settled(self, failed: Collection[tuple[ConfigResourceKind, str]]) -> ThrottleLedger:
+        """Return the ledger to keep after applying (``failed`` keep their write-ahead entries).
+
+        Args:
+            failed: ``(kind, name)`` of the resources whose IncrementalAlterConfigs failed.
+        """
+        failed_set = set(failed)
+        result = ThrottleLedger(self.ledger.cluster_id)
+        for broker in set(self.ledger.brokers) | set(self.write_ahead.brokers):
+            side = self.write_ahead if (BROKER, str(broker)) in failed_set else self.ledger
+            if side.brokers.get(broker):
+                result.brokers[broker] = dict(side.brokers[broker])
+        for topic in set(self.ledger.topics) | set(self.write_ahead.topics):
+            side = self.write_ahead if (TOPIC, topic) in failed_set else self.ledger
+            if side.topics.get(topic):
+                result.topics[topic] = dict(side.topics[topic])
+        return result
+
+
+BROKER = ConfigResourceKind.BROKER
+TOPIC = ConfigResourceKind.TOPIC
+
+
+def _rate(text: str | None) -> int | None:
+    if text is None:
+        return None
+    try:
+        return int(text.strip())
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Decision:
+    """One key's outcome: the change, the owned entry after it and ahead of it."""
+
+    change: ConfigChange | None = None
+    after: OwnedRate | OwnedReplicas | None = None
+    ahead: OwnedRate | OwnedReplicas | None = None
+    drift: bool = False
+    foreign: ForeignThrottle | None = None
+
+
+def _plan_rate(
+    broker: int,
+    key: str,
+    current: str | None,
+    owned: OwnedRate | None,
+    want: int | None,
+    *,
+    claimed: bool,
+) -> _Decision:
+    """Decide one broker rate (see :func:`plan`)."""
+    name = str(broker)
+
+    def set_to(value: int, replaced: str | None, previous: int | None) -> _Decision:
+        return _Decision(
+            ConfigChange(BROKER, name, key, OpType.SET, str(value)),
+            OwnedRate(value, replaced),
+            OwnedRate(value, replaced, pending=True, previous=previous),
+        )
+
+    rate = _rate(current)
+    if current is None:
+        if want is None:
+            return _Decision()
+        decision = set_to(want, None, None)
+        decision.drift = owned is not None and not owned.pending
+        return decision
+    if owned is not None and owned.written(rate):
+        assert rate is not None
+        if want is not None:
+            if rate == want:
+                kept = OwnedRate(want, owned.replaced)
+                return _Decision(None, kept, kept)
+            return set_to(want, owned.replaced, rate)
+        restore = (
+            ConfigChange(BROKER, name, key, OpType.SET, owned.replaced)
+            if owned.replaced is not None
+            else ConfigChange(BROKER, name, key, OpType.DELETE)
+        )
+        return _Decision(restore, None, OwnedRate(rate, owned.replaced))
+    if owned is not None:  # an owned value changed outside the operator
+        if want is None:
+            return _Decision()  # released: the new value is someone else's now
+        if rate == want:
+            kept = OwnedRate(want, owned.replaced)
+            return _Decision(None, kept, kept)
+        decision = set_to(want, owned.replaced, None)
+        decision.drift = not owned.pending
+        return decision
+    if want is None or rate == want:
+        return _Decision()
+    if claimed:
+        decision = set_to(want, current, None)
+        decision.foreign = ForeignThrottle(BROKER, name, key, current, str(want), overridden=True)
+        return decision
+    return _Decision(foreign=ForeignThrottle(BROKER, name, key, current, str(want)))
+
+
+def _plan_replicas(
+    topic: str,
+    key: str,
+    current: str | None,
+    owned: OwnedReplicas | None,
+    want: ThrottledReplicas | None,
+) -> _Decision:
+    """Decide one topic's replica list (see :func:`plan`)."""
+    if current is None:
+        found: ThrottledReplicas | None = None
+    else:
+        try:
+            found = ThrottledReplicas.parse(current)
+        except ThrottleFormatError:
+            if owned is None:  # someone else's malformed value: not ours to fix
+                if want is None:
+                    return _Decision()
+                return _Decision(foreign=ForeignThrottle(TOPIC, topic, key, current, want.render()))
+            found = None  # ours, garbled: rewritten (or deleted when not wanted) below
+    mine = owned or OwnedReplicas()
+    if found is None:
+        foreign = ThrottledReplicas()
+    elif found.wildcard:
+        foreign = (
+            ThrottledReplicas(replicas=mine.covered)
+            if mine.wildcard
+            else ThrottledReplicas(wildcard=True)
+        )
+    else:
+        foreign = ThrottledReplicas(replicas=found.replicas - mine.pairs)
+    after: OwnedReplicas | None = None
+    if want is not None and not foreign.wildcard:
+        if want.wildcard:
+            after = OwnedReplicas(wildcard=True, covered=foreign.replicas)
+        elif pairs := want.replicas - foreign.replicas:
+            after = OwnedReplicas(pairs=frozenset(pairs))
+    new = foreign.union(want) if want is not None else foreign
+    change: ConfigChange | None = None
+    if not new:
+        if current is not None:
+            change = ConfigChange(TOPIC, topic, key, OpType.DELETE)
+    elif found is None or found != new:
+        change = ConfigChange(TOPIC, topic, key, OpType.SET, new.render())
+    if change is None:
+        return _Decision(None, after, after)
+    ahead = mine.union(after) if owned is not None and after is not None else owned or after
+    if ahead is not None:
+        ahead = replace(ahead, pending=True)
+    drift = False
+    if owned is not None and not owned.pending and want is not None:
+        # Something the operator wrote and still wants was changed or removed by hand.
+        if current is not None and found is None:
+            drift = True  # garbled
+        elif found is None or not found.wildcard:
+            lost = owned.pairs - (found.replicas if found is not None else frozenset())
+            drift = (
+                (owned.wildcard and want.wildcard)
+                or bool(lost & want.replicas)
+                or (want.wildcard and bool(lost))
+            )
+    return _Decision(change, after, ahead, drift)
+
+
+def plan(
+    wanted: EffectiveThrottles, current: ThrottleConfigs, ledger: ThrottleLedger
+) -> ThrottlePlan:
+    """Decide the writes that give ``wanted`` while touching only what the operator owns.
+
+    Args:
+        wanted: The merged contributions, restricted to live brokers and existing topics.
+        current: The five throttle keys of every live broker and every topic as read
+            with DescribeConfigs (a resource with none of them maps to ``{}``); other
+            keys are ignored.
+        ledger: What the operator owns (:class:`~kpo_operator.throttle_ledger.ThrottleLedger`).
+
+    Broker rates, per broker and key (``owned``: the ledger has it and the broker holds
+    a value the operator wrote):
+
+    - absent: set when wanted (a drift repair if it was owned);
+    - owned: set when a different rate is wanted; when not wanted, deleted, or the
+      foreign value it replaced is put back;
+    - owned key changed outside the operator: set again when wanted (drift repair),
+      otherwise released and left as it is;
+    - foreign: left alone and reported when a different rate is wanted, unless the
+      key is in ``wanted.claims`` (a TopicReplicaQuota's explicit ``spec.brokers``):
+      then set, owned, and the foreign value remembered and reported as overridden.
+
+    Replica lists, per topic and key: the foreign pairs (found but not owned; a
+    foreign ``"*"`` stays ``"*"``) are kept and united with the wanted ones; an
+    empty result deletes the key; the operator owns the wanted pairs that were not
+    foreign (or its ``"*"`` and the foreign pairs it covers). Owned pairs missing
+    from the config (e.g. Kafka's ``--verify`` removed the whole key) are written
+    again while still wanted. A malformed foreign value is left alone and reported; a
+    malformed owned one (Kafka refuses to store one) is rewritten, or deleted when not wanted.
+
+    Ledger entries of brokers not in ``current`` (not live) are kept as they are;
+    those of topics not in ``current`` (deleted, with their configs) are dropped.
+    """
+    result = ThrottlePlan([], ThrottleLedger(ledger.cluster_id), ThrottleLedger(ledger.cluster_id))
+
+    def note(decision: _Decision) -> None:
+        if decision.change is not None:
+            result.changes.append(decision.change)
+            if decision.drift:
+                result.drift.append(decision.change)
+        if decision.foreign is not None:
+            result.foreign.append(decision.foreign)
+
+    for broker, configs in current.brokers.items():
+        owned_rates = ledger.brokers.get(broker, {})
+        want_rates = wanted.brokers.get(broker, {})
+        for key in BROKER_KEYS:
+            rate = _plan_rate(
+                broker,
+                key,
+                configs.get(key),
+                owned_rates.get(key),
+                want_rates.get(key),
+                claimed=(broker, key) in wanted.claims,
+            )
+            held = rate.after
+            if rate.foreign is None and isinstance(held, OwnedRate) and held.replaced is not None:
+                # Still holding a claimed broker: the status keeps saying so.
+                rate.foreign = ForeignThrottle(
+                    BROKER, str(broker), key, held.replaced, str(held.value), overridden=True
+                )
+            note(rate)
+            for book, owned_rate in ((result.ledger, rate.after), (result.write_ahead, rate.ahead)):
+                if isinstance(owned_rate, OwnedRate):
+                    book.brokers.setdefault(broker, {})[key] = owned_rate
+    for broker, owned_rates in ledger.brokers.items():
+        if broker not in current.brokers:
+            result.ledger.brokers[broker] = dict(owned_rates)
+            result.write_ahead.brokers[broker] = dict(owned_rates)
+    for topic, configs in current.topics.items():
+        owned_lists = ledger.topics.get(topic, {})
+        want_lists = wanted.topics.get(topic, {})
+        for key in TOPIC_KEYS:
+            lists = _plan_replicas(
+                topic, key, configs.get(key), owned_lists.get(key), want_lists.get(key)
+            )
+            note(lists)
+            for book, owned in ((result.ledger, lists.after), (result.write_ahead, lists.ahead)):
+                if isinstance(owned, OwnedReplicas):
+                    book.topics.setdefault(topic, {})[key] = owned
+    result.changes.sort()
+    result.drift.sort()
+    return result

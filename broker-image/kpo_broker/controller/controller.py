@@ -245,7 +245,6 @@ class KafkaController:
         self._auto_rebalance_initial_delay_s = auto_rebalance_initial_delay_s
         self._rebalance_task: RepeatingTask | None = None
         self._controller_watch: ZkWatch | None = None
-        self._session_expired = False
 
     # --- public API (any thread) ----------------------------------------------------------
 
@@ -463,12 +462,15 @@ class KafkaController:
     # --- controller election (/controller) ------------------------------------------------
 
     def _on_session_state(self, state: ZkSessionState) -> None:
-        """Kazoo thread: turn session expiry and re-establishment into events."""
+        """Kazoo thread: turn session expiry and re-establishment into events.
+
+        Kafka's ``beforeInitializingSession`` (queue :class:`Expire` alone: the queued
+        events belong to the lost session) and ``afterInitializingSession``
+        (:class:`SessionReestablished`: run for election again on the new session).
+        """
         if state is ZkSessionState.EXPIRED:
-            self._session_expired = True
             self.event_manager.clear_and_put(Expire())
-        elif state is ZkSessionState.CONNECTED and self._session_expired:
-            self._session_expired = False
+        elif state is ZkSessionState.NEW_SESSION:
             self.event_manager.put(SessionReestablished())
 
     def _on_controller_znode(self, event: ZkWatchEvent) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from kpo_broker.log.errors import InvalidLogConfigError
 
@@ -42,6 +43,12 @@ _BROKER_CONFIG_FIELDS: tuple[tuple[str, str, int], ...] = (
 
 _MINIMUMS = {field: minimum for field, minimum in _TOPIC_CONFIG_FIELDS.values()}
 
+#: ``message.timestamp.type`` values (Kafka's ``TimestampType`` names).
+CREATE_TIME = "CreateTime"
+LOG_APPEND_TIME = "LogAppendTime"
+TIMESTAMP_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
+_TIMESTAMP_TYPE_CONFIG = "message.timestamp.type"
+
 
 @dataclass(frozen=True)
 class LogConfig:
@@ -64,9 +71,13 @@ class LogConfig:
             / ``message.max.bytes``, default 1048588).
         file_delete_delay_ms: wait this long in ms before removing a deleted segment's
             files (``file.delete.delay.ms`` / ``log.segment.delete.delay.ms``).
+        message_timestamp_type: ``CreateTime`` keeps the producer's record timestamps;
+            ``LogAppendTime`` stamps each batch with the leader's clock at append
+            (``message.timestamp.type``, KIP-32).
 
     Raises:
-        InvalidLogConfigError: a value is below Kafka's minimum for that config.
+        InvalidLogConfigError: a value is below Kafka's minimum for that config, or
+            ``message_timestamp_type`` is neither ``CreateTime`` nor ``LogAppendTime``.
     """
 
     segment_bytes: int = 1_073_741_824
@@ -77,9 +88,17 @@ class LogConfig:
     segment_index_bytes: int = 10_485_760
     max_message_bytes: int = 1_048_588
     file_delete_delay_ms: int = 60_000
+    message_timestamp_type: str = CREATE_TIME
 
     def __post_init__(self) -> None:
+        if self.message_timestamp_type not in TIMESTAMP_TYPES:
+            raise InvalidLogConfigError(
+                f"{_TIMESTAMP_TYPE_CONFIG}={self.message_timestamp_type!r} is not one of "
+                f"{', '.join(TIMESTAMP_TYPES)}"
+            )
         for field in dataclasses.fields(self):
+            if field.name not in _MINIMUMS:
+                continue
             value = getattr(self, field.name)
             if not isinstance(value, int) or isinstance(value, bool):
                 raise InvalidLogConfigError(f"{field.name} must be an int, got {value!r}")
@@ -101,12 +120,15 @@ class LogConfig:
             defaults: the broker-level config the overrides apply to (Kafka defaults if None).
 
         Raises:
-            InvalidLogConfigError: a value is not an integer or is out of range.
+            InvalidLogConfigError: a value is not an integer or is out of range, or the
+                timestamp type is unknown.
         """
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}
         for name, (field, _minimum) in _TOPIC_CONFIG_FIELDS.items():
             if name in overrides:
                 changes[field] = _parse_int(name, overrides[name])
+        if _TIMESTAMP_TYPE_CONFIG in overrides:
+            changes["message_timestamp_type"] = overrides[_TIMESTAMP_TYPE_CONFIG].strip()
         return dataclasses.replace(defaults or cls(), **changes)
 
     @classmethod
@@ -121,7 +143,7 @@ class LogConfig:
         Raises:
             InvalidLogConfigError: a value is not an integer or is out of range.
         """
-        changes: dict[str, int] = {}
+        changes: dict[str, Any] = {}
         for name, field, multiplier in _BROKER_CONFIG_FIELDS:
             if name in props and field not in changes:
                 value = _parse_int(name, props[name])
@@ -130,9 +152,11 @@ class LogConfig:
 
     def to_topic_config(self) -> dict[str, str]:
         """Return this config under Kafka's topic config names, values as strings."""
-        return {
+        config = {
             name: str(getattr(self, field)) for name, (field, _m) in _TOPIC_CONFIG_FIELDS.items()
         }
+        config[_TIMESTAMP_TYPE_CONFIG] = self.message_timestamp_type
+        return config
 
 
 def _parse_int(name: str, value: str) -> int:

@@ -7,7 +7,7 @@ map to ``UNKNOWN_SERVER_ERROR`` (-1) or ``KAFKA_STORAGE_ERROR`` (56).
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 UNKNOWN_SERVER_ERROR = -1
 OFFSET_OUT_OF_RANGE = 1
@@ -35,13 +35,34 @@ class CorruptRecordError(LogError):
     error_code = CORRUPT_MESSAGE
 
 
+class RecordError(NamedTuple):
+    """One record that made the leader drop its batch (KIP-467's ``BatchIndexAndErrorMessage``).
+
+    Attributes:
+        batch_index: position of the record inside its batch, from 0.
+        message: what is wrong with that record.
+    """
+
+    batch_index: int
+    message: str
+
+
 class InvalidRecordError(LogError):
     """A well-formed batch whose content breaks a rule (record count vs offset delta).
 
-    Maps to ``INVALID_RECORD`` (87), as Kafka's ``InvalidRecordException``.
+    Maps to ``INVALID_RECORD`` (87), as Kafka's ``InvalidRecordException``; when single
+    records are at fault they are listed, as Kafka's ``RecordValidationException`` does
+    for the Produce response's ``record_errors`` (KIP-467).
+
+    Attributes:
+        record_errors: the offending records; empty when the batch as a whole is wrong.
     """
 
     error_code = INVALID_RECORD
+
+    def __init__(self, message: str, record_errors: tuple[RecordError, ...] = ()) -> None:
+        super().__init__(message)
+        self.record_errors = record_errors
 
 
 class UnsupportedCompressionTypeError(LogError):

@@ -82,6 +82,8 @@ class LogAppendInfo:
             holds (KIP-98): nothing was appended, the offsets are the original ones,
             ``records_count`` and ``valid_bytes`` are 0. The producer is answered with
             ``first_offset`` and no error, as Kafka does.
+        log_append_time: the leader's clock in ms stamped on the batches when the topic
+            uses LogAppendTime, else -1 (Kafka's ``logAppendTime``).
     """
 
     first_offset: int
@@ -91,6 +93,7 @@ class LogAppendInfo:
     records_count: int
     valid_bytes: int
     duplicate: bool = False
+    log_append_time: int = -1
 
 
 class OffsetAndTimestamp(NamedTuple):

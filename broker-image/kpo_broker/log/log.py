@@ -8,6 +8,7 @@ bookkeeping is in ``local_log.LocalLog``. Single-threaded: one event loop drives
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
@@ -185,26 +186,29 @@ class Log:
     ) -> LogAppendInfo:
         """Validate a producer's batches, assign offsets from the LEO and append them.
 
-        Each batch gets the next offsets and ``partitionLeaderEpoch = leader_epoch``; the
-        epoch cache records where ``leader_epoch`` started. A retry of batches already
+        Each batch gets the next offsets and ``partitionLeaderEpoch = leader_epoch``, and
+        its ``maxTimestamp`` per ``message.timestamp.type``; the epoch cache records where
+        ``leader_epoch`` started. A retry of batches already
         appended (KIP-98) appends nothing and returns their original offsets with
         ``duplicate=True``.
 
         Raises:
-            CorruptRecordError, InvalidRecordError, RecordTooLargeError: see
-                ``validate_producer_batches``.
+            CorruptRecordError, InvalidRecordError, RecordTooLargeError,
+                UnsupportedCompressionTypeError: see ``validate_producer_batches``.
             InvalidRecordError, InvalidProducerEpochError, OutOfOrderSequenceError:
                 idempotent producer checks, see ``ProducerStateManager.check_leader_append``.
             RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
         """
-        headers = validate_producer_batches(records, self.config.max_message_bytes)
-        if not headers:
+        now = _now_ms() if now_ms is None else now_ms
+        validated = validate_producer_batches(records, self.config, now)
+        if not validated.headers:
             return summarize_append((), 0)
-        duplicate = self._producer_state.check_leader_append(headers)
+        duplicate = self._producer_state.check_leader_append(validated.headers)
         if duplicate is not None:
             return duplicate
-        data, assigned = assign_offsets(records, self.log_end_offset, leader_epoch, False)
-        return self._append(data, assigned, now_ms)
+        data, assigned = assign_offsets(validated.records, self.log_end_offset, leader_epoch, False)
+        info = self._append(data, assigned, now)
+        return dataclasses.replace(info, log_append_time=validated.log_append_time)
 
     def append_as_follower(self, records: bytes, now_ms: int | None = None) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.

@@ -36,6 +36,7 @@ MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
 PARTITION_LEADER_EPOCH_OFFSET = 12
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
@@ -46,7 +47,10 @@ TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 
 _BASE_OFFSET = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
+_UINT32 = struct.Struct(">I")
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,36 @@ def valid_prefix_length(buf: bytes | bytearray | memoryview) -> int:
             break
         position = batch_end
     return position
+
+
+def set_max_timestamp(
+    batch: bytearray | memoryview, header: BatchHeader, log_append_time: bool, max_timestamp: int
+) -> BatchHeader:
+    """Stamp a batch's timestamp type and ``maxTimestamp`` in place and recompute its CRC.
+
+    Kafka's ``DefaultRecordBatch.setMaxTimestamp``: the leader sets the batch's maximum
+    to the largest record timestamp (CreateTime) or to its clock (LogAppendTime). A batch
+    that already carries both values is left untouched.
+
+    Args:
+        batch: the writable bytes of exactly one batch.
+        header: the batch's current header.
+        log_append_time: set (True) or clear (False) the LogAppendTime attribute bit.
+        max_timestamp: the new ``maxTimestamp``, ms.
+
+    Returns:
+        The header with the new ``attributes``, ``max_timestamp`` and ``crc``.
+    """
+    attributes = header.attributes & ~TIMESTAMP_TYPE_MASK
+    if log_append_time:
+        attributes |= TIMESTAMP_TYPE_MASK
+    if attributes == header.attributes and max_timestamp == header.max_timestamp:
+        return header
+    _INT16.pack_into(batch, ATTRIBUTES_OFFSET, attributes)
+    _INT64.pack_into(batch, MAX_TIMESTAMP_OFFSET, max_timestamp)
+    crc = crc32c.crc32c(batch[ATTRIBUTES_OFFSET:])
+    _UINT32.pack_into(batch, CRC_OFFSET, crc)
+    return dataclasses.replace(header, attributes=attributes, max_timestamp=max_timestamp, crc=crc)
 
 
 def assign_offsets(

@@ -1,23 +1,74 @@
 """Checks run on record batches before they are appended (pure logic).
 
-Kafka's ``UnifiedLog.analyzeAndValidateRecords`` plus the v2 checks of ``LogValidator``:
-every batch must be a complete, CRC-valid magic v2 batch no larger than
-``max.message.bytes``. Batches from producers must also have a record count matching
-their offset range; batches from the leader (follower appends) must have increasing
-offsets, but may have fewer records than offsets after compaction.
+Kafka's ``UnifiedLog.analyzeAndValidateRecords`` and ``LogValidator``. Batches from
+producers (``validate_producer_batches``) are checked in full, header and body, before
+the leader assigns offsets: any failure refuses the partition's whole append. Batches a
+follower fetches from the leader (``validate_replicated_batches``) are trusted as Kafka
+trusts them: only their framing, CRC, size and offset order are checked.
+
+Decompression bound: a compressed batch's records section may inflate to at most
+``DECOMPRESSION_FACTOR`` (8) times ``max.message.bytes``, and never more than
+``MAX_DECOMPRESSED_BYTES`` (256 MiB) unless ``max.message.bytes`` itself is larger.
+Kafka sets no such bound, but it reads records from a stream; this broker holds the
+inflated section in memory and decodes it in Python (about 4 us per record), so the
+bound caps both the memory and the event-loop time one batch can take (a 64 MiB gzip
+bomb fits in 70 KB). With the default ``max.message.bytes`` of 1048588 the bound is
+8 MiB, above what clients write: librdkafka and kafka-python close a batch on its
+uncompressed size, and the Java producer, which may fill a batch further on its
+estimate of the compressed size, splits a batch refused with ``MESSAGE_TOO_LARGE``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from kafka.record.default_records import DefaultRecordBatch
+
+from kpo_broker.log.compression import decompress_records
+from kpo_broker.log.config import LOG_APPEND_TIME, LogConfig
 from kpo_broker.log.errors import (
+    CorruptRecordError,
     InvalidRecordError,
     OffsetsOutOfOrderError,
+    RecordError,
     RecordTooLargeError,
 )
 from kpo_broker.log.info import LogAppendInfo
-from kpo_broker.log.records import NO_TIMESTAMP, BatchHeader, iter_batches
+from kpo_broker.log.records import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    HEADER_SIZE,
+    MAGIC_OFFSET,
+    MAGIC_V2,
+    NO_TIMESTAMP,
+    TIMESTAMP_TYPE_MASK,
+    BatchHeader,
+    crc_matches,
+    iter_batches,
+    parse_header,
+    set_max_timestamp,
+)
+
+DECOMPRESSION_FACTOR = 8
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ValidatedRecords:
+    """A producer's batches after validation, ready for offset assignment.
+
+    Attributes:
+        records: the batches; each ``maxTimestamp`` and timestamp type set by the leader
+            (CRC recomputed where they changed), offsets not yet assigned.
+        headers: the batches' headers, in order, matching ``records``.
+        log_append_time: the leader's clock in ms when the topic uses LogAppendTime,
+            else -1 (the Produce response's ``log_append_time_ms``).
+    """
+
+    records: bytes
+    headers: tuple[BatchHeader, ...]
+    log_append_time: int = NO_TIMESTAMP
 
 
 def _check_size(header: BatchHeader, max_message_bytes: int) -> None:
@@ -27,39 +78,143 @@ def _check_size(header: BatchHeader, max_message_bytes: int) -> None:
         )
 
 
+def max_decompressed_bytes(max_message_bytes: int) -> int:
+    """Largest size in bytes a compressed batch's records section may inflate to.
+
+    ``DECOMPRESSION_FACTOR * max_message_bytes``, capped at ``MAX_DECOMPRESSED_BYTES``
+    but never below ``max_message_bytes`` (see the module doc).
+    """
+    return max(
+        max_message_bytes, min(DECOMPRESSION_FACTOR * max_message_bytes, MAX_DECOMPRESSED_BYTES)
+    )
+
+
 def validate_producer_batches(
-    records: bytes | bytearray | memoryview, max_message_bytes: int
-) -> tuple[BatchHeader, ...]:
-    """Validate a producer's batches before the leader assigns offsets.
+    records: bytes | bytearray | memoryview, config: LogConfig, now_ms: int
+) -> ValidatedRecords:
+    """Validate a producer's batches as the leader does before it assigns offsets.
+
+    Kafka's ``LogValidator.validateMessagesAndAssignOffsets`` for a client append, per
+    batch: magic 2; size within ``max.message.bytes``; CRC; ``recordsCount`` equal to
+    ``lastOffsetDelta + 1`` and positive; not a control batch; the records section
+    decompressed within the bound of the module doc; exactly ``recordsCount`` records
+    decoded, each of consistent length, with no bytes left over; offset deltas
+    ``0..n-1`` in order. The batch's ``maxTimestamp`` is then set per
+    ``message.timestamp.type``: the largest record timestamp (CreateTime) or ``now_ms``
+    (LogAppendTime).
 
     Args:
         records: the partition's records from a Produce request.
-        max_message_bytes: the topic's ``max.message.bytes``.
+        config: the topic's log config (``max.message.bytes``, ``message.timestamp.type``).
+        now_ms: the leader's clock, ms.
 
     Returns:
-        The batch headers, in order (offsets not yet assigned).
+        The validated batches; empty when ``records`` is empty.
 
     Raises:
-        CorruptRecordError: bad magic, torn batch or CRC mismatch.
-        RecordTooLargeError: a batch is larger than ``max.message.bytes``.
-        InvalidRecordError: a batch has no records, or its ``recordsCount`` differs from
-            ``lastOffsetDelta + 1``.
+        CorruptRecordError: torn batch, CRC mismatch, unknown codec, undecodable or
+            inconsistent records section (record count, record sizes, trailing bytes).
+        InvalidRecordError: magic other than 2, a bad offset range or record count in
+            the header, a control batch, or records whose offset deltas are not
+            ``0..n-1`` (listed in ``record_errors``).
+        RecordTooLargeError: a batch above ``max.message.bytes``, or one that
+            decompresses beyond the bound.
+        UnsupportedCompressionTypeError: the codec's library is not installed.
     """
-    headers = []
-    for header, _batch in iter_batches(records, verify_crc=True):
-        _check_size(header, max_message_bytes)
-        if header.records_count <= 0 or header.last_offset_delta < 0:
+    view = memoryview(records)
+    out = bytearray(view)
+    headers: list[BatchHeader] = []
+    log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
+    position = 0
+    while position < len(view):
+        index = len(headers)
+        if len(view) - position > MAGIC_OFFSET and view[position + MAGIC_OFFSET] != MAGIC_V2:
             raise InvalidRecordError(
-                f"batch reports {header.records_count} records and last offset delta "
-                f"{header.last_offset_delta}"
+                f"batch {index} has magic {view[position + MAGIC_OFFSET]}; "
+                f"Produce accepts only magic {MAGIC_V2}"
             )
-        if header.records_count != header.last_offset_delta + 1:
-            raise InvalidRecordError(
-                f"batch has {header.records_count} records but last offset delta "
-                f"{header.last_offset_delta}"
+        header = parse_header(view, position)
+        end = position + header.size_in_bytes
+        if end > len(view):
+            raise CorruptRecordError(
+                f"batch {index} needs {header.size_in_bytes} bytes, "
+                f"only {len(view) - position} remain"
             )
-        headers.append(header)
-    return tuple(headers)
+        _check_size(header, config.max_message_bytes)
+        batch = view[position:end]
+        if not crc_matches(header, batch):
+            raise CorruptRecordError(f"CRC32C mismatch in batch {index}")
+        _check_batch_header(index, header)
+        timestamps = _decode_records(index, header, batch, config.max_message_bytes)
+        max_timestamp = now_ms if log_append_time else max(timestamps)
+        headers.append(
+            set_max_timestamp(memoryview(out)[position:end], header, log_append_time, max_timestamp)
+        )
+        position = end
+    return ValidatedRecords(
+        bytes(out), tuple(headers), now_ms if log_append_time and headers else NO_TIMESTAMP
+    )
+
+
+def _check_batch_header(index: int, header: BatchHeader) -> None:
+    """Kafka's ``LogValidator.validateBatch`` for a client's batch."""
+    if header.last_offset_delta < 0:
+        raise InvalidRecordError(
+            f"batch {index} has a negative last offset delta {header.last_offset_delta}"
+        )
+    if header.records_count <= 0:
+        raise InvalidRecordError(f"batch {index} reports {header.records_count} records")
+    if header.records_count != header.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"batch {index} has {header.records_count} records but last offset delta "
+            f"{header.last_offset_delta}"
+        )
+    if header.is_control:
+        raise InvalidRecordError(f"batch {index} is a control batch; producers cannot write one")
+
+
+def _decode_records(
+    index: int, header: BatchHeader, batch: memoryview, max_message_bytes: int
+) -> list[int]:
+    """Decode every record of a batch; return their CreateTime timestamps (ms), in order.
+
+    The records section is decompressed within the bound, then read with kafka-python's
+    ``DefaultRecordBatch`` over a copy of the batch marked uncompressed and CreateTime
+    (so each record's timestamp is ``baseTimestamp + timestampDelta``).
+
+    Raises:
+        As ``validate_producer_batches`` for the batch's body.
+    """
+    body = decompress_records(
+        header.compression_type,
+        batch[HEADER_SIZE:],
+        max_decompressed_bytes(max_message_bytes),
+    )
+    plain = bytearray(batch[:HEADER_SIZE])
+    attributes = header.attributes & ~(COMPRESSION_MASK | TIMESTAMP_TYPE_MASK)
+    plain[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big", signed=True)
+    plain += body
+    timestamps: list[int] = []
+    record_errors: list[RecordError] = []
+    try:
+        for position, record in enumerate(DefaultRecordBatch(plain)):
+            delta = record.offset - header.base_offset
+            if delta != position:
+                record_errors.append(
+                    RecordError(position, f"offset delta {delta}, expected {position}")
+                )
+            timestamps.append(record.timestamp)
+    except Exception as exc:  # kafka-python raises several types for a bad body
+        raise CorruptRecordError(
+            f"batch {index} declares {header.records_count} records; its records section "
+            f"is invalid after {len(timestamps)} of them: {exc}"
+        ) from exc
+    if record_errors:
+        raise InvalidRecordError(
+            f"batch {index} has records whose offset deltas are not 0..{header.last_offset_delta}",
+            tuple(record_errors),
+        )
+    return timestamps
 
 
 def validate_replicated_batches(

@@ -6,7 +6,8 @@ replication throttle rates (``/config/brokers/<id>`` over ``/config/brokers/<def
 over ``server.properties``, KIP-73/KIP-226), bind the listeners,
 register ``/brokers/ids/<id>`` (its czxid is the broker epoch, KIP-380), start the
 controller component (which competes for ``/controller``), then the periodic tasks
-(ISR shrink, ISR change propagation, HW checkpoint, log retention) and, when
+(ISR shrink, ISR change propagation, HW checkpoint, log retention, and the
+registration again after each ZooKeeper session expiry, with a new broker epoch) and, when
 ``metrics.port`` is set, the Prometheus endpoint (``broker-image/METRICS.md``). Shutdown first
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
@@ -48,13 +49,16 @@ from kpo_broker.server.replication_quota import (
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_broker.server.topic_admin import TopicAdmin
 from kpo_broker.zk.client import KafkaZkClient
-from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError
+from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError, ZkConnectionLossError
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
+from kpo_broker.zk.session import ZkSessionState
 
 log = logging.getLogger(__name__)
 
 #: How often a leader's ISR changes are announced in /isr_change_notification, s (Kafka: 2.5 s).
 ISR_CHANGE_PROPAGATION_INTERVAL_S = 2.5
+#: Pause between two attempts to register again after a ZooKeeper session expiry, s.
+REGISTRATION_RETRY_BACKOFF_S = 0.5
 
 
 class KafkaServer:
@@ -77,6 +81,7 @@ class KafkaServer:
         self.shutdown_requested = asyncio.Event()
         self.request_stats = RequestStats()
         self.metrics_server: MetricsHttpServer | None = None
+        self._new_session = asyncio.Event()
 
     def _default_log_config(self) -> LogConfig:
         c = self.config
@@ -184,6 +189,7 @@ class KafkaServer:
         )
         components.broker_epoch = await self._register(zk, registration)
         log.info("broker %d registered with epoch %d", self.broker_id, components.broker_epoch)
+        zk.add_session_listener(self._on_session_state)
         components.controller = self._start_controller(components)
         if components.log_dir_mover is not None:
             components.log_dir_mover.start()
@@ -201,6 +207,9 @@ class KafkaServer:
                 "hw-checkpoint",
             ),
             self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
+            asyncio.create_task(
+                self._keep_registered(zk, components, registration), name="broker-registration"
+            ),
         ]
         if c.metrics_port:  # metrics.port; 0 = disabled
             registry = new_registry(lambda: broker_state(self.components), self.request_stats)
@@ -228,6 +237,46 @@ class KafkaServer:
                     raise
                 log.info("broker.id %d is still registered; retrying", self.broker_id)
                 await asyncio.sleep(0.5)
+
+    def _on_session_state(self, state: ZkSessionState) -> None:
+        """Kazoo thread: a new ZooKeeper session needs this broker's registration again.
+
+        Kafka's ``SessionExpireListener.handleNewSession``: the expired session took the
+        ephemeral ``/brokers/ids/<id>`` with it, so until the broker registers again the
+        controller counts it as dead (and moves its leaderships away).
+        """
+        if state is ZkSessionState.NEW_SESSION:
+            self._loop.call_soon_threadsafe(self._new_session.set)
+
+    async def _keep_registered(
+        self, zk: KafkaZkClient, components: BrokerComponents, registration: BrokerRegistration
+    ) -> None:
+        """Register ``/brokers/ids/<id>`` again after each new ZooKeeper session.
+
+        The new registration's czxid is the new broker epoch (KIP-380): the controller
+        sees a new (or bounced) broker, sends it the current leaders and leader epochs,
+        and this broker's stale leaderships end with that LeaderAndIsr. While the
+        session keeps failing, or another session still holds the znode, the
+        registration is retried every :data:`REGISTRATION_RETRY_BACKOFF_S`.
+        """
+        while True:
+            await self._new_session.wait()
+            self._new_session.clear()
+            log.warning(
+                "broker %d: new ZooKeeper session after an expiry; registering again",
+                self.broker_id,
+            )
+            while True:
+                try:
+                    epoch = await asyncio.to_thread(zk.register_broker, registration)
+                    break
+                except (BrokerIdAlreadyRegisteredError, ZkConnectionLossError) as exc:
+                    log.warning(
+                        "broker %d: registration failed (%s); retrying", self.broker_id, exc
+                    )
+                    await asyncio.sleep(REGISTRATION_RETRY_BACKOFF_S)
+            components.broker_epoch = epoch
+            log.info("broker %d registered again with epoch %d", self.broker_id, epoch)
 
     def _start_controller(self, components: BrokerComponents) -> object:
         from kpo_broker.controller.controller import KafkaController

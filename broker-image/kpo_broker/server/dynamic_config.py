@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kpo_broker.log.config import LogConfig
+from kpo_broker.log.config import CREATE_TIME, TIMESTAMP_TYPES, LogConfig
 
 
 @dataclass(frozen=True)
@@ -23,12 +23,14 @@ class TopicConfigDef:
         kind: ``int``, ``bool``, ``str`` or ``list`` (for validation).
         default: returns the broker-level default as a string.
         doc: what it means, with its unit.
+        choices: the legal values of a ``str`` config; empty when any string is legal.
     """
 
     name: str
     kind: str
     default: Callable[[object], str]
     doc: str
+    choices: tuple[str, ...] = ()
 
 
 def _attr(name: str) -> Callable[[object], str]:
@@ -87,7 +89,11 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "Largest record batch accepted, bytes.",
         ),
         TopicConfigDef(
-            "message.timestamp.type", "str", _const("CreateTime"), "Only CreateTime is supported."
+            "message.timestamp.type",
+            "str",
+            _const(CREATE_TIME),
+            "CreateTime keeps the producer's timestamps; LogAppendTime stamps the broker's.",
+            TIMESTAMP_TYPES,
         ),
         TopicConfigDef(
             "leader.replication.throttled.replicas",
@@ -126,6 +132,10 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
                 raise InvalidTopicConfigError(f"{name} must be an integer, got {value!r}") from None
         elif definition.kind == "bool" and value.lower() not in ("true", "false"):
             raise InvalidTopicConfigError(f"{name} must be true or false, got {value!r}")
+        elif definition.choices and value not in definition.choices:
+            raise InvalidTopicConfigError(
+                f"{name} must be one of {', '.join(definition.choices)}, got {value!r}"
+            )
 
 
 class TopicConfigs:
@@ -188,4 +198,5 @@ class TopicConfigs:
             retention_bytes=int(self.value(topic, "retention.bytes")),
             index_interval_bytes=int(self.value(topic, "index.interval.bytes")),
             max_message_bytes=int(self.value(topic, "max.message.bytes")),
+            message_timestamp_type=self.value(topic, "message.timestamp.type"),
         )

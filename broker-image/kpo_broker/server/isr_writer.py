@@ -25,7 +25,15 @@ class ZkIsrWriter:
     async def write_isr(
         self, tp: TopicPartition, partition: Partition, change: IsrChange
     ) -> int | None:
-        """Write ``change``; return the new partition epoch, or None on a version conflict."""
+        """Write ``change``; return the new partition epoch, or None on a version conflict.
+
+        The conflict is how a leader the controller has replaced is fenced: after its
+        ZooKeeper session expired, the controller rewrote the state znode (new leader,
+        new leader epoch), so the version this broker holds no longer matches.
+
+        Raises:
+            ZkConnectionLossError: no ZooKeeper session.
+        """
         state = LeaderAndIsr(
             self.broker_id, change.leader_epoch, change.isr, change.expected_partition_epoch
         )

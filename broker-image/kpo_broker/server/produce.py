@@ -11,11 +11,11 @@ request's ``timeout_ms`` (REQUEST_TIMED_OUT). A partition whose ISR shrank below
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from kafka import errors as kafka_errors
 
-from kpo_broker.log.errors import RecordTooLargeError
+from kpo_broker.log.errors import InvalidRecordError, RecordError, RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_kafka.topic_partition import TopicPartition
@@ -30,12 +30,17 @@ class ProduceResult:
         base_offset: offset of the first appended record, -1 on error.
         log_start_offset: the log start offset after the append, -1 on error.
         error_message: detail for errors.
+        log_append_time_ms: the leader's timestamp of the batches when the topic uses
+            LogAppendTime, else -1.
+        record_errors: the records that made the batch invalid (KIP-467), if any.
     """
 
     error_code: int = 0
     base_offset: int = -1
     log_start_offset: int = -1
     error_message: str | None = None
+    log_append_time_ms: int = -1
+    record_errors: tuple[RecordError, ...] = field(default_factory=tuple)
 
 
 async def append_records(
@@ -71,10 +76,17 @@ async def append_records(
         except Exception as exc:  # every failure becomes a per-partition error code
             if isinstance(exc, RecordTooLargeError):  # Kafka's BytesRejectedPerSec
                 replica_manager.topic_stats.record_rejected(tp[0], len(records))
-            results[tp] = ProduceResult(error_code_of(exc), error_message=str(exc) or None)
+            record_errors = exc.record_errors if isinstance(exc, InvalidRecordError) else ()
+            results[tp] = ProduceResult(
+                error_code_of(exc), error_message=str(exc) or None, record_errors=record_errors
+            )
             continue
         replica_manager.topic_stats.record_produce(tp[0], len(records), info.records_count)
-        results[tp] = ProduceResult(0, info.first_offset, partition.log.log_start_offset)
+        results[tp] = ProduceResult(
+            base_offset=info.first_offset,
+            log_start_offset=partition.log.log_start_offset,
+            log_append_time_ms=info.log_append_time,
+        )
         replica_manager.watchers.notify(tp)
         if required_acks == -1:
             waiting[tp] = info.last_offset + 1

@@ -28,6 +28,7 @@ from kpo_broker.server.partition import (
     LeaderAndIsrState,
     Partition,
 )
+from kpo_broker.zk.errors import ZkConnectionLossError
 from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -44,7 +45,11 @@ class IsrWriter(Protocol):
     async def write_isr(
         self, tp: TopicPartition, partition: Partition, change: IsrChange
     ) -> int | None:
-        """Write ``change``; return the state znode's new version, or None on a CAS conflict."""
+        """Write ``change``; return the state znode's new version, or None on a CAS conflict.
+
+        Raises:
+            ZkConnectionLossError: no ZooKeeper session (the write may be retried later).
+        """
         ...
 
 
@@ -220,20 +225,31 @@ class ReplicaManager:
                 await self._write_isr(tp, partition, change)
 
     async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
+        """Persist ``change``; apply it only when the compare-and-set wrote it.
+
+        A failed or lost write leaves the ISR (and so the HW) as it was: a leader cut
+        off from ZooKeeper, or one the controller already replaced (a zombie after a
+        session expiry), never shrinks the ISR to itself and never acknowledges
+        acks=all records on its own (Kafka's ``Partition.maybeShrinkIsr`` before KIP-497).
+        """
         try:
             version = await self.isr_writer.write_isr(tp, partition, change)
-        except Exception:
+            failure = None
+        except ZkConnectionLossError as exc:
+            version, failure = None, f"no ZooKeeper session ({exc})"
+        except Exception as exc:
             log.exception("ISR update of %s-%s failed", *tp)
-            version = None
+            version, failure = None, repr(exc)
         if self.partitions.get(tp) is not partition:
             return
         if version is None:
             partition.apply_isr_change(change, None)
             log.info(
-                "ISR update of %s-%s to %s lost a CAS race; awaiting the controller",
+                "ISR update of %s-%s to %s %s; awaiting the controller",
                 tp[0],
                 tp[1],
                 list(change.isr),
+                "lost a CAS race" if failure is None else f"not written: {failure}",
             )
             return
         log.info("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))

@@ -53,8 +53,8 @@ with a compare-and-set on ``/latest_producer_id_block``, retrying when another b
 won the race (Kafka's ``ZkProducerIdManager.getNewProducerIdBlock``).
 
 Watches: see :mod:`~kpo_broker.zk.watches`; kazoo's recipes re-arm themselves after
-each trigger and after a reconnection. Callbacks run on kazoo's threads and must not
-block.
+each trigger, after a reconnection and on the new session after an expiry. Callbacks
+run on kazoo's threads and must not block.
 """
 
 from __future__ import annotations
@@ -222,7 +222,8 @@ class KafkaZkClient:
         """Call ``callback(state)`` on each session state change, from kazoo's thread.
 
         The callback must not block or call ZooKeeper (enqueue the state and return):
-        after EXPIRED the broker re-registers itself (Kafka's session expiry handler).
+        on NEW_SESSION (a new session after an expiry) the broker registers itself again
+        and the controller re-elects (Kafka's session expiry handlers).
         """
         self._session.add_session_listener(callback)
 

@@ -9,11 +9,24 @@ what the synchronous way costs: a broker failure moving the leaders of 10K parti
 at 4 ms per ZooKeeper write takes 40 s. Controller writes are multis whose first
 operation checks the version of ``/controller_epoch`` (as Kafka 2.1+ does), so a
 controller that lost its election is fenced with :class:`ControllerMovedError`.
+
+Session expiry (Kafka's ``ZooKeeperClient`` re-creates its session and calls each
+``StateChangeHandler``'s ``beforeInitializingSession`` / ``afterInitializingSession``):
+kazoo reports an expired session as LOST, drops the session id and keeps reconnecting
+by itself, which opens a new session. :class:`SessionStateTracker` maps kazoo's states
+onto :class:`ZkSessionState`: EXPIRED when the session is gone, NEW_SESSION when a
+session with another id is connected (the broker then re-creates its ephemeral znodes
+and the controller runs for election again). Kazoo's ``ChildrenWatch``/``DataWatch``
+recipes re-arm themselves on the new session; raw one-shot watches would be lost.
+Reconnection attempts (and the recipes' re-reads) back off to at most
+:data:`RECONNECT_BACKOFF_MAX_S` (kazoo's default grows to an hour), so a ZooKeeper that
+comes back is found within about a second, usually before its sessions expire.
 """
 
 from __future__ import annotations
 
 import enum
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +55,8 @@ from kpo_broker.zk import paths
 from kpo_broker.zk.errors import ControllerMovedError, ZkConnectionLossError, ZkOperationError
 from kpo_broker.zk.ops import CreateOp, DeleteOp, Op, SetDataOp, multi_error
 
+_log = logging.getLogger(__name__)
+
 #: Kafka's default ``zookeeper.session.timeout.ms`` (2.5+).
 DEFAULT_SESSION_TIMEOUT_MS = 18_000
 #: Requests sent before the first response is awaited. Kafka's
@@ -49,6 +64,21 @@ DEFAULT_SESSION_TIMEOUT_MS = 18_000
 #: sliding window); this client sends waves, so a larger default keeps round trips few
 #: while staying at ZooKeeper's ``globalOutstandingLimit`` (1000).
 DEFAULT_MAX_IN_FLIGHT_REQUESTS = 1000
+
+#: Longest pause between two connection attempts, s (before kazoo's +-40 % jitter). The
+#: Java client retries about every second; kazoo's default backoff doubles up to an
+#: hour, so after a long ZooKeeper outage a session would only be re-established long
+#: after the server is back (and would expire meanwhile).
+RECONNECT_BACKOFF_MAX_S = 1.0
+#: Kazoo's ``connection_retry`` and ``command_retry`` (the watch recipes re-read their
+#: znode with it after a connection loss, holding the recipe's lock while they back
+#: off): retry forever, from 0.1 s doubling to the cap above.
+_RETRY_POLICY: dict[str, float] = {
+    "max_tries": -1,
+    "delay": 0.1,
+    "backoff": 2,
+    "max_delay": RECONNECT_BACKOFF_MAX_S,
+}
 
 _CONNECTION_ERRORS = (
     ConnectionLoss,
@@ -70,12 +100,15 @@ class ZkSessionState(enum.Enum):
 
     ``SUSPENDED``: connection lost, the session may survive; ``EXPIRED``: the session and
     its ephemeral znodes are gone (also reported on :meth:`ZkSession.close`);
-    ``CONNECTED``: (re)connected.
+    ``CONNECTED``: (re)connected to the same session (or connected for the first time);
+    ``NEW_SESSION``: connected with a new session after the previous one expired (Kafka's
+    ``afterInitializingSession``): its ephemeral znodes must be created again.
     """
 
     CONNECTED = "CONNECTED"
     SUSPENDED = "SUSPENDED"
     EXPIRED = "EXPIRED"
+    NEW_SESSION = "NEW_SESSION"
 
 
 @dataclass
@@ -108,6 +141,33 @@ SESSION_STATES = {
     KazooState.SUSPENDED: ZkSessionState.SUSPENDED,
     KazooState.LOST: ZkSessionState.EXPIRED,
 }
+
+
+class SessionStateTracker:
+    """Maps kazoo's connection states onto :class:`ZkSessionState`.
+
+    Kazoo says CONNECTED both when it reconnects to the same session and when, after an
+    expiry (LOST), it opened a new one; the session id tells them apart. The first
+    connection is CONNECTED; a later connection whose session id differs from the last
+    one seen is NEW_SESSION, whether or not LOST was seen before it.
+    """
+
+    def __init__(self) -> None:
+        self._session_id: int | None = None
+
+    def on_state(self, state: KazooState, session_id: int | None) -> ZkSessionState:
+        """Return the session state for kazoo's ``state``.
+
+        Args:
+            state: the state kazoo reported.
+            session_id: the session id kazoo holds now (None when not connected).
+        """
+        if state is not KazooState.CONNECTED:
+            return SESSION_STATES[state]
+        previous, self._session_id = self._session_id, session_id
+        if previous is not None and session_id != previous:
+            return ZkSessionState.NEW_SESSION
+        return ZkSessionState.CONNECTED
 
 
 def multi_results(result: object, fenced: bool, path: str) -> list[Any]:
@@ -176,7 +236,15 @@ class ZkSession:
         self._max_in_flight = max_in_flight_requests
         self._stats = ZkRequestStats()
         self._stats_lock = threading.Lock()
-        self._zk: Any = KazooClient(hosts=connect, timeout=session_timeout_ms / 1000)
+        self._zk: Any = KazooClient(
+            hosts=connect,
+            timeout=session_timeout_ms / 1000,
+            connection_retry=dict(_RETRY_POLICY),
+            command_retry=dict(_RETRY_POLICY),
+        )
+        self._states = SessionStateTracker()
+        self._listeners: list[Callable[[ZkSessionState], None]] = []
+        self._zk.add_listener(self._on_kazoo_state)
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -231,9 +299,19 @@ class ZkSession:
         """Call ``callback(state)`` on each session state change, from kazoo's thread.
 
         The callback must not block or call ZooKeeper (enqueue the state and return):
-        after EXPIRED the broker re-registers itself (Kafka's session expiry handler).
+        on NEW_SESSION the broker registers itself again and the controller re-elects.
         """
-        self._zk.add_listener(lambda state: callback(SESSION_STATES[state]))
+        self._listeners.append(callback)
+
+    def _on_kazoo_state(self, state: KazooState) -> None:
+        """Kazoo's connection thread: map ``state`` and tell every session listener."""
+        client_id = self._zk.client_id
+        mapped = self._states.on_state(state, None if client_id is None else int(client_id[0]))
+        for callback in list(self._listeners):
+            try:
+                callback(mapped)
+            except Exception:
+                _log.exception("ZooKeeper session listener failed on %s", mapped.name)
 
     # --- watches -----------------------------------------------------------------------
 

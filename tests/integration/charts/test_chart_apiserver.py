@@ -97,6 +97,19 @@ OPERATOR_CALLS = [
 ]
 
 
+LEDGER = "configmaps/kpo-operator-throttle-ledger"
+
+
+def _check_ledger_rights(plane: ControlPlane, operator: str, ns: str, elsewhere: str) -> None:
+    """The operator may read and replace its throttle ledger, in its namespace, and nothing else."""
+    for verb in ("get", "update"):
+        assert _can(plane, operator, verb, LEDGER, ns), verb
+        assert not _can(plane, operator, verb, LEDGER, elsewhere), verb
+        assert not _can(plane, operator, verb, "configmaps/kpo-broker-config", ns), verb
+    for verb in ("list", "watch", "delete", "patch"):
+        assert not _can(plane, operator, verb, LEDGER, ns), verb
+
+
 def test_cluster_wide_operator_and_dry_run_placement_rbac(control_plane: ControlPlane) -> None:
     ns = _namespace(control_plane, "rbac-cw")
     elsewhere = _namespace(control_plane, "rbac-cw-other")
@@ -110,6 +123,7 @@ def test_cluster_wide_operator_and_dry_run_placement_rbac(control_plane: Control
         assert _can(control_plane, operator, verb, "customresourcedefinitions", ns)
     assert not _can(control_plane, operator, "create", "partitionreassignments.kpo.dev", ns)
     assert not _can(control_plane, operator, "update", "partitionreassignments.kpo.dev", ns)
+    _check_ledger_rights(control_plane, operator, ns, elsewhere)
     # dry-run placement: no Kubernetes rights at all
     assert not _can(control_plane, placement, "create", "partitionreassignments.kpo.dev", ns)
     for user in (operator, placement):
@@ -139,6 +153,8 @@ def test_namespaced_operator_and_applying_placement_rbac(control_plane: ControlP
         assert not _can(control_plane, placement, "create", "partitionreassignments.kpo.dev", where)
     for verb in ("get", "list", "patch", "delete"):
         assert not _can(control_plane, placement, verb, "partitionreassignments.kpo.dev", ns)
+    _check_ledger_rights(control_plane, operator, ns, elsewhere)
+    assert not _can(control_plane, operator, "get", LEDGER, apps)
     assert _can(control_plane, broker, "get", "nodes", ns)
     assert not _can(control_plane, broker, "list", "nodes", ns)
     for user in (operator, placement, broker):

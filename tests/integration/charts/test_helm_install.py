@@ -215,7 +215,7 @@ def test_upgrade_changes_broker_resources_and_placement_schedule(
     assert {c["status"]["phase"] for c in _get(control_plane, "pvc")} == {"Bound"}
 
 
-def test_uninstall_removes_every_object_except_the_retained_claims(
+def test_uninstall_removes_every_object_except_the_retained_claims_and_ledger(
     control_plane: ControlPlane, release: Path
 ) -> None:
     _helm(control_plane, "uninstall", RELEASE)
@@ -234,7 +234,13 @@ def test_uninstall_removes_every_object_except_the_retained_claims(
         ).stdout
         return out.split()
 
-    _wait_for(lambda: leftovers() == [], f"no object of the release left (have {leftovers()})")
+    # The throttle ownership ledger is kept (helm.sh/resource-policy: keep): a reinstall must
+    # still know which throttle values the operator wrote, so it neither leaks nor deletes
+    # values that other tools set.
+    ledger = f"configmap/{RELEASE}-operator-throttle-ledger"
+    _wait_for(
+        lambda: leftovers() == [ledger], f"only the ledger of the release left (have {leftovers()})"
+    )
     cluster_scoped = control_plane.kubectl(
         "get", "clusterroles,clusterrolebindings", "-l", INSTANCE, "-o", "name"
     ).stdout.split()

@@ -24,6 +24,14 @@ CRD_OBSERVER_RULES = [
         "verbs": ["list", "watch"],
     }
 ]
+LEDGER_RULES = [
+    {
+        "apiGroups": [""],
+        "resources": ["configmaps"],
+        "resourceNames": ["kpo-operator-throttle-ledger"],
+        "verbs": ["get", "update"],
+    }
+]
 PLACEMENT_RULES = [
     {"apiGroups": ["kpo.dev"], "resources": ["partitionreassignments"], "verbs": ["create"]}
 ]
@@ -42,6 +50,7 @@ def test_cluster_wide_operator_and_dry_run_placement() -> None:
     assert roles == {
         ("ClusterRole", "kafka-kpo-operator"): OPERATOR_RULES,
         ("ClusterRole", "kafka-kpo-operator-crd-observer"): CRD_OBSERVER_RULES,
+        ("Role", "kpo-operator-throttle-ledger"): LEDGER_RULES,
     }
 
 
@@ -50,14 +59,15 @@ def test_namespaced_operator_and_applying_placement() -> None:
     roles = _roles(objects)
     assert roles == {
         ("Role", "kpo-operator"): OPERATOR_RULES,
+        ("Role", "kpo-operator-throttle-ledger"): LEDGER_RULES,
         ("Role", "kpo-placement"): PLACEMENT_RULES,
         ("ClusterRole", "kafka-kpo-broker-node-reader"): [
             {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}
         ],
     }
-    operator_roles = find(objects, "Role", "-operator")
+    operator_roles = [r for r in find(objects, "Role", "-operator") if "ledger" not in str(r)]
     assert sorted(o["metadata"]["namespace"] for o in operator_roles) == ["kafka", "kafka-apps"]
-    bindings = find(objects, "RoleBinding", "-operator")
+    bindings = [b for b in find(objects, "RoleBinding", "-operator") if "ledger" not in str(b)]
     assert sorted(b["metadata"]["namespace"] for b in bindings) == ["kafka", "kafka-apps"]
     for binding in bindings:
         assert binding["subjects"] == [
@@ -71,3 +81,18 @@ def test_no_wildcards_anywhere() -> None:
             for rule in rules:  # type: ignore[attr-defined]
                 for key in ("apiGroups", "resources", "verbs"):
                     assert "*" not in rule[key], (value_set, rule)
+
+
+def test_the_throttle_ledger_is_the_only_configmap_the_operator_may_touch() -> None:
+    for value_set in ("default", "big"):
+        objects = render(value_set, namespace="kafka")
+        [ledger] = [o for o in objects if o["kind"] == "ConfigMap" and "throttle-ledger" in str(o)]
+        assert ledger["metadata"]["name"] == "kpo-operator-throttle-ledger"  # type: ignore[index]
+        assert "data" not in ledger  # the operator's, never overwritten by an upgrade
+        [binding] = [
+            o for o in objects if o["kind"] == "RoleBinding" and "throttle-ledger" in str(o)
+        ]
+        assert "namespace" not in binding["metadata"]  # type: ignore[operator]
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": "kpo-operator", "namespace": "kafka"}
+        ]

@@ -132,9 +132,11 @@ def test_operator_deployment_settings() -> None:
     assert deploy["spec"]["replicas"] == 1
     assert deploy["spec"]["strategy"]["type"] == "Recreate"
     (container,) = deploy["spec"]["template"]["spec"]["containers"]
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
     assert env["KPO_BOOTSTRAP_SERVERS"] == "kpo-broker.kafka.svc.cluster.local:9092"
     assert env["KPO_NAMESPACES"] == "kafka,kafka-apps"
+    assert env["KPO_NAMESPACE"] == {"fieldRef": {"fieldPath": "metadata.namespace"}}
+    assert env["KPO_THROTTLE_LEDGER"] == "kpo-operator-throttle-ledger"
     assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
 
 

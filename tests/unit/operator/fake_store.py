@@ -21,6 +21,7 @@ from typing import Any
 
 from kpo_operator.resources import ALL_KINDS, ResourceKind
 from kpo_operator.store import Object, ObjectStore, ObjectStoreError
+from kpo_operator.throttle_ledger import ThrottleLedger
 
 Key = tuple[str, str, str]
 """(kind plural, namespace, name)."""
@@ -168,3 +169,32 @@ class FakeObjectStore:
 def _conforms(store: FakeObjectStore) -> ObjectStore:
     """Let mypy check that the fake implements the protocol."""
     return store
+
+
+class MemoryLedgerStore:
+    """A :class:`~kpo_operator.throttle_ledger.ThrottleLedgerStore` in memory.
+
+    It keeps the JSON form (as the ConfigMap does), so a restarted writer reads back
+    exactly what was saved; ``saves`` counts the writes and ``fail_next_save`` makes the
+    next save fail as an unavailable API server would.
+    """
+
+    def __init__(self) -> None:
+        self.text: str | None = None
+        self.saves = 0
+        self.fail_next_save = False
+
+    def load(self) -> ThrottleLedger | None:
+        return None if self.text is None else ThrottleLedger.from_json(self.text)
+
+    def save(self, ledger: ThrottleLedger) -> None:
+        if self.fail_next_save:
+            self.fail_next_save = False
+            raise ObjectStoreError("save ledger: 503 Service Unavailable")
+        self.text = ledger.to_json()
+        self.saves += 1
+
+    @property
+    def ledger(self) -> ThrottleLedger:
+        """The saved ledger (empty when none was saved)."""
+        return self.load() or ThrottleLedger()

@@ -30,7 +30,7 @@ from kpo_operator.throttles import (
     LEADER_REPLICAS,
 )
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
-from tests.unit.operator.fake_store import FakeObjectStore
+from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
 
 NS = "ns"
 ERROR_POLICY_VIOLATION = 44  # Kafka protocol error code
@@ -73,12 +73,13 @@ class Env:
         self.kafka.create_topic("t", {0: [0, 1], 1: [1, 2]})
         self.kafka.create_topic("u", {0: [2, 3]})
         self.store = FakeObjectStore()
+        self.ledger = MemoryLedgerStore()
         self.clock = Clock()
         self.restart()
 
     def restart(self) -> None:
         """A new operator process: fresh writer and reconciler, same cluster and store."""
-        self.writer = ThrottleWriter(self.kafka, self.store, clock=self.clock)
+        self.writer = ThrottleWriter(self.kafka, self.store, self.ledger, clock=self.clock)
         self.reconciler = ReassignmentReconciler(
             self.kafka,
             self.store,

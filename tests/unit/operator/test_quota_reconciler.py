@@ -17,6 +17,8 @@ from kpo_kafka.admin_types import ConfigResource
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA
+from kpo_operator.store import ObjectStoreError
+from kpo_operator.throttle_ledger import OwnedRate, ThrottleLedger
 from kpo_operator.throttle_writer import ThrottleWriter
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
@@ -25,7 +27,7 @@ from kpo_operator.throttles import (
     LEADER_REPLICAS,
 )
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
-from tests.unit.operator.fake_store import FakeObjectStore
+from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
 from tests.unit.operator.reassignment_env import Clock
 
 NS = "ns"
@@ -43,8 +45,9 @@ class Env:
         self.kafka.configs[ConfigResource.broker(0)] = dict([UNOWNED_BROKER])
         self.kafka.configs[ConfigResource.topic("t")] = dict([UNOWNED_TOPIC])
         self.store = FakeObjectStore()
+        self.ledger = MemoryLedgerStore()
         self.clock = Clock()
-        self.writer = ThrottleWriter(self.kafka, self.store, clock=self.clock)
+        self.writer = ThrottleWriter(self.kafka, self.store, self.ledger, clock=self.clock)
         self.quotas = QuotaReconciler(self.store, self.writer, now=self.clock.now)
         self.reassignments = ReassignmentReconciler(
             self.kafka, self.store, self.writer, clock=self.clock, now=self.clock.now
@@ -332,12 +335,25 @@ def test_quota_and_moving_reassignment_share_keys(env: Env) -> None:
     assert env.store.events_of("q", "ThrottleDriftRepaired") == []
 
 
-def test_owned_keys_nobody_wants_are_removed_on_the_first_sync(env: Env) -> None:
+def test_foreign_keys_nobody_wants_are_left_alone(env: Env) -> None:
     env.kafka.configs[ConfigResource.broker(3)] = {LEADER_RATE: "123"}
     env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
     env.reconcile("q")
-    assert env.broker(3) == {}
+    assert env.broker(3) == {LEADER_RATE: "123"}  # set outside the operator: not its own
     assert env.store.events_of("q", "ThrottleDriftRepaired") == []  # nothing was written before
+    assert conditions(env.status("q"))["ForeignThrottle"]["status"] == "False"
+
+
+def test_owned_keys_nobody_wants_are_removed_after_a_restart(env: Env) -> None:
+    env.create("q", topics={"names": ["t"]}, brokers=[3], leaderReplicationThrottledRate=1000)
+    env.reconcile("q")
+    assert env.broker(3) == {LEADER_RATE: "1000"}
+    env.store.delete(TOPIC_REPLICA_QUOTA, NS, "q")
+    restarted = ThrottleWriter(env.kafka, env.store, env.ledger, clock=env.clock)
+
+    assert QuotaReconciler(env.store, restarted, now=env.clock.now).finalize(NS, "q") is True
+
+    assert env.broker(3) == {}
 
 
 def test_invalid_spec_is_stalled_and_writes_nothing(env: Env) -> None:
@@ -404,3 +420,137 @@ def test_reassignment_status_is_kept_by_quota_syncs(env: Env) -> None:
     assert env.broker(0) == {LEADER_RATE: "300", FOLLOWER_RATE: "300"}
     assert env.broker(1) == {LEADER_RATE: "1000"}
     assert env.store.status_of(PARTITION_REASSIGNMENT, NS, "move")["phase"] == "Moving"
+
+
+# --- throttles set outside the operator (Kafka's own tools) ----------------------------
+
+KAFKA_TOOL_RATE = "262144"
+
+
+def _kafka_tool_on_u(env: Env) -> None:
+    """What ``kafka-reassign-partitions --execute --throttle 262144`` sets to move u-0 to 3,0."""
+    for broker in (0, 2, 3):
+        env.kafka.configs.setdefault(ConfigResource.broker(broker), {}).update(
+            {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+        )
+    env.kafka.configs[ConfigResource.topic("u")] = {
+        LEADER_REPLICAS: "0:2,0:3",
+        FOLLOWER_REPLICAS: "0:0",
+    }
+
+
+def test_quota_leaves_a_kafka_tool_throttle_alone_and_reports_it(env: Env) -> None:
+    _kafka_tool_on_u(env)
+    env.create(
+        "q",
+        topics={"all": True},
+        leaderReplicationThrottledRate=1000,
+        followerReplicationThrottledReplicas="*",
+    )
+
+    env.reconcile("q")
+
+    assert env.broker(1) == {LEADER_RATE: "1000"}
+    for broker in (0, 2, 3):
+        assert env.broker(broker) == {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+    assert env.topic("u") == {LEADER_REPLICAS: "0:2,0:3", FOLLOWER_REPLICAS: "*"}
+    foreign = conditions(env.status("q"))["ForeignThrottle"]
+    assert (foreign["status"], foreign["reason"]) == ("True", "LeftAlone")
+    assert "broker 0 leader.replication.throttled.rate: '262144'" in foreign["message"]
+    assert "('1000' wanted)" in foreign["message"]
+    assert conditions(env.status("q"))["Ready"]["status"] == "True"
+    events = env.store.events_of("q", "ForeignThrottle")
+    assert len(events) == 3 and all(e.type == "Warning" for e in events)
+    assert "broker 2 leader.replication.throttled.rate" in events[1].message
+
+    env.reconcile("q")  # the same findings are not recorded again
+    assert len(env.store.events_of("q", "ForeignThrottle")) == 3
+    assert env.store.events_of("q", "ThrottleDriftRepaired") == []
+
+    env.store.delete(TOPIC_REPLICA_QUOTA, NS, "q")
+    assert env.quotas.finalize(NS, "q") is True
+    assert env.broker(1) == {}
+    for broker in (0, 2, 3):
+        assert env.broker(broker) == {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+    assert env.topic("u") == {LEADER_REPLICAS: "0:2,0:3", FOLLOWER_REPLICAS: "0:0"}
+    assert env.ledger.ledger.brokers == {} and env.ledger.ledger.topics == {}
+
+
+def test_quota_naming_a_broker_overrides_a_foreign_rate_and_puts_it_back(env: Env) -> None:
+    _kafka_tool_on_u(env)
+    env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+
+    env.reconcile("q")
+
+    assert env.broker(0) == {LEADER_RATE: "1000", FOLLOWER_RATE: KAFKA_TOOL_RATE}
+    foreign = conditions(env.status("q"))["ForeignThrottle"]
+    assert (foreign["status"], foreign["reason"]) == ("True", "Overridden")
+    assert "'262144' set outside the operator was replaced by '1000'" in foreign["message"]
+    assert len(env.store.events_of("q", "ForeignThrottle")) == 1
+    env.reconcile("q")
+    assert conditions(env.status("q"))["ForeignThrottle"]["status"] == "True"
+
+    env.store.delete(TOPIC_REPLICA_QUOTA, NS, "q")
+    restarted = ThrottleWriter(env.kafka, env.store, env.ledger, clock=env.clock)
+    assert QuotaReconciler(env.store, restarted, now=env.clock.now).finalize(NS, "q") is True
+    assert env.broker(0) == {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+
+
+def test_moving_reassignment_reports_a_foreign_rate_and_never_overrides_it(env: Env) -> None:
+    _kafka_tool_on_u(env)
+    env.store.apply(
+        {
+            "apiVersion": "kpo.dev/v1alpha1",
+            "kind": "PartitionReassignment",
+            "metadata": {"name": "move", "namespace": NS},
+            "spec": {
+                "partitions": [{"topic": "t", "partition": 1, "replicas": [1, 0]}],
+                "throttle": {"replicationRate": 300},
+            },
+        }
+    )
+    assert env.reassignments.reconcile(NS, "move") == "Moving"  # throttles first
+    assert env.broker(0) == {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+    assert env.broker(1) == {LEADER_RATE: "300", FOLLOWER_RATE: "300"}
+    assert env.topic("t") == {LEADER_REPLICAS: "1:1,1:2", FOLLOWER_REPLICAS: "1:0"}
+    found = [e.message for e in env.store.events_of("move", "ForeignThrottle")]
+    assert len(found) == 4
+    assert any("broker 2 follower.replication.throttled.rate: '262144'" in m for m in found)
+    assert env.reassignments.reconcile(NS, "move") == "Moving"  # then the submission
+    assert env.count("alter_partition_reassignments") == 1
+    assert env.reassignments.reconcile(NS, "move") == "Moving"
+    message = env.store.status_of(PARTITION_REASSIGNMENT, NS, "move")["message"]
+    assert "4 throttle values set outside the operator left alone" in message
+    assert len(env.store.events_of("move", "ForeignThrottle")) == 4
+    env.kafka.complete()
+    assert env.reassignments.reconcile(NS, "move") == "Completed"
+    assert env.broker(0) == {LEADER_RATE: KAFKA_TOOL_RATE, FOLLOWER_RATE: KAFKA_TOOL_RATE}
+    assert env.broker(1) == {}
+    assert env.topic("t") == {}
+    assert env.topic("u") == {LEADER_REPLICAS: "0:2,0:3", FOLLOWER_REPLICAS: "0:0"}
+
+
+def test_a_ledger_of_another_cluster_is_not_trusted(env: Env) -> None:
+    env.kafka.configs[ConfigResource.broker(3)] = {LEADER_RATE: "123"}
+    env.ledger.save(ThrottleLedger("other-cluster", brokers={3: {LEADER_RATE: OwnedRate(123)}}))
+    env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+
+    env.reconcile("q")
+
+    assert env.broker(3) == {LEADER_RATE: "123"}
+    assert env.ledger.ledger.cluster_id == "fake-cluster"
+    assert 3 not in env.ledger.ledger.brokers
+
+
+def test_ledger_is_saved_before_the_configs_are_written(env: Env) -> None:
+    env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+    env.ledger.fail_next_save = True
+
+    with pytest.raises(ObjectStoreError):
+        env.reconcile("q")
+    assert env.count("incremental_alter_configs") == 0
+
+    env.reconcile("q")
+    assert env.broker(0) == {LEADER_RATE: "1000"}
+    assert env.ledger.ledger.brokers == {0: {LEADER_RATE: OwnedRate(1000)}}
+    assert env.store.events_of("q", "ThrottleDriftRepaired") == []

@@ -14,7 +14,7 @@ from kpo_kafka.admin_types import ReplicaDirInfo, ReplicaKey
 from kpo_operator.runtime import OperatorRuntime
 from kpo_operator.settings import OperatorSettings
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
-from tests.unit.operator.fake_store import FakeObjectStore
+from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
 from tests.unit.operator.reassignment_env import NS, T0, U0, reassignment
 
 WAIT_S = 10.0
@@ -45,7 +45,8 @@ def _runtime() -> tuple[OperatorRuntime, BlockingKafka, FakeObjectStore]:
     store.apply(reassignment("a", [("t", 0, [2, 1])]))
     store.apply(reassignment("b", [("u", 0, [0, 3])]))
     settings = OperatorSettings(bootstrap_servers=("localhost:9092",))
-    return OperatorRuntime(settings, admin=kafka, store=store), kafka, store
+    runtime = OperatorRuntime(settings, admin=kafka, store=store, ledger_store=MemoryLedgerStore())
+    return runtime, kafka, store
 
 
 def _step(runtime: OperatorRuntime, name: str, phases: dict[str, str | None]) -> threading.Thread:

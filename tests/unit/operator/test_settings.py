@@ -20,6 +20,8 @@ def test_defaults_with_only_the_bootstrap_servers() -> None:
     assert settings.rate_window_s == 30.0
     assert settings.request_timeout_ms == 30000
     assert settings.client_id == "kpo-operator"
+    assert settings.namespace == "default"
+    assert settings.throttle_ledger == "kpo-throttle-ledger"
 
 
 def test_every_variable_is_parsed() -> None:
@@ -32,6 +34,8 @@ def test_every_variable_is_parsed() -> None:
             "KPO_RATE_WINDOW_S": "12.5",
             "KPO_REQUEST_TIMEOUT_MS": "45000",
             "KPO_CLIENT_ID": "kpo-test",
+            "KPO_NAMESPACE": "kpo-system",
+            "KPO_THROTTLE_LEDGER": "kpo-operator-throttle-ledger",
             "KPO_SOMETHING_ELSE": "ignored",
             "PATH": "/usr/bin",
         }
@@ -44,6 +48,22 @@ def test_every_variable_is_parsed() -> None:
     assert settings.rate_window_s == 12.5
     assert settings.request_timeout_ms == 45000
     assert settings.client_id == "kpo-test"
+    assert settings.namespace == "kpo-system"
+    assert settings.throttle_ledger == "kpo-operator-throttle-ledger"
+
+
+def test_namespace_defaults_to_the_first_watched_one() -> None:
+    settings = OperatorSettings.from_env({**BOOTSTRAP, "KPO_NAMESPACES": "team-b,team-a"})
+    assert settings.namespace == "team-b"
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"), [("KPO_NAMESPACE", "Not_A_Name"), ("KPO_THROTTLE_LEDGER", "-x")]
+)
+def test_ledger_location_must_be_kubernetes_names(variable: str, value: str) -> None:
+    with pytest.raises(SettingsError) as caught:
+        OperatorSettings.from_env({**BOOTSTRAP, variable: value})
+    assert variable in str(caught.value)
 
 
 def test_empty_namespaces_mean_the_whole_cluster() -> None:

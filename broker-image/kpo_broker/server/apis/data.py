@@ -20,6 +20,7 @@ from kpo_kafka.topic_partition import TopicPartition
 
 _ProduceTopic = ProduceResponse.TopicProduceResponse
 _ProducePartition = _ProduceTopic.PartitionProduceResponse
+_RecordError = _ProducePartition.BatchIndexAndErrorMessage
 _FetchTopic = FetchResponse.FetchableTopicResponse
 _FetchPartition = _FetchTopic.PartitionData
 _ListTopic = ListOffsetsResponse.ListOffsetsTopicResponse
@@ -52,9 +53,12 @@ async def handle_produce(
                 index=index,
                 error_code=result.error_code,
                 base_offset=result.base_offset,
-                log_append_time_ms=-1,
+                log_append_time_ms=result.log_append_time_ms,
                 log_start_offset=result.log_start_offset,
-                record_errors=[],
+                record_errors=[
+                    _RecordError(batch_index=e.batch_index, batch_index_error_message=e.message)
+                    for e in result.record_errors
+                ],
                 error_message=result.error_message,
             )
         )

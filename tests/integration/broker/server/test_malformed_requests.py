@@ -1,18 +1,28 @@
-"""Malformed frames never crash a broker: each gets an error or a closed connection."""
+"""Malformed frames never crash a broker: each gets an error or a closed connection.
+
+Malformed record batches behind a valid CRC are refused by the leader's validation and
+leave the log end offset where it was.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import struct
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import codec as kafka_codec
+from kafka.protocol.producer import ProduceRequest
 
+from kpo_broker.protocol.client import BrokerClient
 from kpo_devenv.kafka_cluster import KafkaCluster
 from tests.integration.broker.conftest import ClusterFactory
 from tests.integration.broker.server.helpers import consume_all, create_topic
+from tests.unit.broker.log.batches import craft_batch, make_batch, record_bytes
 
 pytestmark = pytest.mark.integration
 
@@ -93,3 +103,103 @@ def test_malformed_frames_get_an_error_or_a_closed_connection(
     fuzz()
     _assert_still_serving(cluster, 1)
     assert len(consume_all(cluster, "alive", 1, 2)[0]) == 2
+
+
+_Topic = ProduceRequest.TopicProduceData
+_Partition = _Topic.PartitionProduceData
+_PRODUCE_VERSION = 9  # record_errors since v8 (KIP-467)
+
+
+def _produce_raw(port: int, topic: str, records: bytes) -> Any:
+    """Send one Produce request (acks=1) holding ``records`` for partition 0; return it."""
+
+    async def send() -> Any:
+        client = BrokerClient("127.0.0.1", port, "crafted", 30000)
+        try:
+            request = ProduceRequest(
+                transactional_id=None,
+                acks=1,
+                timeout_ms=10000,
+                topic_data=[_Topic(name=topic, partition_data=[_Partition(0, records)])],
+            )
+            response = await client.send(request, _PRODUCE_VERSION)
+        finally:
+            await client.close()
+        return response.responses[0].partition_responses[0]
+
+    return asyncio.run(send())
+
+
+def _log_end_offset(cluster: KafkaCluster, topic: str) -> int:
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        tp = TopicPartition(topic, 0)
+        return int(consumer.end_offsets([tp])[tp])
+    finally:
+        consumer.close()
+
+
+def test_malformed_record_batches_are_refused_and_append_nothing(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    cluster = kafka_cluster_factory(1)
+    create_topic(cluster, "crafted", partitions=1, rf=1)
+    broker = cluster.brokers[0]
+    first = _produce_raw(broker.port, "crafted", make_batch([b"first"]))
+    assert (first.error_code, first.base_offset) == (0, 0)
+
+    one_record = make_batch([b"only"])[61:]
+    plain = make_batch([b"a", b"b"])[61:]
+    corrupt, invalid, too_large = 2, 87, 10
+    cases = {
+        "count 10^9 over one record": (craft_batch(one_record, 10**9), corrupt),
+        "garbage records": (craft_batch(bytes(range(200)), 3), corrupt),
+        "gzip flag on garbage": (craft_batch(plain, 2, attributes=1), corrupt),
+        "record length 2^31": (craft_batch(record_bytes(0, b"v", length=2**31), 1), corrupt),
+        "trailing bytes": (craft_batch(plain + b"\x00\x00", 2), corrupt),
+        "unknown codec": (craft_batch(plain, 2, attributes=6), corrupt),
+        "64 MiB gzip bomb": (
+            craft_batch(kafka_codec.gzip_encode(record_bytes(0, bytes(64 << 20))), 1, attributes=1),
+            too_large,
+        ),
+        "offset deltas 0,2,2": (
+            craft_batch(record_bytes(0, b"a") + record_bytes(2, b"b") + record_bytes(2, b"c"), 3),
+            invalid,
+        ),
+        "count vs last offset delta": (craft_batch(plain, 2, last_offset_delta=9), invalid),
+        "magic 1": (craft_batch(plain, 2, magic=1), invalid),
+        "oversized batch": (make_batch([bytes(1_100_000)]), too_large),
+    }
+    for name, (records, expected) in cases.items():
+        result = _produce_raw(broker.port, "crafted", records)
+        assert (result.error_code, result.base_offset) == (expected, -1), name
+        assert result.error_message, name
+        assert _log_end_offset(cluster, "crafted") == 1, name
+    deltas = _produce_raw(broker.port, "crafted", cases["offset deltas 0,2,2"][0])
+    assert [e.batch_index for e in deltas.record_errors] == [1]
+
+    after = _produce_raw(broker.port, "crafted", make_batch([b"second"]))
+    assert (after.error_code, after.base_offset) == (0, 1)
+    assert consume_all(cluster, "crafted", 1, 2)[0] == [b"first", b"second"]
+    log = (broker.workdir / "broker.log").read_text()
+    assert "Traceback" not in log
+
+
+def test_log_append_time_topics_get_the_broker_timestamp(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    cluster = kafka_cluster_factory(1)
+    create_topic(
+        cluster, "stamped", partitions=1, rf=1, configs={"message.timestamp.type": "LogAppendTime"}
+    )
+    result = _produce_raw(cluster.brokers[0].port, "stamped", make_batch([b"x"], timestamp_ms=5))
+    assert result.error_code == 0 and result.log_append_time_ms > 5
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+    )
+    consumer.assign([TopicPartition("stamped", 0)])
+    record = next(iter(consumer))
+    consumer.close()
+    assert (record.timestamp, record.timestamp_type) == (result.log_append_time_ms, 1)

@@ -99,6 +99,69 @@ def test_confluent_kafka_produces_and_consumes(kafka_cluster_factory: ClusterFac
     assert sorted(values) == sorted(f"e{i}".encode() for i in range(200))
 
 
+CODECS = ("gzip", "snappy", "lz4", "zstd")
+
+
+def test_compressed_batches_of_every_codec_from_both_clients(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """The leader decompresses every batch to validate it: all of Kafka's codecs must pass."""
+    cluster = kafka_cluster_factory(1)
+    create_topic(cluster, "packed", partitions=1, rf=1)
+    expected: list[bytes] = []
+    for codec in CODECS:
+        producer = KafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            acks="all",
+            linger_ms=20,
+            compression_type=codec,
+        )
+        futures = [
+            producer.send("packed", value=f"kp-{codec}-{i}".encode() * 10, partition=0)
+            for i in range(100)
+        ]
+        producer.flush(30)
+        assert all(f.get(timeout=30).offset >= 0 for f in futures)
+        producer.close()
+        expected += [f"kp-{codec}-{i}".encode() * 10 for i in range(100)]
+
+        confluent = ConfluentProducer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                "linger.ms": 20,
+                "compression.type": codec,
+            }
+        )
+        errors: list[object] = []
+
+        def on_delivery(err, _msg, errors=errors):  # type: ignore[no-untyped-def]
+            if err is not None:
+                errors.append(err)
+
+        for i in range(100):
+            value = f"ck-{codec}-{i}".encode() * 10
+            confluent.produce("packed", value=value, partition=0, on_delivery=on_delivery)
+        assert confluent.flush(30) == 0
+        assert errors == []
+        expected += [f"ck-{codec}-{i}".encode() * 10 for i in range(100)]
+
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=10000,
+    )
+    consumer.assign([TopicPartition("packed", 0)])
+    got: list[bytes] = []
+    for message in consumer:
+        got.append(message.value)
+        if len(got) == len(expected):
+            break
+    consumer.close()
+    assert got == expected
+
+
 def test_brokers_host_more_partitions_than_their_descriptor_limit(
     kafka_cluster_factory: ClusterFactory,
 ) -> None:

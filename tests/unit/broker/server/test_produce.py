@@ -10,7 +10,12 @@ from kpo_broker.server.fetch import FetchPartition, fetch_messages
 from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_kafka.topic_partition import TopicPartition
-from tests.unit.broker.log.batches import decode_records, make_value_batch
+from tests.unit.broker.log.batches import (
+    craft_batch,
+    decode_records,
+    make_value_batch,
+    record_bytes,
+)
 from tests.unit.broker.server.replicas import OpenBroker, hosted, leader_and_isr
 
 TP = TopicPartition("orders", 0)
@@ -196,3 +201,17 @@ def test_acks_all_fails_when_a_new_leader_epoch_starts_here_while_waiting(
         return (await asyncio.wait_for(produce, 1))[TP]
 
     assert asyncio.run(scenario()).error_code == kafka_errors.NotLeaderForPartitionError.errno
+
+
+def test_invalid_records_carry_record_errors_and_append_nothing(open_broker: OpenBroker) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0,)), OTHER: leader_and_isr(0, (0,))})
+    deltas = record_bytes(0, b"a") + record_bytes(2, b"b") + record_bytes(2, b"c")
+    garbage = craft_batch(bytes(range(40)), 2)
+    results = _produce(rm, {TP: craft_batch(deltas, 3), OTHER: garbage}, acks=1)
+    invalid, corrupt = results[TP], results[OTHER]
+    assert (invalid.error_code, invalid.base_offset) == (87, -1)
+    assert [e.batch_index for e in invalid.record_errors] == [1]
+    assert (corrupt.error_code, corrupt.record_errors) == (2, ())
+    assert corrupt.error_message
+    assert hosted(rm, TP).log_end_offset == hosted(rm, OTHER).log_end_offset == 0

@@ -7,6 +7,7 @@ compare-and-set writes, and the high watermark checkpoint across a restart.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -18,7 +19,9 @@ from kpo_broker.server.errors import (
     StaleControllerEpochError,
     UnknownLeaderEpochError,
 )
+from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
+from kpo_broker.zk.errors import ZkConnectionLossError
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import make_value_batch
 from tests.unit.broker.server.replicas import (
@@ -279,6 +282,61 @@ def test_an_isr_write_that_fails_changes_nothing(open_broker: OpenBroker) -> Non
     assert partition.isr == (0,)
     assert partition.pending_isr is None
     assert rm.isr_changed == set()
+
+
+def test_an_isr_write_without_a_zookeeper_session_changes_nothing(
+    open_broker: OpenBroker, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = InMemoryIsrWriter()
+    rm = _lead_with_follower(open_broker, writer)
+    writer.fail_with = ZkConnectionLossError("SessionExpiredError during a request")
+    partition = hosted(rm, TP)
+    partition.update_follower_fetch_state(1, 3, now_ms())
+    with caplog.at_level(logging.INFO, "kpo_broker.server.replica_manager"):
+        asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
+    assert partition.isr == (0,)
+    assert partition.pending_isr is None
+    assert "not written: no ZooKeeper session" in caplog.text
+    assert "Traceback" not in caplog.text
+
+
+def test_a_zombie_leader_never_acknowledges_acks_all_records_on_its_own(
+    open_broker: OpenBroker,
+) -> None:
+    """A leader whose session expired is replaced; its ISR shrink to itself is fenced.
+
+    Its followers stopped fetching (they follow the new leader), so its ISR shrink would
+    leave it alone in the ISR and let the HW pass records no other replica holds. The
+    controller rewrote the state znode, so the compare-and-set fails: the ISR, the HW and
+    the acks=all produce stay put until the LeaderAndIsr with the new leader epoch
+    arrives, which fails the produce (the producer retries on the new leader).
+    """
+    writer = InMemoryIsrWriter()
+    rm = open_broker(0, writer, replica_lag_time_max_ms=20)
+    rm.become_leader_or_follower(
+        1, {TP: leader_and_isr(0, (0, 1, 2), leader_epoch=1, partition_epoch=4)}
+    )
+    writer.partition_epochs[TP] = 6  # the controller moved leadership to broker 1
+    partition = hosted(rm, TP)
+
+    async def scenario() -> ProduceResult:
+        produce = asyncio.create_task(
+            append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 1)
+        )
+        await asyncio.sleep(0.05)
+        await rm.shrink_isrs()  # followers 1 and 2 lag: the shrink to (0,) loses the CAS
+        assert not produce.done()
+        assert partition.isr == (0, 1, 2)
+        assert partition.high_watermark == 0
+        rm.become_leader_or_follower(
+            2, {TP: leader_and_isr(1, (0, 1, 2), isr=(1, 2), leader_epoch=2, partition_epoch=6)}
+        )
+        return (await asyncio.wait_for(produce, 1))[TP]
+
+    result = asyncio.run(scenario())
+    assert result.error_code == kafka_errors.NotLeaderForPartitionError.errno
+    assert writer.writes == []
+    assert not partition.is_leader and partition.leader_epoch == 2
 
 
 def test_an_isr_write_for_a_partition_stopped_meanwhile_is_dropped(

@@ -71,9 +71,10 @@ class FakeTransaction:
 class FakeKazoo:
     """A kazoo client whose async calls answer from ``replies`` (FIFO per method and path)."""
 
-    def __init__(self, hosts: str, timeout: float) -> None:
+    def __init__(self, hosts: str, timeout: float, **kwargs: Any) -> None:
         self.hosts = hosts
-        self.client_id = (0x5EED, b"password")
+        self.options = kwargs
+        self.client_id: tuple[int, bytes] | None = (0x5EED, b"password")
         self.log: list[tuple[str, str]] = []
         self.replies: dict[tuple[str, str], list[object]] = {}
         self.transactions: list[list[tuple[Any, ...]]] = []
@@ -105,8 +106,8 @@ class FakeKazoo:
 def fake_kazoo(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakeKazoo]]:
     created: list[FakeKazoo] = []
 
-    def factory(hosts: str, timeout: float) -> FakeKazoo:
-        created.append(FakeKazoo(hosts, timeout))
+    def factory(hosts: str, timeout: float, **kwargs: Any) -> FakeKazoo:
+        created.append(FakeKazoo(hosts, timeout, **kwargs))
         return created[-1]
 
     monkeypatch.setattr(session, "KazooClient", factory)
@@ -242,6 +243,63 @@ def test_session_listener_gets_kafka_session_states(
     zk.add_session_listener(seen.append)
     kazoo.listeners[0](kazoo_state)
     assert seen == [state]
+
+
+def test_a_new_session_after_an_expiry_is_reported_as_new_session(
+    fake_kazoo: list[FakeKazoo],
+) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    seen: list[ZkSessionState] = []
+    zk.add_session_listener(seen.append)
+    kazoo.listeners[0](KazooState.CONNECTED)
+    kazoo.listeners[0](KazooState.SUSPENDED)
+    kazoo.client_id = None
+    kazoo.listeners[0](KazooState.LOST)
+    kazoo.client_id = (0xBEEF, b"other")
+    kazoo.listeners[0](KazooState.CONNECTED)
+    assert seen == [
+        ZkSessionState.CONNECTED,
+        ZkSessionState.SUSPENDED,
+        ZkSessionState.EXPIRED,
+        ZkSessionState.NEW_SESSION,
+    ]
+
+
+def test_a_listener_that_fails_does_not_stop_the_others(fake_kazoo: list[FakeKazoo]) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    seen: list[ZkSessionState] = []
+
+    def failing(state: ZkSessionState) -> None:
+        raise RuntimeError("listener bug")
+
+    zk.add_session_listener(failing)
+    zk.add_session_listener(seen.append)
+    kazoo.listeners[0](KazooState.SUSPENDED)
+    assert seen == [ZkSessionState.SUSPENDED]
+
+
+def test_reconnection_backs_off_to_at_most_a_second_forever(fake_kazoo: list[FakeKazoo]) -> None:
+    _, kazoo = new_session(fake_kazoo)
+    for option in ("connection_retry", "command_retry"):
+        retry = kazoo.options[option]
+        assert retry["max_tries"] == -1
+        assert retry["max_delay"] == session.RECONNECT_BACKOFF_MAX_S == 1.0
+
+
+def test_tracker_reports_reconnection_to_the_same_session_as_connected() -> None:
+    tracker = session.SessionStateTracker()
+    assert tracker.on_state(KazooState.CONNECTED, 1) is ZkSessionState.CONNECTED
+    assert tracker.on_state(KazooState.SUSPENDED, None) is ZkSessionState.SUSPENDED
+    assert tracker.on_state(KazooState.CONNECTED, 1) is ZkSessionState.CONNECTED
+
+
+def test_tracker_reports_every_later_session_as_new_even_without_lost() -> None:
+    tracker = session.SessionStateTracker()
+    assert tracker.on_state(KazooState.CONNECTED, 1) is ZkSessionState.CONNECTED
+    assert tracker.on_state(KazooState.LOST, None) is ZkSessionState.EXPIRED
+    assert tracker.on_state(KazooState.CONNECTED, 2) is ZkSessionState.NEW_SESSION
+    assert tracker.on_state(KazooState.CONNECTED, 3) is ZkSessionState.NEW_SESSION
+    assert tracker.on_state(KazooState.CONNECTED, 3) is ZkSessionState.CONNECTED
 
 
 def test_session_id_is_the_kazoo_client_id(fake_kazoo: list[FakeKazoo]) -> None:

@@ -5,7 +5,8 @@ dependencies in ``$KPO_TOOLS_DIR/kafka-<version>/libs``; each broker here is
 ``java -cp '<libs>/*' kafka.Kafka server.properties``, with its own loopback port,
 log dir, log4j file and heap. The classes subclass :class:`kpo_devenv.kafka_cluster.KafkaCluster`
 and ``BrokerProcess`` (``brokers[id]`` with ``start``/``stop``/``kill``, ``port``,
-``log_dir``), so the benchmark drives both systems the same way.
+``log_dir``), so the benchmark and the operator's tests on Apache Kafka drive both
+systems the same way.
 """
 
 from __future__ import annotations

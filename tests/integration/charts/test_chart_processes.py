@@ -27,10 +27,12 @@ import yaml
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+from kpo_broker.zk.client import KafkaZkClient
 from kpo_devenv import ControlPlane
 from kpo_devenv.net import LOOPBACK, free_port
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.zookeeper import ZooKeeperServer
+from kpo_kafka.topic_partition import TopicPartition as KpoTopicPartition
 from tests.integration.broker.conftest import wait_for
 from tests.integration.charts.local_pods import LocalPod, Manifest, statefulset_pod
 from tests.unit.charts.helm import CHART, helm
@@ -56,6 +58,7 @@ class Release:
     operator: ManagedProcess
     bootstrap: str
     root: Path
+    zk_connect: str
 
     def find(self, kind: str, suffix: str) -> Manifest:
         (found,) = [
@@ -120,7 +123,8 @@ def release(
     """The chart installed, its broker pods and operator pod running as local processes."""
     root = tmp_path_factory.mktemp("chart-pods")
     values = root / "values.yaml"
-    values.write_text(yaml.safe_dump(_values(zookeeper)))
+    rendered = _values(zookeeper)
+    values.write_text(yaml.safe_dump(rendered))
     control_plane.kubectl("create", "namespace", NAMESPACE)
     processes: list[ManagedProcess] = []
     try:
@@ -173,7 +177,16 @@ def release(
         operator = operator_pod.start()
         processes.append(operator)
         stack = Release(
-            control_plane, objects, hooks, processes[:3], pods, outputs, operator, bootstrap, root
+            control_plane,
+            objects,
+            hooks,
+            processes[:3],
+            pods,
+            outputs,
+            operator,
+            bootstrap,
+            root,
+            rendered["zookeeper"]["externalConnect"],
         )
         _wait_for_brokers(stack, 3)
         yield stack
@@ -315,4 +328,8 @@ def test_sigterm_as_sent_by_the_prestop_hook_is_a_controlled_shutdown(release: R
     wait_for(lambda: not broker.is_running(), grace_s, "the broker to exit")
     assert broker.returncode == 0, broker.log_tail()
     assert time.monotonic() - started < grace_s
-    assert _partition(release, TOPIC, 0)["leader_id"] == 1  # moved before the broker left
+    # Moved before the broker left: the controller writes the new leader to ZooKeeper before
+    # it answers ControlledShutdown (the brokers' metadata caches follow asynchronously).
+    tp = KpoTopicPartition(TOPIC, 0)
+    with KafkaZkClient(release.zk_connect) as zk:
+        assert zk.get_partition_states([tp])[tp].leader_and_isr.leader == 1

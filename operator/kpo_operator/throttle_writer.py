@@ -145,9 +145,8 @@ class ThrottleWriter:
         with self._lock:
             if not overrides and max_age_s is not None and self._last is not None:
                 at, last = self._last
-                fresh = self.clock() - at < max_age_s
-                source, generation = observed if observed is not None else ("", 0)
-                if fresh and (observed is None or last.generations.get(source) == generation):
+                read = observed is None or last.generations.get(observed[0]) == observed[1]
+                if read and self.clock() - at < max_age_s:
                     return last
             result = self._sync(dict(overrides or {}))
             self._last = (self.clock(), result)

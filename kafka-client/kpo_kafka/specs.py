@@ -15,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -23,12 +30,46 @@ ANY_LOG_DIR = "any"
 """The log-dir placeholder meaning "let the broker choose" (KIP-113, reassignment JSON)."""
 
 _TOPIC_PATTERN = r"^[a-zA-Z0-9._-]+$"
-_THROTTLED_REPLICAS_PATTERN = r"^(\*|[0-9]+:[0-9]+(,[0-9]+:[0-9]+)*)$"
+_THROTTLED_REPLICAS_PATTERN = r"^(\*|[0-9]{1,10}:[0-9]{1,10}(,[0-9]{1,10}:[0-9]{1,10})*)$"
+
+MAX_ID = 2**31 - 1
+"""The largest partition index or broker id: Kafka's ids are Java ints."""
 
 TopicName = Annotated[str, Field(min_length=1, max_length=249, pattern=_TOPIC_PATTERN)]
-BrokerId = Annotated[int, Field(ge=0, le=2**31 - 1)]
+BrokerId = Annotated[int, Field(ge=0, le=MAX_ID)]
 Rate = Annotated[int, Field(ge=1, le=2**63 - 1)]
 """A throttle rate in bytes/s."""
+
+
+def check_throttled_replica_ids(text: str) -> str:
+    """Check the ids of a ``*.replication.throttled.replicas`` value already in pattern form.
+
+    Kafka's ``ThrottledReplicaListValidator`` accepts ``"*"`` or ``partition:broker``
+    pairs of decimal ids; the broker then reads each id as a Java int, so an id
+    above :data:`MAX_ID` cannot be applied.
+
+    Returns:
+        ``text`` unchanged.
+
+    Raises:
+        ValueError: A partition index or broker id is above :data:`MAX_ID`, naming the pair.
+    """
+    if text == "*":
+        return text
+    for pair in text.split(","):
+        partition, _, broker = pair.partition(":")
+        for what, value in (("partition", partition), ("broker id", broker)):
+            if int(value) > MAX_ID:
+                raise ValueError(f"{pair!r}: {what} {value} is above {MAX_ID} (a Java int)")
+    return text
+
+
+ThrottledReplicaList = Annotated[
+    str,
+    Field(max_length=65536, pattern=_THROTTLED_REPLICAS_PATTERN),
+    AfterValidator(check_throttled_replica_ids),
+]
+"""A ``*.replication.throttled.replicas`` value: ``"*"`` or ``partition:broker,...`` (KIP-73)."""
 
 
 class SpecError(ValueError):
@@ -78,7 +119,7 @@ class PartitionTarget(_Spec):
     """
 
     topic: TopicName
-    partition: Annotated[int, Field(ge=0, le=2**31 - 1)]
+    partition: Annotated[int, Field(ge=0, le=MAX_ID)]
     replicas: Annotated[list[BrokerId], Field(min_length=1, max_length=32)]
     log_dirs: (
         Annotated[
@@ -175,12 +216,12 @@ class TopicReplicaQuotaSpec(_Spec):
     follower_replication_throttled_rate: Rate | None = Field(
         default=None, alias="followerReplicationThrottledRate"
     )
-    leader_replication_throttled_replicas: (
-        Annotated[str, Field(max_length=65536, pattern=_THROTTLED_REPLICAS_PATTERN)] | None
-    ) = Field(default=None, alias="leaderReplicationThrottledReplicas")
-    follower_replication_throttled_replicas: (
-        Annotated[str, Field(max_length=65536, pattern=_THROTTLED_REPLICAS_PATTERN)] | None
-    ) = Field(default=None, alias="followerReplicationThrottledReplicas")
+    leader_replication_throttled_replicas: ThrottledReplicaList | None = Field(
+        default=None, alias="leaderReplicationThrottledReplicas"
+    )
+    follower_replication_throttled_replicas: ThrottledReplicaList | None = Field(
+        default=None, alias="followerReplicationThrottledReplicas"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:

@@ -8,8 +8,10 @@ IncrementalAlterConfigs. The quota's status then shows the effective values on
 the brokers and topics it names and conditions:
 
 - ``Ready`` True (reason ``Applied``) once the configuration is written, False
-  with ``Stalled`` True when Kafka refused a write (reason ``WriteFailed``) or the
-  spec is invalid (``InvalidSpec``);
+  with ``Stalled`` True when Kafka refused a write (reason ``WriteFailed``), the
+  spec is invalid (``InvalidSpec``, nothing written) or topics named in
+  ``spec.topics.names`` do not exist (``TopicNotFound``: the message names them;
+  what can be applied is, and a topic's lists are applied once it is created);
 - ``RateConflict`` True when another object wants a different rate on one of its
   brokers; the message names the winner and why (the lowest rate wins);
 - ``ForeignThrottle`` True when a value set outside the operator (e.g. by Kafka's
@@ -18,6 +20,9 @@ the brokers and topics it names and conditions:
   every such broker is claimed in ``spec.brokers``, ``Overridden`` (the operator
   replaced it and puts it back when released); the message names the key, the
   broker or topic and both values.
+
+The Event recorded with the ``Ready`` or ``Stalled`` condition carries the
+condition's reason and message, and a new one is recorded whenever they change.
 
 Deleting a quota (finalizer) syncs without it, which removes exactly the configs
 that only it wanted.
@@ -51,6 +56,9 @@ FOREIGN_THROTTLE = "ForeignThrottle"
 
 MAX_STATUS_TOPICS = 500
 """At most this many topics are listed in ``status.topics`` (an object must stay small)."""
+
+MAX_NAMED_MISSING = 20
+"""At most this many missing topics are named in a condition message (the rest are counted)."""
 
 
 class QuotaReconciler:
@@ -87,15 +95,16 @@ class QuotaReconciler:
             return
         generation = int(obj["metadata"].get("generation") or 1)
         try:
-            TopicReplicaQuotaSpec.from_object(obj)
+            spec = TopicReplicaQuotaSpec.from_object(obj)
         except SpecError as exc:
             message = "; ".join(exc.errors)
             self._write(
                 obj, generation, quota_conditions(ConditionType.STALLED, "InvalidSpec", message), {}
             )
             return
-        result = self.writer.sync(max_age_s=max_age_s)
-        self._report(obj, generation, result)
+        source = source_of(TOPIC_REPLICA_QUOTA, obj)
+        result = self.writer.sync(max_age_s=max_age_s, observed=(source, generation))
+        self._report(obj, spec, generation, result)
 
     def finalize(self, namespace: str, name: str) -> bool:
         """Remove what only this quota set; returns ``True`` when the finalizer may go."""
@@ -107,13 +116,18 @@ class QuotaReconciler:
             self.store.event(obj, NORMAL, "ThrottlesRemoved", "configs only this quota set removed")
         return not result.errors
 
-    def _report(self, obj: Object, generation: int, result: SyncResult) -> None:
+    def _report(
+        self, obj: Object, spec: TopicReplicaQuotaSpec, generation: int, result: SyncResult
+    ) -> None:
         source = source_of(TOPIC_REPLICA_QUOTA, obj)
         mine = result.contributions.get(source)
         brokers: list[dict[str, Any]] = []
         topics: list[dict[str, Any]] = []
         view = result.snapshot.view if result.snapshot else None
         absent: list[str] = []
+        missing = sorted(
+            t for t in spec.topics.names or () if view is not None and t not in view.topics
+        )
         if mine is not None:
             for broker in sorted(mine.broker_rates):
                 if view is not None and broker not in view.live_brokers:
@@ -128,7 +142,6 @@ class QuotaReconciler:
                 brokers.append(entry)
             for topic in sorted(mine.topic_replicas)[:MAX_STATUS_TOPICS]:
                 if view is not None and topic not in view.topics:
-                    absent.append(f"topic {topic}")
                     continue
                 lists = result.effective.topics.get(topic, {})
                 item: dict[str, Any] = {"topic": topic}
@@ -150,7 +163,17 @@ class QuotaReconciler:
             text = f"applied on {len(brokers)} brokers and {len(topics)} topics"
             if absent:
                 text += "; not applied (absent, applied when it appears): " + ", ".join(absent)
-            desired = quota_conditions(ConditionType.READY, "Applied", text)
+            if missing:
+                named = ", ".join(missing[:MAX_NAMED_MISSING])
+                if len(missing) > MAX_NAMED_MISSING:
+                    named += f" and {len(missing) - MAX_NAMED_MISSING} more"
+                text = (
+                    f"topics not found: {named} (their lists are applied when they are "
+                    f"created); {text}"
+                )
+                desired = quota_conditions(ConditionType.STALLED, "TopicNotFound", text)
+            else:
+                desired = quota_conditions(ConditionType.READY, "Applied", text)
         lost = [c for c in conflicts if c.winner != source]
         rate_conflict = (
             Condition(
@@ -184,8 +207,11 @@ class QuotaReconciler:
         self.store.patch_status(TOPIC_REPLICA_QUOTA, meta["namespace"], meta["name"], new)
         settled = (ConditionType.READY, ConditionType.STALLED)
         ready = next(c for c in desired if c.type in settled and c.status == "True")
-        was = {c.get("type"): c.get("status") for c in old.get("conditions") or []}
-        if was.get(ready.type) != "True":
+        was: dict[str, Any] = next(
+            (c for c in old.get("conditions") or [] if c.get("type") == ready.type), {}
+        )
+        said = (was.get("status"), was.get("reason"), was.get("message"))
+        if said != ("True", ready.reason, ready.message):
             kind = NORMAL if ready.type == ConditionType.READY else WARNING
             self.store.event(obj, kind, ready.reason, ready.message)
 

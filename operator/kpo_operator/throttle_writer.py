@@ -83,6 +83,7 @@ class SyncResult:
             (left alone, or overridden on a claimed broker).
         errors: Resources whose update failed, with Kafka's error.
         snapshot: The cluster snapshot the contributions were computed on.
+        generations: source -> ``metadata.generation`` of the object whose spec was read.
     """
 
     effective: EffectiveThrottles
@@ -92,6 +93,7 @@ class SyncResult:
     foreign: list[ForeignThrottle] = field(default_factory=list)
     errors: dict[ConfigResource, ApiError] = field(default_factory=dict)
     snapshot: ClusterSnapshot | None = None
+    generations: dict[str, int] = field(default_factory=dict)
 
 
 class ThrottleWriter:
@@ -128,6 +130,7 @@ class ThrottleWriter:
         self,
         overrides: Mapping[str, Contribution | None] | None = None,
         max_age_s: float | None = None,
+        observed: tuple[str, int] | None = None,
     ) -> SyncResult:
         """Recompute and apply the effective throttles.
 
@@ -135,11 +138,15 @@ class ThrottleWriter:
             overrides: source -> contribution to use instead of the stored object's
                 (``None`` drops that source), for an object whose status is about to change.
             max_age_s: Without overrides, reuse a sync younger than this many seconds.
+            observed: ``(source, generation)`` of the caller's object: a sync is reused
+                only if it read that generation of that object's spec (a sync from before
+                the object was created or its spec changed is not).
         """
         with self._lock:
             if not overrides and max_age_s is not None and self._last is not None:
                 at, last = self._last
-                if self.clock() - at < max_age_s:
+                read = observed is None or last.generations.get(observed[0]) == observed[1]
+                if read and self.clock() - at < max_age_s:
                     return last
             result = self._sync(dict(overrides or {}))
             self._last = (self.clock(), result)
@@ -225,7 +232,17 @@ class ThrottleWriter:
             {(b, k) for b, k in effective.claims if b in live},
         )
         decided = plan(wanted, current, ledger)
-        result = SyncResult(effective, contributions, snapshot=snapshot, foreign=decided.foreign)
+        result = SyncResult(
+            effective,
+            contributions,
+            snapshot=snapshot,
+            foreign=decided.foreign,
+            generations={
+                source: int(obj["metadata"].get("generation") or 1)
+                for source, obj in objects.items()
+                if source not in overrides
+            },
+        )
         settled = decided.ledger
         if decided.changes:
             self._save(decided.write_ahead, ledger)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 from enum import IntEnum
 
 from kpo_kafka.admin_types import ConfigResourceKind
-from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, TopicReplicaQuotaSpec
+from kpo_kafka.specs import ANY_LOG_DIR, MAX_ID, PartitionReassignmentSpec, TopicReplicaQuotaSpec
 from kpo_operator.model import ClusterView
 from kpo_operator.throttle_ledger import OwnedRate, OwnedReplicas, ThrottleLedger
 
@@ -46,7 +46,7 @@ TOPIC_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 
 
 class ThrottleFormatError(ValueError):
-    """A throttled-replicas value is neither ``*`` nor ``partition:broker[,...]``."""
+    """A throttled-replicas value is neither ``*`` nor ``partition:broker[,...]`` of Java ints."""
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,8 @@ class ThrottledReplicas:
         """Parse Kafka's text form, e.g. ``"*"`` or ``"0:101,1:102"`` (blanks ignored).
 
         Raises:
-            ThrottleFormatError: The text is not in that form.
+            ThrottleFormatError: The text is not in that form, or an id is above
+                :data:`~kpo_kafka.specs.MAX_ID` (Kafka reads ids as Java ints).
         """
         text = text.strip()
         if text == "*":
@@ -76,7 +77,10 @@ class ThrottledReplicas:
             partition, sep, broker = item.partition(":")
             if not sep or not partition.strip().isdigit() or not broker.strip().isdigit():
                 raise ThrottleFormatError(f"not a partition:broker pair: {item!r}")
-            pairs.add((int(partition), int(broker)))
+            pair = (int(partition), int(broker))
+            if max(pair) > MAX_ID:
+                raise ThrottleFormatError(f"id above {MAX_ID} (a Java int): {item!r}")
+            pairs.add(pair)
         return cls(replicas=frozenset(pairs))
 
     def render(self) -> str:

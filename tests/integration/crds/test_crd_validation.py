@@ -149,6 +149,11 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         "spec.leaderReplicationThrottledReplicas: Invalid value",
     ),
     (
+        "trq-replica-id-too-long",
+        _with(TRQ, followerReplicationThrottledReplicas="99999999999999999999:1"),
+        "spec.followerReplicationThrottledReplicas: Invalid value",
+    ),
+    (
         "trq-nothing-throttled",
         _with(TRQ, leaderReplicationThrottledRate=None),
         "spec: Invalid value",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+import yaml
 
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
@@ -157,3 +158,82 @@ def test_quota_lifecycle_drift_and_conflicts(stack: Stack) -> None:
         assert described[ConfigResource.topic("orders")] == {"retention.ms": "3600000"}
     finally:
         admin.close()
+
+
+def test_quota_naming_a_missing_topic_says_so_until_it_is_created(stack: Stack) -> None:
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1]})
+    stack.apply(
+        quota(
+            "ghost-throttle",
+            topics={"names": ["orders", "ghost"]},
+            leaderReplicationThrottledRate=4 * MB,
+            leaderReplicationThrottledReplicas="0:0",
+        )
+    )
+    rate = {LEADER_RATE: str(4 * MB)}
+    lists = {"leader.replication.throttled.replicas": "0:0"}
+    # What can be applied is: every live broker's rate and the existing topic's list.
+    wait_configs(stack, {"0": rate, "1": rate, "2": rate, "orders": lists})
+
+    def stalled() -> bool:
+        cond = conditions(stack, "ghost-throttle").get("Stalled", {})
+        return cond.get("status") == "True" and cond.get("reason") == "TopicNotFound"
+
+    wait_for(stalled, 30, "Stalled TopicNotFound")
+    found = conditions(stack, "ghost-throttle")
+    assert found["Ready"]["status"] == "False"
+    message = found["Stalled"]["message"]
+    assert message.startswith("topics not found: ghost "), message
+    assert "applied on 3 brokers and 1 topics" in message
+    events = stack.events("ghost-throttle")
+    assert [e["message"] for e in events if e["reason"] == "TopicNotFound"] == [message]
+    assert not [e for e in events if e["reason"] == "Applied"]
+
+    create_topic(stack.cluster, "ghost", assignment={0: [0, 1]})
+    wait_for(lambda: conditions(stack, "ghost-throttle")["Ready"]["status"] == "True", 45, "Ready")
+    ready = conditions(stack, "ghost-throttle")["Ready"]
+    assert ready["message"] == "applied on 3 brokers and 2 topics"
+    assert {r.name: v for r, v in throttle_configs(stack.cluster, "ghost").items()}["ghost"] == (
+        lists
+    )
+    applied = [e["message"] for e in stack.events("ghost-throttle") if e["reason"] == "Applied"]
+    assert applied == [ready["message"]]
+
+
+def test_first_event_of_a_new_quota_agrees_with_its_status(stack: Stack) -> None:
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1]})
+    stack.apply(
+        quota("first", topics={"names": ["orders"]}, brokers=[0], leaderReplicationThrottledRate=MB)
+    )
+    wait_for(
+        lambda: conditions(stack, "first").get("Ready", {}).get("status") == "True", 30, "Ready"
+    )
+    # A second quota while a recent sync (without it) exists: its timer may run first.
+    stack.apply(
+        quota(
+            "second",
+            topics={"names": ["orders"]},
+            leaderReplicationThrottledRate=2 * MB,
+            followerReplicationThrottledReplicas="0:1",
+        )
+    )
+    wait_for(
+        lambda: conditions(stack, "second").get("Ready", {}).get("status") == "True", 30, "Ready"
+    )
+    ready = conditions(stack, "second")["Ready"]
+    assert ready["message"] == "applied on 3 brokers and 1 topics"
+    applied = [e["message"] for e in stack.events("second") if e["reason"] == "Applied"]
+    assert applied == [ready["message"]]
+
+
+def test_replica_id_above_a_java_int_is_refused(stack: Stack) -> None:
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1]})
+    manifest = quota(
+        "huge-id",
+        topics={"names": ["orders"]},
+        leaderReplicationThrottledReplicas="99999999999999999999:1",
+    )
+    refused = stack.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(manifest), check=False)
+    assert "leaderReplicationThrottledReplicas" in refused, refused
+    assert not stack.exists("topicreplicaquotas", "huge-id")
+    assert configs(stack) == {}

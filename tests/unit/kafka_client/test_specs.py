@@ -98,3 +98,27 @@ def test_quota_errors(spec: dict[str, Any], needle: str) -> None:
 def test_spec_must_be_a_mapping() -> None:
     with pytest.raises(SpecError, match="must be an object"):
         TopicReplicaQuotaSpec.from_object({"spec": ["x"]})
+
+
+@pytest.mark.parametrize(
+    ("value", "needle"),
+    [
+        ("99999999999999999999:1", "String should match pattern"),
+        ("2147483648:1", "partition 2147483648 is above 2147483647"),
+        ("0:1,1:2147483648", "broker id 2147483648 is above 2147483647"),
+    ],
+)
+def test_quota_replica_ids_are_java_ints(value: str, needle: str) -> None:
+    """Kafka reads partition and broker ids of a throttled replica list as Java ints."""
+    for field in ("leaderReplicationThrottledReplicas", "followerReplicationThrottledReplicas"):
+        with pytest.raises(SpecError) as info:
+            TopicReplicaQuotaSpec.from_object({"spec": {"topics": {"names": ["a"]}, field: value}})
+        assert any(line.startswith(f"spec.{field}: ") for line in info.value.errors)
+        assert needle in str(info.value), info.value.errors
+
+
+def test_quota_replica_ids_up_to_the_largest_java_int_are_accepted() -> None:
+    spec = TopicReplicaQuotaSpec.from_object(
+        {"spec": {"topics": {"names": ["a"]}, "leaderReplicationThrottledReplicas": "2147483647:0"}}
+    )
+    assert spec.leader_replication_throttled_replicas == "2147483647:0"

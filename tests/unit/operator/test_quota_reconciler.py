@@ -554,3 +554,120 @@ def test_ledger_is_saved_before_the_configs_are_written(env: Env) -> None:
     assert env.broker(0) == {LEADER_RATE: "1000"}
     assert env.ledger.ledger.brokers == {0: {LEADER_RATE: OwnedRate(1000)}}
     assert env.store.events_of("q", "ThrottleDriftRepaired") == []
+
+
+def test_named_topic_that_does_not_exist_is_stalled_and_named(env: Env) -> None:
+    env.create(
+        "q", topics={"names": ["t", "nope"]}, brokers=[0], leaderReplicationThrottledRate=1000
+    )
+    env.reconcile("q")
+
+    assert env.broker(0) == {LEADER_RATE: "1000"}  # what can be applied is
+    found = conditions(env.status("q"))
+    assert found["Ready"]["status"] == "False" and found["Ready"]["reason"] == "TopicNotFound"
+    stalled = found["Stalled"]
+    assert stalled["status"] == "True" and stalled["reason"] == "TopicNotFound"
+    assert stalled["message"].startswith("topics not found: nope ")
+    assert "applied on 1 brokers and 0 topics" in stalled["message"]
+    [event] = env.store.events_of("q")
+    assert (event.type, event.reason, event.message) == (
+        "Warning",
+        "TopicNotFound",
+        stalled["message"],
+    )
+
+    env.kafka.create_topic("nope", {0: [0]})
+    env.reconcile("q")
+    found = conditions(env.status("q"))
+    assert found["Ready"]["status"] == "True" and found["Stalled"]["status"] == "False"
+    [_, event] = env.store.events_of("q")
+    assert (event.type, event.reason, event.message) == (
+        "Normal",
+        "Applied",
+        found["Ready"]["message"],
+    )
+
+
+def test_missing_topic_lists_are_applied_once_it_is_created(env: Env) -> None:
+    env.create("q", topics={"names": ["nope"]}, leaderReplicationThrottledReplicas="0:0")
+    env.reconcile("q")
+    assert "nope" not in {r.name for r in env.kafka.configs}
+    assert conditions(env.status("q"))["Stalled"]["reason"] == "TopicNotFound"
+
+    env.kafka.create_topic("nope", {0: [0]})
+    env.reconcile("q")
+    assert env.topic("nope") == {LEADER_REPLICAS: "0:0"}
+    assert env.status("q")["topics"] == [
+        {"topic": "nope", "leaderReplicationThrottledReplicas": "0:0"}
+    ]
+
+
+def test_event_follows_a_changed_condition_message(env: Env) -> None:
+    env.create("q", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+    env.reconcile("q")
+    env.store.apply(
+        {
+            "apiVersion": "kpo.dev/v1alpha1",
+            "kind": "TopicReplicaQuota",
+            "metadata": {"name": "q", "namespace": NS},
+            "spec": {
+                "topics": {"names": ["t"]},
+                "brokers": [0, 1],
+                "leaderReplicationThrottledRate": 1000,
+            },
+        }
+    )
+    env.reconcile("q")
+    ready = conditions(env.status("q"))["Ready"]
+    assert ready["message"] == "applied on 2 brokers and 0 topics"
+    assert [e.message for e in env.store.events_of("q", "Applied")] == [
+        "applied on 1 brokers and 0 topics",
+        ready["message"],
+    ]
+
+
+def test_out_of_range_replica_id_is_invalid_and_writes_nothing(env: Env) -> None:
+    env.create("q", topics={"names": ["t"]}, leaderReplicationThrottledReplicas="0:2147483648")
+    env.reconcile("q")
+    found = conditions(env.status("q"))
+    assert found["Stalled"]["status"] == "True" and found["Stalled"]["reason"] == "InvalidSpec"
+    assert "2147483648" in found["Stalled"]["message"]
+    assert env.kafka.calls == []
+    # The writer, syncing for other objects, leaves it out too.
+    env.create("other", topics={"names": ["u"]}, brokers=[3], leaderReplicationThrottledRate=9)
+    env.reconcile("other")
+    assert env.topic("t") == {}
+
+
+def test_timer_does_not_reuse_a_sync_from_before_the_object_existed(env: Env) -> None:
+    env.create("a", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+    env.reconcile("a")
+    env.create(
+        "b",
+        topics={"names": ["u"]},
+        brokers=[1, 2, 3],
+        followerReplicationThrottledRate=500,
+        followerReplicationThrottledReplicas="0:3",
+    )
+    reads = env.count("describe_configs")
+
+    env.reconcile("b", max_age_s=30)  # the timer runs before the create handler
+
+    assert env.count("describe_configs") == reads + 1
+    ready = conditions(env.status("b"))["Ready"]
+    assert ready["message"] == "applied on 3 brokers and 1 topics"
+    [event] = env.store.events_of("b")
+    assert event.message == ready["message"]
+    env.reconcile("b", max_age_s=30)  # now a sync that read this generation is reused
+    assert env.count("describe_configs") == reads + 1
+
+
+def test_timer_does_not_reuse_a_sync_from_before_a_spec_change(env: Env) -> None:
+    env.create("a", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=1000)
+    env.reconcile("a")
+    env.create("a", topics={"names": ["t"]}, brokers=[0], leaderReplicationThrottledRate=2000)
+
+    env.reconcile("a", max_age_s=30)
+
+    assert env.broker(0) == {LEADER_RATE: "2000"}
+    assert env.status("a")["observedGeneration"] == 2

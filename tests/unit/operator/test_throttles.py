@@ -62,7 +62,9 @@ def test_throttled_replicas_parse_render(
     assert (value.wildcard, set(value.replicas), value.render()) == (wildcard, pairs, rendered)
 
 
-@pytest.mark.parametrize("text", ["0", "a:1", "0:1,x", "0:-1", "**"])
+@pytest.mark.parametrize(
+    "text", ["0", "a:1", "0:1,x", "0:-1", "**", "99999999999999999999:1", "0:2147483648"]
+)
 def test_throttled_replicas_parse_errors(text: str) -> None:
     with pytest.raises(ThrottleFormatError):
         _tr(text)

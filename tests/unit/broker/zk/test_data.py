@@ -295,6 +295,11 @@ def test_entity_config_document() -> None:
     assert data.decode_entity_config(b'{"version":1,"config":{}}') == {}
 
 
+def test_entity_config_without_overrides_is_kafkas_empty_document() -> None:
+    """Deleting every override rewrites the znode as Kafka's AdminZkClient does (kept)."""
+    assert data.encode_entity_config({}) == b'{"version":1,"config":{}}'
+
+
 def test_entity_config_values_must_be_strings() -> None:
     with pytest.raises(MalformedZNodeDataError, match="entity config"):
         data.decode_entity_config(b'{"version":1,"config":{"retention.ms":1000}}')

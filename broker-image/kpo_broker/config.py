@@ -254,6 +254,12 @@ class BrokerConfig(BaseModel):
     socket_request_max_bytes: KafkaInt = _int(
         "socket.request.max.bytes", 104857600, f"Largest request, bytes. {_H} 100 MiB.", ge=1
     )
+    queued_max_request_bytes: KafkaInt = _long(
+        "queued.max.request.bytes",
+        -1,
+        f"Requests read, not yet answered, bytes; reads pause beyond; <= 0 unbounded. {_H} -1.",
+        ge=-_LONG_MAX,
+    )
     request_timeout_ms: KafkaInt = _int(
         "request.timeout.ms", 30000, f"Request timeout, ms. {_H} 30000."
     )

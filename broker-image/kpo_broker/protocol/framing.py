@@ -50,6 +50,8 @@ __all__ = [
     "encode_response",
     "encode_unsupported_version_response",
     "read_frame",
+    "read_frame_body",
+    "read_frame_size",
 ]
 
 DEFAULT_MAX_FRAME_BYTES = 104857600
@@ -328,6 +330,54 @@ class _Address:
     correlation_id: int
 
 
+async def read_frame_size(
+    reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES
+) -> int | None:
+    """Read the int32 size prefix of the next frame and check it, reading no body bytes.
+
+    Kafka's ``NetworkReceive`` does the same: a size above the limit raises
+    ``InvalidReceiveException`` before any of the body is read or buffered.
+
+    Args:
+        reader: the connection's stream.
+        max_bytes: the largest accepted frame body, in bytes
+            (``socket.request.max.bytes`` on a broker).
+
+    Returns:
+        The frame size in bytes, or None when the stream ended cleanly before a new frame.
+
+    Raises:
+        FrameSizeError: the size is negative or above ``max_bytes``.
+        TruncatedFrameError: the stream ended inside the size prefix.
+        OSError: the connection failed (for example reset by the peer).
+    """
+    try:
+        prefix = await reader.readexactly(_SIZE.size)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise TruncatedFrameError("stream ended inside a frame size prefix") from exc
+    (size,) = _SIZE.unpack(prefix)
+    if size < 0 or size > max_bytes:
+        raise FrameSizeError(size, max_bytes)
+    return int(size)
+
+
+async def read_frame_body(reader: asyncio.StreamReader, size: int) -> bytes:
+    """Read the ``size`` body bytes of a frame whose prefix :func:`read_frame_size` read.
+
+    Raises:
+        TruncatedFrameError: the stream ended inside the body.
+        OSError: the connection failed.
+    """
+    try:
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError as exc:
+        raise TruncatedFrameError(
+            f"stream ended after {len(exc.partial)} of {size} frame bytes"
+        ) from exc
+
+
 async def read_frame(
     reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES
 ) -> bytes | None:
@@ -347,18 +397,7 @@ async def read_frame(
         TruncatedFrameError: the stream ended inside a frame.
         OSError: the connection failed (for example reset by the peer).
     """
-    try:
-        prefix = await reader.readexactly(_SIZE.size)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise TruncatedFrameError("stream ended inside a frame size prefix") from exc
-    (size,) = _SIZE.unpack(prefix)
-    if size < 0 or size > max_bytes:
-        raise FrameSizeError(size, max_bytes)
-    try:
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError as exc:
-        raise TruncatedFrameError(
-            f"stream ended after {len(exc.partial)} of {size} frame bytes"
-        ) from exc
+    size = await read_frame_size(reader, max_bytes)
+    if size is None:
+        return None
+    return await read_frame_body(reader, size)

@@ -172,6 +172,7 @@ class KafkaServer:
             supported,
             c.socket_request_max_bytes,
             request_observer=self.request_stats.record,
+            queued_max_request_bytes=c.queued_max_request_bytes,
         )
         bound = await self.socket_server.start()
         registration = BrokerRegistration(

@@ -5,6 +5,12 @@ Kafka's SocketServer does (it mutes a channel until its response is sent). A fra
 that cannot be parsed closes that connection only; other clients are unaffected. An
 ApiVersions request of an unsupported version is answered with UNSUPPORTED_VERSION
 and the supported ranges (KIP-511); any other unsupported request closes the connection.
+
+A frame larger than ``socket.request.max.bytes`` closes its connection before any of its
+body is read (Kafka's ``InvalidReceiveException``). With ``queued.max.request.bytes``
+set, the bytes of requests read but not yet answered come from a :class:`MemoryPool`:
+while it is exhausted, connections wait before reading the next body, leaving it in the
+socket buffers, as Kafka's SocketServer mutes its channels (KIP-72).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from kpo_broker.protocol import framing
 from kpo_broker.protocol.api import api_spec
 from kpo_broker.server import zero_copy
 from kpo_broker.server.components import RequestContext
+from kpo_broker.server.memory_pool import MemoryPool
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
 log = logging.getLogger(__name__)
@@ -51,6 +58,8 @@ class SocketServer:
         supported: api key -> (min, max) versions accepted.
         max_request_bytes: ``socket.request.max.bytes``; larger frames close the connection.
         request_observer: called after each handled request (Kafka's request metrics).
+        queued_max_request_bytes: ``queued.max.request.bytes``, the bytes of requests
+            read but not yet answered, across connections; 0 or negative = unbounded.
     """
 
     def __init__(
@@ -60,12 +69,14 @@ class SocketServer:
         supported: dict[int, tuple[int, int]],
         max_request_bytes: int = 104857600,
         request_observer: RequestObserver | None = None,
+        queued_max_request_bytes: int = -1,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
         self.supported = supported
         self.max_request_bytes = max_request_bytes
         self.request_observer = request_observer
+        self.memory_pool = MemoryPool(queued_max_request_bytes)
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -124,43 +135,60 @@ class SocketServer:
     ) -> None:
         while True:
             try:
-                frame = await framing.read_frame(reader, self.max_request_bytes)
+                size = await framing.read_frame_size(reader, self.max_request_bytes)
+                if size is None:
+                    return
+                await self.memory_pool.allocate(size)
+                try:
+                    frame = await framing.read_frame_body(reader, size)
+                    if not await self._process(frame, writer, listener, peer):
+                        return
+                finally:
+                    self.memory_pool.release(size)
             except framing.FrameError as exc:
                 log.info("closing %s: %s", peer, exc)
                 return
-            if frame is None:
-                return
-            received = time.monotonic()
-            try:
-                decoded = framing.decode_request(frame, self.supported)
-            except framing.UnsupportedVersionError as exc:
-                answer = framing.encode_unsupported_version_response(exc, self.supported)
-                if answer is None:
-                    log.info("closing %s: %s", peer, exc)
-                    return
-                writer.write(answer)
-                await writer.drain()
-                continue
-            except framing.InvalidRequestError as exc:
-                log.info("closing %s: invalid request: %s", peer, exc)
-                return
-            ctx = RequestContext(
-                decoded.api_key,
-                decoded.api_version,
-                decoded.correlation_id,
-                decoded.client_id,
-                listener,
-                tuple(peer[:2]) if peer else None,
-            )
-            response = await self.handler(ctx, decoded.body)
-            if isinstance(response, ZeroCopyResponse):
-                await self._write_zero_copy(writer, decoded, response)
-            elif response is not None:
-                writer.write(framing.encode_response(decoded, response))
-                await writer.drain()
-            if self.request_observer is not None:
-                elapsed = time.monotonic() - received
-                self.request_observer(decoded.api_key, decoded.api_version, decoded.body, elapsed)
+
+    async def _process(
+        self, frame: bytes, writer: asyncio.StreamWriter, listener: str, peer: Any
+    ) -> bool:
+        """Decode, handle and answer one request frame.
+
+        Returns:
+            False when the request is one Kafka answers by closing the connection.
+        """
+        received = time.monotonic()
+        try:
+            decoded = framing.decode_request(frame, self.supported)
+        except framing.UnsupportedVersionError as exc:
+            answer = framing.encode_unsupported_version_response(exc, self.supported)
+            if answer is None:
+                log.info("closing %s: %s", peer, exc)
+                return False
+            writer.write(answer)
+            await writer.drain()
+            return True
+        except framing.InvalidRequestError as exc:
+            log.info("closing %s: invalid request: %s", peer, exc)
+            return False
+        ctx = RequestContext(
+            decoded.api_key,
+            decoded.api_version,
+            decoded.correlation_id,
+            decoded.client_id,
+            listener,
+            tuple(peer[:2]) if peer else None,
+        )
+        response = await self.handler(ctx, decoded.body)
+        if isinstance(response, ZeroCopyResponse):
+            await self._write_zero_copy(writer, decoded, response)
+        elif response is not None:
+            writer.write(framing.encode_response(decoded, response))
+            await writer.drain()
+        if self.request_observer is not None:
+            elapsed = time.monotonic() - received
+            self.request_observer(decoded.api_key, decoded.api_version, decoded.body, elapsed)
+        return True
 
     async def _write_zero_copy(
         self, writer: asyncio.StreamWriter, decoded: Any, response: ZeroCopyResponse

@@ -53,6 +53,7 @@ def test_kafka_defaults() -> None:
     assert config.log_index_interval_bytes == 4096
     assert config.message_max_bytes == 1048588
     assert config.socket_request_max_bytes == 104857600
+    assert config.queued_max_request_bytes == -1
     assert config.request_timeout_ms == 30000
     assert (config.replication_quota_window_num, config.replication_quota_window_size_seconds) == (
         11,

@@ -108,6 +108,7 @@ async def serving(
     handler: RequestHandler,
     max_request_bytes: int = 1 << 20,
     observer: Callable[[int, int, Any, float], None] | None = None,
+    **limits: Any,
 ) -> AsyncIterator[tuple[SocketServer, Callable[[], Awaitable[Connection]]]]:
     server = SocketServer(
         [Listener("INTERNAL", "127.0.0.1", 0)],
@@ -115,6 +116,7 @@ async def serving(
         SUPPORTED,
         max_request_bytes=max_request_bytes,
         request_observer=observer,
+        **limits,
     )
     ports = await server.start()
     opened: list[asyncio.StreamWriter] = []
@@ -254,6 +256,59 @@ def test_bad_frames_close_only_their_connection() -> None:
             bystander_writer.write(_metadata_request(5))
             assert (await _response(bystander_reader, MetadataResponse, 9))[0] == 5
             assert [ctx.correlation_id for ctx, _ in recorder.seen] == [5]
+
+    asyncio.run(scenario())
+
+
+def test_an_oversized_frame_closes_the_connection_before_its_body_is_sent() -> None:
+    """Kafka's InvalidReceiveException: the size prefix alone is enough to close."""
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, max_request_bytes=1000) as (_server, connect):
+            reader, writer = await connect()
+            writer.write((1001).to_bytes(4, "big"))
+            assert await _closed(reader)
+            assert recorder.seen == []
+
+    asyncio.run(scenario())
+
+
+def test_queued_request_bytes_pause_reading_until_answers_release_them() -> None:
+    """queued.max.request.bytes: a second body waits until the first request is answered."""
+    recorder = Recorder(delays={1: 0.3})
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, queued_max_request_bytes=10) as (server, connect):
+            first_reader, first_writer = await connect()
+            second_reader, second_writer = await connect()
+            first_writer.write(_metadata_request(1))
+            await asyncio.sleep(0.05)
+            assert server.memory_pool.available < 0  # non-strict: one request overshoots
+            second_writer.write(_metadata_request(2))
+            await asyncio.sleep(0.1)
+            assert [ctx.correlation_id for ctx, _ in recorder.seen] == [1]
+            assert (await _response(first_reader, MetadataResponse, 9))[0] == 1
+            assert (await _response(second_reader, MetadataResponse, 9))[0] == 2
+            assert recorder.max_running == 1
+            await asyncio.sleep(0.05)
+            assert server.memory_pool.available == 10
+
+    asyncio.run(scenario())
+
+
+def test_unbounded_queued_request_bytes_let_connections_run_concurrently() -> None:
+    recorder = Recorder(delays={1: 0.2})
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, queued_max_request_bytes=-1) as (_server, connect):
+            first_reader, first_writer = await connect()
+            second_reader, second_writer = await connect()
+            first_writer.write(_metadata_request(1))
+            second_writer.write(_metadata_request(2))
+            assert (await _response(second_reader, MetadataResponse, 9))[0] == 2
+            assert (await _response(first_reader, MetadataResponse, 9))[0] == 1
+            assert recorder.max_running == 2
 
     asyncio.run(scenario())
 

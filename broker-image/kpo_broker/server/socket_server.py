@@ -11,6 +11,12 @@ body is read (Kafka's ``InvalidReceiveException``). With ``queued.max.request.by
 set, the bytes of requests read but not yet answered come from a :class:`MemoryPool`:
 while it is exhausted, connections wait before reading the next body, leaving it in the
 socket buffers, as Kafka's SocketServer mutes its channels (KIP-72).
+
+A connection over its address's limit (``max.connections.per.ip`` and its overrides) is
+closed at accept (Kafka's ConnectionQuotas). A connection idle for
+``connections.max.idle.ms`` is closed; idle here means waiting for a frame's size prefix,
+or for the rest of its body, that long (Kafka counts the time since the last socket
+activity; a body trickling in over more than that is also closed here).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +34,7 @@ from kpo_broker.protocol import framing
 from kpo_broker.protocol.api import api_spec
 from kpo_broker.server import zero_copy
 from kpo_broker.server.components import RequestContext
+from kpo_broker.server.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from kpo_broker.server.memory_pool import MemoryPool
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
@@ -60,6 +67,13 @@ class SocketServer:
         request_observer: called after each handled request (Kafka's request metrics).
         queued_max_request_bytes: ``queued.max.request.bytes``, the bytes of requests
             read but not yet answered, across connections; 0 or negative = unbounded.
+        connections_max_idle_ms: ``connections.max.idle.ms``; negative = never closed.
+        max_connections_per_ip: ``max.connections.per.ip``.
+        max_connections_per_ip_overrides: ``max.connections.per.ip.overrides``,
+            host name or IP -> limit.
+
+    Raises:
+        ValueError: an override's host name cannot be resolved.
     """
 
     def __init__(
@@ -70,6 +84,9 @@ class SocketServer:
         max_request_bytes: int = 104857600,
         request_observer: RequestObserver | None = None,
         queued_max_request_bytes: int = -1,
+        connections_max_idle_ms: int = 600000,
+        max_connections_per_ip: int = 2147483647,
+        max_connections_per_ip_overrides: Mapping[str, int] | None = None,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
@@ -77,6 +94,12 @@ class SocketServer:
         self.max_request_bytes = max_request_bytes
         self.request_observer = request_observer
         self.memory_pool = MemoryPool(queued_max_request_bytes)
+        self.connection_quotas = ConnectionQuotas(
+            max_connections_per_ip, max_connections_per_ip_overrides or {}
+        )
+        self.idle_timeout_s = (
+            None if connections_max_idle_ms < 0 else connections_max_idle_ms / 1000
+        )
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -114,6 +137,14 @@ class SocketServer:
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if peer else ""
+        try:
+            self.connection_quotas.inc(address)
+        except TooManyConnectionsError as exc:
+            log.info("rejected connection from %s: %s", peer, exc)
+            self._connections.discard(task)
+            writer.close()
+            return
         try:
             await self._serve(reader, writer, listener, peer)
         except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
@@ -121,6 +152,7 @@ class SocketServer:
         except Exception:
             log.exception("connection from %s failed", peer)
         finally:
+            self.connection_quotas.dec(address)
             self._connections.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
@@ -135,18 +167,23 @@ class SocketServer:
     ) -> None:
         while True:
             try:
-                size = await framing.read_frame_size(reader, self.max_request_bytes)
+                async with asyncio.timeout(self.idle_timeout_s):
+                    size = await framing.read_frame_size(reader, self.max_request_bytes)
                 if size is None:
                     return
                 await self.memory_pool.allocate(size)
                 try:
-                    frame = await framing.read_frame_body(reader, size)
+                    async with asyncio.timeout(self.idle_timeout_s):
+                        frame = await framing.read_frame_body(reader, size)
                     if not await self._process(frame, writer, listener, peer):
                         return
                 finally:
                     self.memory_pool.release(size)
             except framing.FrameError as exc:
                 log.info("closing %s: %s", peer, exc)
+                return
+            except TimeoutError:
+                log.info("closing %s: idle for over %s s", peer, self.idle_timeout_s)
                 return
 
     async def _process(

@@ -313,6 +313,65 @@ def test_unbounded_queued_request_bytes_let_connections_run_concurrently() -> No
     asyncio.run(scenario())
 
 
+def test_idle_connections_are_closed_after_connections_max_idle_ms() -> None:
+    """An idle connection and a half-open one (one byte of a size prefix) are closed."""
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, connections_max_idle_ms=200) as (_server, connect):
+            idle_reader, _idle_writer = await connect()
+            half_reader, half_writer = await connect()
+            half_writer.write(b"\x00")
+            busy_reader, busy_writer = await connect()
+            for correlation_id in range(1, 4):
+                await asyncio.sleep(0.1)
+                busy_writer.write(_metadata_request(correlation_id))
+                assert (await _response(busy_reader, MetadataResponse, 9))[0] == correlation_id
+            assert await _closed(idle_reader)
+            assert await _closed(half_reader)
+
+    asyncio.run(scenario())
+
+
+def test_connections_beyond_max_connections_per_ip_are_closed_at_accept() -> None:
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, max_connections_per_ip=2) as (server, connect):
+            first = await connect()
+            second = await connect()
+            third_reader, _third_writer = await connect()
+            assert await _closed(third_reader)
+            assert server.connection_quotas.count("127.0.0.1") == 2
+            first[1].close()
+            await asyncio.sleep(0.1)
+            fourth_reader, fourth_writer = await connect()
+            fourth_writer.write(_metadata_request(4))
+            assert (await _response(fourth_reader, MetadataResponse, 9))[0] == 4
+            second[1].write(_metadata_request(2))
+            assert (await _response(second[0], MetadataResponse, 9))[0] == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_per_ip_override_replaces_the_default_limit() -> None:
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(
+            recorder.handle,
+            max_connections_per_ip=0,
+            max_connections_per_ip_overrides={"127.0.0.1": 1},
+        ) as (_server, connect):
+            reader, writer = await connect()
+            refused_reader, _refused_writer = await connect()
+            assert await _closed(refused_reader)
+            writer.write(_metadata_request(1))
+            assert (await _response(reader, MetadataResponse, 9))[0] == 1
+
+    asyncio.run(scenario())
+
+
 def test_a_request_without_a_response_is_not_answered() -> None:
     """E.g. Produce with acks=0: the handler returns None and the next request goes on."""
     recorder = Recorder()

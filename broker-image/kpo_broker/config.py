@@ -254,6 +254,29 @@ class BrokerConfig(BaseModel):
     socket_request_max_bytes: KafkaInt = _int(
         "socket.request.max.bytes", 104857600, f"Largest request, bytes. {_H} 100 MiB.", ge=1
     )
+    queued_max_request_bytes: KafkaInt = _long(
+        "queued.max.request.bytes",
+        -1,
+        f"Requests read, not yet answered, bytes; reads pause beyond; <= 0 unbounded. {_H} -1.",
+        ge=-_LONG_MAX,
+    )
+    # Connections (Kafka's SocketServer, Selector and ConnectionQuotas).
+    connections_max_idle_ms: KafkaInt = _long(
+        "connections.max.idle.ms",
+        600000,
+        f"Idle connections are closed after, ms; negative = never. {_H} 600000.",
+        ge=-_LONG_MAX,
+    )
+    max_connections_per_ip: KafkaInt = _int(
+        "max.connections.per.ip",
+        _INT_MAX,
+        f"Open connections per client IP; more are closed at accept. {_H} Int.MAX.",
+    )
+    max_connections_per_ip_overrides: dict[str, int] = _prop(
+        "max.connections.per.ip.overrides",
+        {},
+        f"Per host name or IP limits, host:count,... {_H} empty.",
+    )
     request_timeout_ms: KafkaInt = _int(
         "request.timeout.ms", 30000, f"Request timeout, ms. {_H} 30000."
     )
@@ -305,6 +328,22 @@ class BrokerConfig(BaseModel):
     def _protocol_map(cls, value: Any) -> Any:
         return parse_protocol_map(value) if isinstance(value, str) else value
 
+    @field_validator("max_connections_per_ip_overrides", mode="before")
+    @classmethod
+    def _connection_overrides(cls, value: Any) -> Any:
+        """Parse ``host:count,...`` (the count after the last colon, so IPv6 hosts work)."""
+        if not isinstance(value, str):
+            return value
+        overrides: dict[str, int] = {}
+        for entry in _parse_list(value):
+            host, colon, count = entry.rpartition(":")
+            if not colon or not host.strip() or not _INTEGER.fullmatch(count.strip()):
+                raise ValueError(f"{entry!r} is not host:count")
+            if int(count) < 0:
+                raise ValueError(f"{entry!r}: the count must be at least 0")
+            overrides[host.strip()] = int(count)
+        return overrides
+
     @field_validator("listeners", "advertised_listeners", mode="before")
     @classmethod
     def _endpoints(cls, value: Any, info: ValidationInfo) -> Any:
@@ -329,6 +368,11 @@ class BrokerConfig(BaseModel):
             raise ConfigError(
                 "inter.broker.listener.name",
                 f"listener {self.inter_broker_listener} is not in advertised.listeners",
+            )
+        if self.max_connections_per_ip == 0 and not self.max_connections_per_ip_overrides:
+            raise ConfigError(
+                "max.connections.per.ip",
+                "can be 0 only if max.connections.per.ip.overrides is set",
             )
         return self
 

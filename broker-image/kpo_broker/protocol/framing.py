@@ -50,6 +50,8 @@ __all__ = [
     "encode_response",
     "encode_unsupported_version_response",
     "read_frame",
+    "read_frame_body",
+    "read_frame_size",
 ]
 
 DEFAULT_MAX_FRAME_BYTES = 104857600
@@ -58,6 +60,7 @@ DEFAULT_MAX_FRAME_BYTES = 104857600
 _FIXED_HEADER = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
 _UNSUPPORTED_VERSION = 35
+_LENGTH_PREFIXED = frozenset({"string", "bytes", "records"})
 
 
 @dataclass(frozen=True)
@@ -154,19 +157,21 @@ def _decode_header(frame: bytes, flexible: bool, api_key: int) -> tuple[Any, int
 def _decode_body(
     message_class: Any, version: int, frame: bytes, start: int, correlation_id: int
 ) -> Any:
-    """Decode a request body at ``frame[start:]`` and require it to end the frame."""
+    """Decode a request body at ``frame[start:]``; require its non-nullable fields to be set."""
     try:
-        return _strict_decode(message_class, version, frame, start, allow_trailing=True)
+        body = _strict_decode(message_class, version, frame, start, allow_trailing=True)
+        _require_non_null(message_class._struct, body, version)
     except _MalformedError as exc:
         raise InvalidRequestError(
             f"malformed request body: {exc}",
             correlation_id=correlation_id,
             api_key=int(message_class.API_KEY),
         ) from exc
+    return body
 
 
 class _MalformedError(Exception):
-    """Internal: a body that does not decode to exactly the rest of the frame."""
+    """Internal: a body that does not decode to the rest of the frame, or nulls a field."""
 
 
 def _strict_decode(
@@ -197,6 +202,40 @@ def _strict_decode(
     if end < len(frame) and not allow_trailing:
         raise _MalformedError(f"{len(frame) - end} trailing bytes")
     return body
+
+
+def _require_non_null(struct: Any, value: Any, version: int) -> None:
+    """Check that no field of ``value`` the schema calls non-nullable at ``version`` is null.
+
+    Kafka's generated readers refuse such a request ("non-nullable field ... was
+    serialized as null") and its SocketServer closes the connection; kafka-python
+    reads a length of -1 as None whatever the schema says, so the check is made here,
+    through nested structs, struct arrays and the elements of other arrays.
+
+    Raises:
+        _MalformedError: naming the first null non-nullable field found.
+    """
+    for field in struct.untagged_fields(version):
+        item = getattr(value, field.name, None)
+        if item is None:
+            if _null_is_length(field) and not field.nullable_for_version_q(version):
+                raise _MalformedError(f"non-nullable field {field.name} was serialized as null")
+        elif field.is_struct_array():
+            for element in item:
+                _require_non_null(field.array_of, element, version)
+        elif field.is_struct():
+            _require_non_null(field, item, version)
+        elif field.is_array() and _null_is_length(field.array_of) and None in item:
+            raise _MalformedError(f"null element in array field {field.name}")
+
+
+def _null_is_length(field: Any) -> bool:
+    """Whether kafka-python's None for ``field`` comes from a length of -1.
+
+    True for strings, bytes, arrays and structs; False for the scalars kafka-python
+    also reads as None (the zero uuid, a full bit field), which are values.
+    """
+    return bool(field.is_array() or field.is_struct() or field.type_str in _LENGTH_PREFIXED)
 
 
 def decode_response(frame: bytes, response_class: Any, api_version: int) -> tuple[int, Any]:
@@ -328,6 +367,54 @@ class _Address:
     correlation_id: int
 
 
+async def read_frame_size(
+    reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES
+) -> int | None:
+    """Read the int32 size prefix of the next frame and check it, reading no body bytes.
+
+    Kafka's ``NetworkReceive`` does the same: a size above the limit raises
+    ``InvalidReceiveException`` before any of the body is read or buffered.
+
+    Args:
+        reader: the connection's stream.
+        max_bytes: the largest accepted frame body, in bytes
+            (``socket.request.max.bytes`` on a broker).
+
+    Returns:
+        The frame size in bytes, or None when the stream ended cleanly before a new frame.
+
+    Raises:
+        FrameSizeError: the size is negative or above ``max_bytes``.
+        TruncatedFrameError: the stream ended inside the size prefix.
+        OSError: the connection failed (for example reset by the peer).
+    """
+    try:
+        prefix = await reader.readexactly(_SIZE.size)
+    except asyncio.IncompleteReadError as exc:
+        if not exc.partial:
+            return None
+        raise TruncatedFrameError("stream ended inside a frame size prefix") from exc
+    (size,) = _SIZE.unpack(prefix)
+    if size < 0 or size > max_bytes:
+        raise FrameSizeError(size, max_bytes)
+    return int(size)
+
+
+async def read_frame_body(reader: asyncio.StreamReader, size: int) -> bytes:
+    """Read the ``size`` body bytes of a frame whose prefix :func:`read_frame_size` read.
+
+    Raises:
+        TruncatedFrameError: the stream ended inside the body.
+        OSError: the connection failed.
+    """
+    try:
+        return await reader.readexactly(size)
+    except asyncio.IncompleteReadError as exc:
+        raise TruncatedFrameError(
+            f"stream ended after {len(exc.partial)} of {size} frame bytes"
+        ) from exc
+
+
 async def read_frame(
     reader: asyncio.StreamReader, max_bytes: int = DEFAULT_MAX_FRAME_BYTES
 ) -> bytes | None:
@@ -347,18 +434,7 @@ async def read_frame(
         TruncatedFrameError: the stream ended inside a frame.
         OSError: the connection failed (for example reset by the peer).
     """
-    try:
-        prefix = await reader.readexactly(_SIZE.size)
-    except asyncio.IncompleteReadError as exc:
-        if not exc.partial:
-            return None
-        raise TruncatedFrameError("stream ended inside a frame size prefix") from exc
-    (size,) = _SIZE.unpack(prefix)
-    if size < 0 or size > max_bytes:
-        raise FrameSizeError(size, max_bytes)
-    try:
-        return await reader.readexactly(size)
-    except asyncio.IncompleteReadError as exc:
-        raise TruncatedFrameError(
-            f"stream ended after {len(exc.partial)} of {size} frame bytes"
-        ) from exc
+    size = await read_frame_size(reader, max_bytes)
+    if size is None:
+        return None
+    return await read_frame_body(reader, size)

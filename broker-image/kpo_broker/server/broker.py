@@ -172,6 +172,10 @@ class KafkaServer:
             supported,
             c.socket_request_max_bytes,
             request_observer=self.request_stats.record,
+            queued_max_request_bytes=c.queued_max_request_bytes,
+            connections_max_idle_ms=c.connections_max_idle_ms,
+            max_connections_per_ip=c.max_connections_per_ip,
+            max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
         )
         bound = await self.socket_server.start()
         registration = BrokerRegistration(

@@ -5,6 +5,18 @@ Kafka's SocketServer does (it mutes a channel until its response is sent). A fra
 that cannot be parsed closes that connection only; other clients are unaffected. An
 ApiVersions request of an unsupported version is answered with UNSUPPORTED_VERSION
 and the supported ranges (KIP-511); any other unsupported request closes the connection.
+
+A frame larger than ``socket.request.max.bytes`` closes its connection before any of its
+body is read (Kafka's ``InvalidReceiveException``). With ``queued.max.request.bytes``
+set, the bytes of requests read but not yet answered come from a :class:`MemoryPool`:
+while it is exhausted, connections wait before reading the next body, leaving it in the
+socket buffers, as Kafka's SocketServer mutes its channels (KIP-72).
+
+A connection over its address's limit (``max.connections.per.ip`` and its overrides) is
+closed at accept (Kafka's ConnectionQuotas). A connection idle for
+``connections.max.idle.ms`` is closed; idle here means waiting for a frame's size prefix,
+or for the rest of its body, that long (Kafka counts the time since the last socket
+activity; a body trickling in over more than that is also closed here).
 """
 
 from __future__ import annotations
@@ -14,7 +26,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +34,8 @@ from kpo_broker.protocol import framing
 from kpo_broker.protocol.api import api_spec
 from kpo_broker.server import zero_copy
 from kpo_broker.server.components import RequestContext
+from kpo_broker.server.connection_quotas import ConnectionQuotas, TooManyConnectionsError
+from kpo_broker.server.memory_pool import MemoryPool
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
 log = logging.getLogger(__name__)
@@ -51,6 +65,15 @@ class SocketServer:
         supported: api key -> (min, max) versions accepted.
         max_request_bytes: ``socket.request.max.bytes``; larger frames close the connection.
         request_observer: called after each handled request (Kafka's request metrics).
+        queued_max_request_bytes: ``queued.max.request.bytes``, the bytes of requests
+            read but not yet answered, across connections; 0 or negative = unbounded.
+        connections_max_idle_ms: ``connections.max.idle.ms``; negative = never closed.
+        max_connections_per_ip: ``max.connections.per.ip``.
+        max_connections_per_ip_overrides: ``max.connections.per.ip.overrides``,
+            host name or IP -> limit.
+
+    Raises:
+        ValueError: an override's host name cannot be resolved.
     """
 
     def __init__(
@@ -60,12 +83,23 @@ class SocketServer:
         supported: dict[int, tuple[int, int]],
         max_request_bytes: int = 104857600,
         request_observer: RequestObserver | None = None,
+        queued_max_request_bytes: int = -1,
+        connections_max_idle_ms: int = 600000,
+        max_connections_per_ip: int = 2147483647,
+        max_connections_per_ip_overrides: Mapping[str, int] | None = None,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
         self.supported = supported
         self.max_request_bytes = max_request_bytes
         self.request_observer = request_observer
+        self.memory_pool = MemoryPool(queued_max_request_bytes)
+        self.connection_quotas = ConnectionQuotas(
+            max_connections_per_ip, max_connections_per_ip_overrides or {}
+        )
+        self.idle_timeout_s = (
+            None if connections_max_idle_ms < 0 else connections_max_idle_ms / 1000
+        )
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -103,6 +137,14 @@ class SocketServer:
         assert task is not None
         self._connections.add(task)
         peer = writer.get_extra_info("peername")
+        address = str(peer[0]) if peer else ""
+        try:
+            self.connection_quotas.inc(address)
+        except TooManyConnectionsError as exc:
+            log.info("rejected connection from %s: %s", peer, exc)
+            self._connections.discard(task)
+            writer.close()
+            return
         try:
             await self._serve(reader, writer, listener, peer)
         except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
@@ -110,6 +152,7 @@ class SocketServer:
         except Exception:
             log.exception("connection from %s failed", peer)
         finally:
+            self.connection_quotas.dec(address)
             self._connections.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
@@ -124,43 +167,65 @@ class SocketServer:
     ) -> None:
         while True:
             try:
-                frame = await framing.read_frame(reader, self.max_request_bytes)
+                async with asyncio.timeout(self.idle_timeout_s):
+                    size = await framing.read_frame_size(reader, self.max_request_bytes)
+                if size is None:
+                    return
+                await self.memory_pool.allocate(size)
+                try:
+                    async with asyncio.timeout(self.idle_timeout_s):
+                        frame = await framing.read_frame_body(reader, size)
+                    if not await self._process(frame, writer, listener, peer):
+                        return
+                finally:
+                    self.memory_pool.release(size)
             except framing.FrameError as exc:
                 log.info("closing %s: %s", peer, exc)
                 return
-            if frame is None:
+            except TimeoutError:
+                log.info("closing %s: idle for over %s s", peer, self.idle_timeout_s)
                 return
-            received = time.monotonic()
-            try:
-                decoded = framing.decode_request(frame, self.supported)
-            except framing.UnsupportedVersionError as exc:
-                answer = framing.encode_unsupported_version_response(exc, self.supported)
-                if answer is None:
-                    log.info("closing %s: %s", peer, exc)
-                    return
-                writer.write(answer)
-                await writer.drain()
-                continue
-            except framing.InvalidRequestError as exc:
-                log.info("closing %s: invalid request: %s", peer, exc)
-                return
-            ctx = RequestContext(
-                decoded.api_key,
-                decoded.api_version,
-                decoded.correlation_id,
-                decoded.client_id,
-                listener,
-                tuple(peer[:2]) if peer else None,
-            )
-            response = await self.handler(ctx, decoded.body)
-            if isinstance(response, ZeroCopyResponse):
-                await self._write_zero_copy(writer, decoded, response)
-            elif response is not None:
-                writer.write(framing.encode_response(decoded, response))
-                await writer.drain()
-            if self.request_observer is not None:
-                elapsed = time.monotonic() - received
-                self.request_observer(decoded.api_key, decoded.api_version, decoded.body, elapsed)
+
+    async def _process(
+        self, frame: bytes, writer: asyncio.StreamWriter, listener: str, peer: Any
+    ) -> bool:
+        """Decode, handle and answer one request frame.
+
+        Returns:
+            False when the request is one Kafka answers by closing the connection.
+        """
+        received = time.monotonic()
+        try:
+            decoded = framing.decode_request(frame, self.supported)
+        except framing.UnsupportedVersionError as exc:
+            answer = framing.encode_unsupported_version_response(exc, self.supported)
+            if answer is None:
+                log.info("closing %s: %s", peer, exc)
+                return False
+            writer.write(answer)
+            await writer.drain()
+            return True
+        except framing.InvalidRequestError as exc:
+            log.info("closing %s: invalid request: %s", peer, exc)
+            return False
+        ctx = RequestContext(
+            decoded.api_key,
+            decoded.api_version,
+            decoded.correlation_id,
+            decoded.client_id,
+            listener,
+            tuple(peer[:2]) if peer else None,
+        )
+        response = await self.handler(ctx, decoded.body)
+        if isinstance(response, ZeroCopyResponse):
+            await self._write_zero_copy(writer, decoded, response)
+        elif response is not None:
+            writer.write(framing.encode_response(decoded, response))
+            await writer.drain()
+        if self.request_observer is not None:
+            elapsed = time.monotonic() - received
+            self.request_observer(decoded.api_key, decoded.api_version, decoded.body, elapsed)
+        return True
 
     async def _write_zero_copy(
         self, writer: asyncio.StreamWriter, decoded: Any, response: ZeroCopyResponse

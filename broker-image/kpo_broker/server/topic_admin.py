@@ -224,7 +224,12 @@ class TopicAdmin:
         validate_only: bool,
         timeout_ms: int,
     ) -> AdminResult:
-        """Add partitions to ``name`` so it has ``count`` in all (CreatePartitions)."""
+        """Add partitions to ``name`` so it has ``count`` in all (CreatePartitions).
+
+        A name that is not a legal topic name names no topic: UNKNOWN_TOPIC_OR_PARTITION.
+        """
+        if topic_name_error(name) is not None:
+            return AdminResult(kafka_errors.UnknownTopicOrPartitionError.errno, "unknown topic")
         current = await asyncio.to_thread(self.zk.get_replica_assignments, [name])
         topic = current.get(name)
         if topic is None:

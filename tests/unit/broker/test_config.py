@@ -53,6 +53,10 @@ def test_kafka_defaults() -> None:
     assert config.log_index_interval_bytes == 4096
     assert config.message_max_bytes == 1048588
     assert config.socket_request_max_bytes == 104857600
+    assert config.queued_max_request_bytes == -1
+    assert config.connections_max_idle_ms == 600000
+    assert config.max_connections_per_ip == 2**31 - 1
+    assert config.max_connections_per_ip_overrides == {}
     assert config.request_timeout_ms == 30000
     assert (config.replication_quota_window_num, config.replication_quota_window_size_seconds) == (
         11,
@@ -166,6 +170,20 @@ def test_advertised_listeners_default_to_listeners() -> None:
     assert config.listeners[0] == Endpoint("PLAINTEXT", "127.0.0.1", 0, SecurityProtocol.PLAINTEXT)
 
 
+def test_connection_limit_overrides_are_parsed() -> None:
+    config = BrokerConfig.from_properties(
+        {
+            **ZK,
+            "max.connections.per.ip": "0",
+            "max.connections.per.ip.overrides": "localhost:5, 10.0.0.1:0 ,::1:7",
+            "queued.max.request.bytes": "1048576",
+            "connections.max.idle.ms": "-1",
+        }
+    )
+    assert config.max_connections_per_ip_overrides == {"localhost": 5, "10.0.0.1": 0, "::1": 7}
+    assert (config.queued_max_request_bytes, config.connections_max_idle_ms) == (1048576, -1)
+
+
 @pytest.mark.parametrize(
     ("props", "property_name"),
     [
@@ -185,6 +203,10 @@ def test_advertised_listeners_default_to_listeners() -> None:
         ({"metrics.port": "70000"}, "metrics.port"),
         ({"log.segment.bytes": "10"}, "log.segment.bytes"),
         ({"zookeeper.session.timeout.ms": ""}, "zookeeper.session.timeout.ms"),
+        ({"max.connections.per.ip": "0"}, "max.connections.per.ip"),
+        ({"max.connections.per.ip": "-1"}, "max.connections.per.ip"),
+        ({"max.connections.per.ip.overrides": "host"}, "max.connections.per.ip.overrides"),
+        ({"max.connections.per.ip.overrides": "h:-1"}, "max.connections.per.ip.overrides"),
     ],
 )
 def test_wrong_values_name_the_property(props: dict[str, str], property_name: str) -> None:

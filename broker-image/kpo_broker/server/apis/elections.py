@@ -23,6 +23,7 @@ async def handle_elect_leaders(
     """Forward the election to the active controller; NOT_CONTROLLER (41) elsewhere.
 
     A null ``topic_partitions`` means every partition. v0 is always a preferred election.
+    An unknown election type is answered with INVALID_REQUEST (42).
     """
     controller = broker.controller
     if controller is None or not controller.is_active:
@@ -36,9 +37,16 @@ async def handle_elect_leaders(
         if request.topic_partitions is None
         else {TopicPartition(t.topic, p) for t in request.topic_partitions for p in t.partitions}
     )
-    election_type = (
-        ElectionType(request.election_type) if ctx.api_version >= 1 else (ElectionType.PREFERRED)
-    )
+    try:
+        election_type = (
+            ElectionType(request.election_type) if ctx.api_version >= 1 else ElectionType.PREFERRED
+        )
+    except ValueError:  # Kafka's ElectionType.valueOf refuses it too
+        return ElectLeadersResponse(
+            throttle_time_ms=0,
+            error_code=int(kafka_errors.InvalidRequestError.errno),
+            replica_election_results=[],
+        )
     try:
         results = await asyncio.wrap_future(controller.elect_leaders(partitions, election_type))
     except Exception as exc:

@@ -6,7 +6,10 @@ ControlledShutdown (broker -> controller).
 Every controller request is fenced by the controller epoch (STALE_CONTROLLER_EPOCH for
 an older one) and, from the versions that carry it, by the broker epoch (KIP-380:
 STALE_BROKER_EPOCH when the request was meant for an earlier incarnation of this
-broker).
+broker). A controller epoch newer than the one in ZooKeeper's ``/controller_epoch`` is
+refused with STALE_CONTROLLER_EPOCH too: a controller records its epoch before sending
+anything, so such a request comes from no controller, and applying it would make every
+later request of the real controller look stale.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import LeaderAndIsrState
+from kpo_broker.zk.errors import KafkaZkError
 from kpo_broker.zk.model import EndPoint
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -41,6 +45,26 @@ UNKNOWN_BROKER_EPOCH = -1
 def _stale_broker_epoch(broker: BrokerComponents, request: Any) -> bool:
     epoch = getattr(request, "broker_epoch", None)
     return epoch is not None and epoch != UNKNOWN_BROKER_EPOCH and epoch < broker.broker_epoch
+
+
+async def _unrecorded_controller_epoch(broker: BrokerComponents, controller_epoch: int) -> bool:
+    """Whether ``controller_epoch`` is newer than ZooKeeper's ``/controller_epoch``.
+
+    ZooKeeper is read only for an epoch newer than the last one this broker applied
+    (that is, once per controller change). When it cannot be read the request is let
+    through, as before the check existed.
+    """
+    if controller_epoch <= broker.metadata_cache.controller_epoch:
+        return False
+    try:
+        recorded = await asyncio.to_thread(broker.zk.get_controller_epoch)
+    except KafkaZkError as exc:
+        log.warning("cannot check controller epoch %d in ZooKeeper: %s", controller_epoch, exc)
+        return False
+    if recorded is not None and controller_epoch <= recorded.epoch:
+        return False
+    log.info("refusing a request of controller epoch %d, unknown to ZooKeeper", controller_epoch)
+    return True
 
 
 def _leader_and_isr_states(request: Any, version: int) -> list[tuple[str, Any]]:
@@ -62,6 +86,8 @@ async def handle_leader_and_isr(
     states_in = _leader_and_isr_states(request, ctx.api_version)
     if _stale_broker_epoch(broker, request):
         return _leader_and_isr_error(states_in, kafka_errors.StaleBrokerEpochError.errno)
+    if await _unrecorded_controller_epoch(broker, request.controller_epoch):
+        return _leader_and_isr_error(states_in, kafka_errors.StaleControllerEpochError.errno)
     states = {
         TopicPartition(topic, p.partition_index): LeaderAndIsrState(
             controller_epoch=p.controller_epoch,
@@ -146,7 +172,9 @@ async def handle_update_metadata(
     cache = broker.metadata_cache
     if _stale_broker_epoch(broker, request):
         return UpdateMetadataResponse(error_code=kafka_errors.StaleBrokerEpochError.errno)
-    if cache.is_stale(request.controller_epoch):
+    if cache.is_stale(request.controller_epoch) or await _unrecorded_controller_epoch(
+        broker, request.controller_epoch
+    ):
         return UpdateMetadataResponse(error_code=kafka_errors.StaleControllerEpochError.errno)
     brokers = [
         BrokerInfo(
@@ -204,6 +232,9 @@ async def handle_stop_replica(
         ]
     if _stale_broker_epoch(broker, request):
         code = kafka_errors.StaleBrokerEpochError.errno
+        return _stop_replica_response(code, {tp: code for tp, _ in items})
+    if await _unrecorded_controller_epoch(broker, request.controller_epoch):
+        code = kafka_errors.StaleControllerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
     broker.fetchers.remove_partitions([tp for tp, _ in items])
     try:

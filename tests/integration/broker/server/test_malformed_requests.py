@@ -7,6 +7,7 @@ leave the log end offset where it was.
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import struct
 from typing import Any
@@ -18,7 +19,9 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka import codec as kafka_codec
 from kafka.protocol.producer import ProduceRequest
 
+from kpo_broker.protocol.api import APIS
 from kpo_broker.protocol.client import BrokerClient
+from kpo_broker.server.apis import versions
 from kpo_devenv.kafka_cluster import KafkaCluster
 from tests.integration.broker.conftest import ClusterFactory
 from tests.integration.broker.server.helpers import consume_all, create_topic
@@ -203,3 +206,62 @@ def test_log_append_time_topics_get_the_broker_timestamp(
     record = next(iter(consumer))
     consumer.close()
     assert (record.timestamp, record.timestamp_type) == (result.log_append_time_ms, 1)
+
+
+def _exchange_once(port: int, payload: bytes) -> bytes:
+    """Send raw bytes; return one response frame, or what came before the broker closed."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.settimeout(2.0)
+        received = b""
+        try:
+            sock.sendall(payload)
+            while len(received) < 4 or len(received) < 4 + struct.unpack(">i", received[:4])[0]:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        except (TimeoutError, OSError):
+            pass
+    return received
+
+
+def _malformed_bodies(flexible: bool, rng: random.Random) -> list[bytes]:
+    """Bodies with null arrays and strings at every depth, truncations and noise."""
+    one = b"\x02" if flexible else struct.pack(">i", 1)  # an array of one element
+    bodies = [
+        b"",  # truncated before the body
+        b"\xff" * 64,  # null (-1) lengths where arrays and strings are expected
+        b"\x00" * 64,  # compact null (0) lengths, or empty arrays and zero values
+        one + b"\xff" * 64,  # one element whose arrays and strings are null
+        one + b"\x00" * 64,
+        one + b"\x00\x01t" + b"\xff" * 32,  # a named element with null fields after it
+        bytes(rng.randrange(256) for _ in range(48)),
+        bytes(rng.randrange(256) for _ in range(200)),
+    ]
+    if flexible:  # header v2: an empty tagged-field section after the client id
+        return [b"\x00" + body for body in bodies]
+    return bodies
+
+
+def test_every_served_api_survives_malformed_bodies_without_a_traceback(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """Issue 16: null arrays, truncated and garbage bodies for each served API and version.
+
+    Each is answered with Kafka's error or closes its connection; the broker logs no
+    traceback and a fresh kafka-python client can still bootstrap, produce and consume.
+    """
+    cluster = kafka_cluster_factory(1)
+    create_topic(cluster, "alive", partitions=1, rf=1)
+    broker = cluster.brokers[0]
+    rng = random.Random(16)
+    served = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
+    for api_key, (low, high) in sorted(served.items()):
+        spec = APIS[api_key]
+        for version in range(low, high + 1):
+            for body in _malformed_bodies(spec.request_is_flexible(version), rng):
+                _exchange_once(broker.port, _frame(_header(api_key, version) + body))
+    _assert_still_serving(cluster, 0)
+    assert consume_all(cluster, "alive", 1, 1)[0] == [b"after-0"]
+    log = (broker.workdir / "broker.log").read_text()
+    assert "Traceback" not in log

@@ -219,6 +219,35 @@ def test_truncated_bodies_are_invalid_and_trailing_bytes_ignored() -> None:
     assert [t.name for t in decoded.body.topics] == ["abc"]
 
 
+def _raw_request(api_key: int, version: int, body: bytes) -> bytes:
+    return struct.pack(">hhih", api_key, version, 1, 1) + b"c" + body
+
+
+@pytest.mark.parametrize(
+    ("version", "body", "message"),
+    [
+        (0, struct.pack(">i", -1), "non-nullable field topics"),  # topics nullable from v1
+        (1, struct.pack(">ih", 1, -1), "non-nullable field name"),  # a topic's name
+    ],
+    ids=["null-array", "null-string-in-struct-array"],
+)
+def test_nulls_where_the_schema_forbids_them_are_invalid(
+    version: int, body: bytes, message: str
+) -> None:
+    """Kafka's readers refuse them ("non-nullable field ... was serialized as null")."""
+    with pytest.raises(InvalidRequestError, match=message) as caught:
+        decode_request(_raw_request(3, version, body), SUPPORTED)
+    assert (caught.value.correlation_id, caught.value.api_key) == (1, 3)
+
+
+def test_nulls_the_schema_allows_are_kept() -> None:
+    decoded = decode_request(_raw_request(3, 1, struct.pack(">i", -1)), SUPPORTED)
+    assert decoded.body.topics is None  # v1+: null topics = all topics
+    produce = _raw_request(0, 3, struct.pack(">hhii", -1, 1, 1000, 1) + b"\x00\x01t")
+    produce += struct.pack(">iii", 1, 0, -1)  # partition 0 with null records (nullable)
+    assert decode_request(produce, SUPPORTED).body.topic_data[0].partition_data[0].records is None
+
+
 def test_decode_response_strictness() -> None:
     body = MetadataResponse(brokers=[], topics=[], controller_id=1).encode(version=1)
     frame = struct.pack(">i", 8) + bytes(body)

@@ -108,6 +108,7 @@ async def serving(
     handler: RequestHandler,
     max_request_bytes: int = 1 << 20,
     observer: Callable[[int, int, Any, float], None] | None = None,
+    **limits: Any,
 ) -> AsyncIterator[tuple[SocketServer, Callable[[], Awaitable[Connection]]]]:
     server = SocketServer(
         [Listener("INTERNAL", "127.0.0.1", 0)],
@@ -115,6 +116,7 @@ async def serving(
         SUPPORTED,
         max_request_bytes=max_request_bytes,
         request_observer=observer,
+        **limits,
     )
     ports = await server.start()
     opened: list[asyncio.StreamWriter] = []
@@ -254,6 +256,118 @@ def test_bad_frames_close_only_their_connection() -> None:
             bystander_writer.write(_metadata_request(5))
             assert (await _response(bystander_reader, MetadataResponse, 9))[0] == 5
             assert [ctx.correlation_id for ctx, _ in recorder.seen] == [5]
+
+    asyncio.run(scenario())
+
+
+def test_an_oversized_frame_closes_the_connection_before_its_body_is_sent() -> None:
+    """Kafka's InvalidReceiveException: the size prefix alone is enough to close."""
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, max_request_bytes=1000) as (_server, connect):
+            reader, writer = await connect()
+            writer.write((1001).to_bytes(4, "big"))
+            assert await _closed(reader)
+            assert recorder.seen == []
+
+    asyncio.run(scenario())
+
+
+def test_queued_request_bytes_pause_reading_until_answers_release_them() -> None:
+    """queued.max.request.bytes: a second body waits until the first request is answered."""
+    recorder = Recorder(delays={1: 0.3})
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, queued_max_request_bytes=10) as (server, connect):
+            first_reader, first_writer = await connect()
+            second_reader, second_writer = await connect()
+            first_writer.write(_metadata_request(1))
+            await asyncio.sleep(0.05)
+            assert server.memory_pool.available < 0  # non-strict: one request overshoots
+            second_writer.write(_metadata_request(2))
+            await asyncio.sleep(0.1)
+            assert [ctx.correlation_id for ctx, _ in recorder.seen] == [1]
+            assert (await _response(first_reader, MetadataResponse, 9))[0] == 1
+            assert (await _response(second_reader, MetadataResponse, 9))[0] == 2
+            assert recorder.max_running == 1
+            await asyncio.sleep(0.05)
+            assert server.memory_pool.available == 10
+
+    asyncio.run(scenario())
+
+
+def test_unbounded_queued_request_bytes_let_connections_run_concurrently() -> None:
+    recorder = Recorder(delays={1: 0.2})
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, queued_max_request_bytes=-1) as (_server, connect):
+            first_reader, first_writer = await connect()
+            second_reader, second_writer = await connect()
+            first_writer.write(_metadata_request(1))
+            second_writer.write(_metadata_request(2))
+            assert (await _response(second_reader, MetadataResponse, 9))[0] == 2
+            assert (await _response(first_reader, MetadataResponse, 9))[0] == 1
+            assert recorder.max_running == 2
+
+    asyncio.run(scenario())
+
+
+def test_idle_connections_are_closed_after_connections_max_idle_ms() -> None:
+    """An idle connection and a half-open one (one byte of a size prefix) are closed."""
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, connections_max_idle_ms=200) as (_server, connect):
+            idle_reader, _idle_writer = await connect()
+            half_reader, half_writer = await connect()
+            half_writer.write(b"\x00")
+            busy_reader, busy_writer = await connect()
+            for correlation_id in range(1, 4):
+                await asyncio.sleep(0.1)
+                busy_writer.write(_metadata_request(correlation_id))
+                assert (await _response(busy_reader, MetadataResponse, 9))[0] == correlation_id
+            assert await _closed(idle_reader)
+            assert await _closed(half_reader)
+
+    asyncio.run(scenario())
+
+
+def test_connections_beyond_max_connections_per_ip_are_closed_at_accept() -> None:
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, max_connections_per_ip=2) as (server, connect):
+            first = await connect()
+            second = await connect()
+            third_reader, _third_writer = await connect()
+            assert await _closed(third_reader)
+            assert server.connection_quotas.count("127.0.0.1") == 2
+            first[1].close()
+            await asyncio.sleep(0.1)
+            fourth_reader, fourth_writer = await connect()
+            fourth_writer.write(_metadata_request(4))
+            assert (await _response(fourth_reader, MetadataResponse, 9))[0] == 4
+            second[1].write(_metadata_request(2))
+            assert (await _response(second[0], MetadataResponse, 9))[0] == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_per_ip_override_replaces_the_default_limit() -> None:
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(
+            recorder.handle,
+            max_connections_per_ip=0,
+            max_connections_per_ip_overrides={"127.0.0.1": 1},
+        ) as (_server, connect):
+            reader, writer = await connect()
+            refused_reader, _refused_writer = await connect()
+            assert await _closed(refused_reader)
+            writer.write(_metadata_request(1))
+            assert (await _response(reader, MetadataResponse, 9))[0] == 1
 
     asyncio.run(scenario())
 

@@ -15,10 +15,13 @@ from kpo_broker.protocol.interbroker import (
     LeaderAndIsrPartitionState,
     LeaderAndIsrRequest,
     LeaderAndIsrTopicState,
+    UpdateMetadataRequest,
 )
-from kpo_broker.server.apis.interbroker import handle_leader_and_isr
+from kpo_broker.server.apis.interbroker import handle_leader_and_isr, handle_update_metadata
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
+from kpo_broker.server.metadata_cache import BrokerInfo, MetadataCache
+from kpo_broker.zk.model import ControllerEpoch, EndPoint
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.server.replicas import (
     InProcessLeaders,
@@ -84,6 +87,8 @@ def test_a_fetcher_left_without_partitions_is_shut_down(
         topic_configs=SimpleNamespace(knows=lambda _topic: True),
         replica_manager=this,
         fetchers=fetchers,
+        metadata_cache=MetadataCache(),
+        zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(1, 0)),
     )
     ctx = RequestContext(LEADER_AND_ISR, VERSION, 1, "controller", "PLAINTEXT")
 
@@ -108,3 +113,26 @@ def test_a_fetcher_left_without_partitions_is_shut_down(
             await fetchers.shutdown()
 
     asyncio.run(scenario())
+
+
+def test_a_controller_epoch_unknown_to_zookeeper_is_refused() -> None:
+    """A stray UpdateMetadata claiming a future epoch would fence out the real controller."""
+    live = BrokerInfo(1, (EndPoint("PLAINTEXT", "h", 9092),), None)
+    cache = MetadataCache(controller_epoch=1, controller_id=1, brokers={1: live})
+    broker = SimpleNamespace(
+        broker_epoch=10,
+        metadata_cache=cache,
+        zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(2, 1)),
+    )
+    ctx = RequestContext(6, 0, 1, "stray", "PLAINTEXT")
+
+    def update(epoch: int) -> Any:
+        request = UpdateMetadataRequest[0](
+            controller_id=7, controller_epoch=epoch, ungrouped_partition_states=[], live_brokers=[]
+        )
+        return asyncio.run(handle_update_metadata(broker, ctx, request))  # type: ignore[arg-type]
+
+    assert update(2_000_000_000).error_code == 11  # STALE_CONTROLLER_EPOCH
+    assert (cache.controller_epoch, set(cache.brokers)) == (1, {1})
+    assert update(2).error_code == 0  # the epoch ZooKeeper recorded: a new controller
+    assert (cache.controller_epoch, cache.brokers) == (2, {})

@@ -257,22 +257,9 @@ def run_operator_latency(
 def _drop_finalizers(plane: ControlPlane) -> None:
     """Let the objects go without an operator (the control plane is stopped next anyway)."""
     try:
-        names = plane.kubectl(
-            "-n", NAMESPACE, "get", "partitionreassignments", "-o", "name", check=False
-        ).stdout.split()
+        plane.drop_finalizers(NAMESPACE, ("partitionreassignments",))
     except subprocess.TimeoutExpired:
         return
-    for ref in names:
-        plane.kubectl(
-            "-n",
-            NAMESPACE,
-            "patch",
-            ref,
-            "--type=merge",
-            "-p",
-            '{"metadata":{"finalizers":null}}',
-            check=False,
-        )
 
 
 def save(result: OperatorLatency, path: Path) -> None:

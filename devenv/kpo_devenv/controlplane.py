@@ -25,6 +25,8 @@ from kpo_devenv.tools import tool_path
 
 #: The service CIDR given to kube-apiserver (``--service-cluster-ip-range``).
 SERVICE_CIDR = "10.0.0.0/24"
+#: The plural names of the project's custom resources (API group ``kpo.dev``).
+KPO_PLURALS = ("partitionreassignments", "topicreplicaquotas")
 #: The service-account token issuer (``--service-account-issuer``).
 SERVICE_ACCOUNT_ISSUER = "https://kubernetes.default.svc.cluster.local"
 
@@ -275,6 +277,29 @@ class ControlPlane:
         if check and result.returncode != 0:
             raise KubectlError(f"kubectl {' '.join(args)} failed:\n{result.stderr}")
         return result
+
+    def drop_finalizers(self, namespace: str, plurals: Sequence[str] = KPO_PLURALS) -> None:
+        """Clear the finalizers of every ``plurals`` object in ``namespace`` (best effort).
+
+        Without an operator running, the operator's finalizer (``kpo.dev/finalizer``) would
+        hold those objects, and so their namespace, forever; a test or bench that stopped
+        its operator calls this before deleting the namespace. kubectl errors are ignored.
+        """
+        for plural in plurals:
+            listed = self.kubectl(
+                "-n", namespace, "get", plural, "-o", "name", check=False
+            ).stdout.split()
+            for ref in listed:
+                self.kubectl(
+                    "-n",
+                    namespace,
+                    "patch",
+                    ref,
+                    "--type=merge",
+                    "-p",
+                    '{"metadata":{"finalizers":null}}',
+                    check=False,
+                )
 
     def apply_crds(self, crds_dir: Path, timeout_s: float = 60) -> list[str]:
         """Apply every CRD manifest in ``crds_dir`` and wait until each is Established.

@@ -210,21 +210,7 @@ def stack_factory(
         for process in operators:
             process.stop(timeout_s=10)
         for namespace in namespaces:  # finalizers would hold a namespace without the operator
-            for plural in ("partitionreassignments", "topicreplicaquotas"):
-                listed = control_plane.kubectl(
-                    "-n", namespace, "get", plural, "-o", "name", check=False
-                ).stdout.split()
-                for ref in listed:
-                    control_plane.kubectl(
-                        "-n",
-                        namespace,
-                        "patch",
-                        ref,
-                        "--type=merge",
-                        "-p",
-                        '{"metadata":{"finalizers":null}}',
-                        check=False,
-                    )
+            control_plane.drop_finalizers(namespace)
             control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
 
 

@@ -89,21 +89,7 @@ def apache_stack(
     finally:
         if operator is not None:
             operator.stop(timeout_s=10)
-        for plural in ("partitionreassignments", "topicreplicaquotas"):
-            listed = control_plane.kubectl(
-                "-n", namespace, "get", plural, "-o", "name", check=False
-            ).stdout.split()
-            for ref in listed:
-                control_plane.kubectl(
-                    "-n",
-                    namespace,
-                    "patch",
-                    ref,
-                    "--type=merge",
-                    "-p",
-                    '{"metadata":{"finalizers":null}}',
-                    check=False,
-                )
+        control_plane.drop_finalizers(namespace)
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
         cluster.stop()
 

@@ -134,13 +134,18 @@ def _issue(
     organizations: tuple[str, ...] = (),
     *,
     client: bool = False,
+    server: bool | None = None,
     dns_names: tuple[str, ...] = (),
     ip_addresses: tuple[str, ...] = (),
 ) -> CertKeyPair:
     ca_cert, ca_key = _load(ca)
     key = _new_key()
     now = dt.datetime.now(dt.UTC)
-    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
+    usages: list[x509.ObjectIdentifier] = []
+    if client:
+        usages.append(ExtendedKeyUsageOID.CLIENT_AUTH)
+    if server if server is not None else not client:
+        usages.append(ExtendedKeyUsageOID.SERVER_AUTH)
     builder = (
         x509.CertificateBuilder()
         .subject_name(_name(common_name, organizations))
@@ -150,7 +155,7 @@ def _issue(
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + VALIDITY)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
             critical=False,
@@ -206,3 +211,55 @@ def generate_pki(directory: Path, service_ip: str = "10.0.0.1") -> Pki:
         )
     )
     return Pki(directory, ca, serving, admin, sa_key_path, sa_pub_path)
+
+
+@dataclass(frozen=True)
+class KafkaPki:
+    """PEM files for TLS between Kafka clients and brokers (listeners ``SSL`` / ``SASL_SSL``).
+
+    Attributes:
+        directory: folder holding every file.
+        ca: the CA every broker and client trusts (``ssl.truststore.location`` with
+            ``ssl.truststore.type=PEM``).
+    """
+
+    directory: Path
+    ca: CertKeyPair
+
+    def broker(self, broker_id: int, host: str = "localhost") -> CertKeyPair:
+        """Issue broker ``broker_id``'s certificate, usable on both sides of mutual TLS.
+
+        Its subject is ``CN=broker-<id>,O=kpo`` (the inter-broker principal under Kafka's
+        default ``ssl.principal.mapping.rules``); SANs are ``host``, ``localhost`` and
+        ``127.0.0.1`` so clients verifying the host name accept it.
+        """
+        return _issue(
+            self.directory,
+            f"broker-{broker_id}",
+            self.ca,
+            f"broker-{broker_id}",
+            ("kpo",),
+            client=True,
+            server=True,
+            dns_names=tuple(dict.fromkeys((host, "localhost"))),
+            ip_addresses=("127.0.0.1",),
+        )
+
+    def client(self, name: str, common_name: str | None = None) -> CertKeyPair:
+        """Issue a client certificate for mutual TLS; its subject is ``CN=<common_name>``.
+
+        Args:
+            name: file name stem in :attr:`directory`.
+            common_name: the certificate's CN (defaults to ``name``); a broker maps it to the
+                principal ``User:CN=<common_name>`` under Kafka's default mapping rules.
+        """
+        return _issue(self.directory, name, self.ca, common_name or name, client=True)
+
+
+def generate_kafka_pki(directory: Path) -> KafkaPki:
+    """Create a CA for a Kafka cluster's TLS listeners in ``directory`` (created if missing).
+
+    Issue broker and client certificates from the returned :class:`KafkaPki`.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    return KafkaPki(directory, _make_ca(directory))

@@ -19,7 +19,10 @@ from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.pki import CertKeyPair, KafkaPki
 from tests.integration.broker.conftest import wait_for
 
-SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="{u}" password="{p}";'
+SCRAM_JAAS = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule required "
+    'username="{u}" password="{p}";'
+)
 PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required {options};"
 
 

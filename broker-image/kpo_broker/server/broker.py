@@ -249,6 +249,7 @@ class KafkaServer:
             max_connections_per_ip=c.max_connections_per_ip,
             max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
             authentication_stats=self.authentication_stats,
+            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
         )
         bound = await self.socket_server.start()
         registration = BrokerRegistration(

@@ -87,6 +87,9 @@ class SocketServer:
         max_connections_per_ip_overrides: ``max.connections.per.ip.overrides``,
             host name or IP -> limit.
         authentication_stats: counts successful and failed authentications per listener.
+        failed_authentication_delay_ms: ``connection.failed.authentication.delay.ms``, how
+            long a connection whose authentication failed is held before it is closed
+            (slows down clients retrying bad credentials in a loop).
 
     Raises:
         ValueError: an override's host name cannot be resolved.
@@ -104,6 +107,7 @@ class SocketServer:
         max_connections_per_ip: int = 2147483647,
         max_connections_per_ip_overrides: Mapping[str, int] | None = None,
         authentication_stats: AuthenticationStats | None = None,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
@@ -118,6 +122,7 @@ class SocketServer:
             None if connections_max_idle_ms < 0 else connections_max_idle_ms / 1000
         )
         self.authentication_stats = authentication_stats or AuthenticationStats()
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -194,6 +199,7 @@ class SocketServer:
         except AuthenticationFailedError as exc:
             self.authentication_stats.record(listener.name, success=False)
             log.info("failed authentication with %s on listener %s: %s", peer, listener.name, exc)
+            await asyncio.sleep(self.failed_authentication_delay_s)
             return None
         self.authentication_stats.record(listener.name, success=True)
         log.debug("authenticated %s as %s on listener %s", peer, principal, listener.name)

@@ -171,7 +171,9 @@ def test_config_command_creates_a_scram_user_who_then_uses_topic_command(
     )
     assert refused.returncode != 0
     assert "SaslAuthenticationException" in refused.stdout + refused.stderr
-    assert "invalid credentials with SASL mechanism SCRAM-SHA-512" in refused.stdout + refused.stderr
+    assert (
+        "invalid credentials with SASL mechanism SCRAM-SHA-512" in refused.stdout + refused.stderr
+    )
 
 
 def test_topic_command_over_mutual_tls(

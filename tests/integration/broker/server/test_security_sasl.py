@@ -373,6 +373,12 @@ def test_plain_over_sasl_plaintext(kafka_cluster_factory: ClusterFactory) -> Non
     assert raw.read_frame() == b""
     raw.send(ApiVersionsRequest(), 0)  # authenticated: served
     assert raw.receive(ApiVersionsResponse, 0).error_code == 0
+    raw.send(SaslAuthenticateRequest(auth_bytes=b""), 1)  # after authentication: refused
+    assert raw.receive(SaslAuthenticateResponse, 1).error_code == 34  # ILLEGAL_SASL_STATE
+    raw.close()
+    # On a PLAINTEXT listener Kafka answers SaslHandshake with ILLEGAL_SASL_STATE.
+    raw = RawConnection(LOOPBACK, cluster.brokers[0].port)
+    assert _handshake(raw, "PLAIN").error_code == 34
     raw.close()
     successes, failures = authentication_counts(cluster, 0, "SASL_PLAINTEXT")
     assert successes >= 3 and failures >= 1

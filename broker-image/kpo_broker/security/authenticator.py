@@ -129,6 +129,7 @@ class SaslServerAuthenticator:
         self.mechanism: str | None = None
         self._server: SaslServer | None = None
         self._headers = True
+        self._failure: AuthenticationError | None = None
 
     async def authenticate(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -152,7 +153,7 @@ class SaslServerAuthenticator:
                 if answer is not None:
                     writer.write(answer)
                     await writer.drain()
-                if self.state is SaslState.FAILED:
+                if self._failure is not None:
                     raise self._failure
         except AuthenticationError:
             self.state = SaslState.FAILED
@@ -160,9 +161,8 @@ class SaslServerAuthenticator:
         assert self._server is not None and self._server.authorization_id is not None
         return KafkaPrincipal("User", self._server.authorization_id)
 
-    _failure: AuthenticationError = AuthenticationError("")
-
-    def _fail(self, error: AuthenticationError, answer: bytes | None) -> bytes | None:
+    def _fail(self, error: AuthenticationError, answer: bytes) -> bytes:
+        """Enter FAILED: ``answer`` is sent, then ``error`` ends the exchange."""
         self._failure = error
         self.state = SaslState.FAILED
         return answer
@@ -206,9 +206,7 @@ class SaslServerAuthenticator:
                 ),
             )
             error = UnsupportedSaslMechanismError(f"Unsupported SASL mechanism {mechanism}")
-            fail = self._fail(error, answer)
-            assert fail is not None
-            return fail
+            return self._fail(error, answer)
         self.mechanism = mechanism
         self._headers = request.api_version >= 1
         self._server = self._new_server(mechanism)
@@ -246,9 +244,7 @@ class SaslServerAuthenticator:
                 request,
                 _authenticate_response(exc.error_code, exc.client_message, b"", version),
             )
-            fail = self._fail(exc, answer)
-            assert fail is not None
-            return fail
+            return self._fail(exc, answer)
         assert self._server is not None
         if self._server.complete:
             self.state = SaslState.COMPLETE

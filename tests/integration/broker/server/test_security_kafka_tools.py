@@ -22,6 +22,7 @@ from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties, pem
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
 from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import ClusterFactory
+from tests.integration.broker.server.helpers import create_topic
 from tests.integration.broker.server.security_helpers import (
     SCRAM_JAAS,
     kafka_python_tls,
@@ -220,3 +221,49 @@ def test_topic_command_over_mutual_tls(
     )
     refused = _tool(classpath, TOPIC_COMMAND, *args, str(no_cert), "--list")
     assert refused.returncode != 0
+
+
+def test_scram_users_in_zookeeper_are_shared_with_kafkas_own_format(
+    kafka_cluster_factory: ClusterFactory,
+    zookeeper: ZooKeeperServer,
+    pki: KafkaPki,
+    classpath: str,
+) -> None:
+    """Kafka's ``kafka-configs --zookeeper`` writes a user the running brokers then accept,
+    and reads back the credential our AlterUserScramCredentials stored."""
+    cluster = _scram_cluster(kafka_cluster_factory, zookeeper, pki)
+    connect = cluster.zookeeper_connect
+    zk_args = ["--zookeeper", connect, "--entity-type", "users"]
+    written = _tool(
+        classpath,
+        CONFIG_COMMAND,
+        *zk_args,
+        "--entity-name",
+        "erin",
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-512=[password=erin-secret]",
+    )
+    assert written.returncode == 0, written.stdout + written.stderr
+    erin = {
+        "security_protocol": "SASL_SSL",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "erin",
+        "sasl_plain_password": "erin-secret",
+        **kafka_python_tls(pki, None),
+    }
+    create_topic(cluster, "erin-topic", partitions=1, rf=2)
+    for broker in cluster.brokers.values():  # each broker followed /config/changes
+        produce_and_consume_kafka_python(
+            broker.bootstrap_for("SASL_SSL"),
+            "erin-topic",
+            3,
+            erin,
+            prefix=f"erin-{broker.broker_id}",
+        )
+    # Our own format, read by Kafka's ConfigCommand.
+    add_scram_user(connect, "frank", "frank-secret", iterations=4096)
+    described = _tool(classpath, CONFIG_COMMAND, *zk_args, "--entity-name", "frank", "--describe")
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert "Configs for user-principal 'frank' are SCRAM-SHA-512=salt=" in described.stdout
+    assert "iterations=4096" in described.stdout

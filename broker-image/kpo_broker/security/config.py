@@ -25,6 +25,10 @@ SASL properties: ``sasl.enabled.mechanisms`` (``PLAIN``, ``SCRAM-SHA-256``,
 ``sasl.mechanism.inter.broker.protocol`` also carries ``username``/``password``, the
 broker's own credentials.
 
+Security settings of features not implemented yet refuse start-up rather than run
+unprotected: ``authorizer.class.name`` (no ACLs are enforced), ``zookeeper.set.acl=true``
+and ``zookeeper.ssl.client.enable=true``.
+
 Anything set that cannot be honoured refuses start-up with a :class:`ConfigError`
 naming the property (never quoting a JAAS value, which holds passwords).
 """
@@ -68,7 +72,10 @@ _UNSUPPORTED_IF_SET = (
     "sasl.login.class",
     "sasl.login.callback.handler.class",
     "principal.builder.class",
+    "authorizer.class.name",  # ACLs are not enforced yet: refusing beats allowing everyone
 )
+#: Boolean properties that may not be true (ZooKeeper TLS and ACLs are not implemented yet).
+_UNSUPPORTED_IF_TRUE = ("zookeeper.set.acl", "zookeeper.ssl.client.enable")
 
 
 @dataclass(frozen=True)
@@ -324,6 +331,9 @@ def resolve_listener_security(config: BrokerConfig) -> dict[str, ListenerSecurit
     for name in _UNSUPPORTED_IF_SET:
         if props.get(name):
             raise ConfigError(name, "is not supported by this broker")
+    for name in _UNSUPPORTED_IF_TRUE:
+        if (props.get(name) or "false").lower() == "true":
+            raise ConfigError(name, "is not supported by this broker (must be false)")
     reauth = props.get("connections.max.reauth.ms")
     if reauth not in (None, "", "0"):
         raise ConfigError(

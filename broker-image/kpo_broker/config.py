@@ -277,6 +277,11 @@ class BrokerConfig(BaseModel):
         {},
         f"Per host name or IP limits, host:count,... {_H} empty.",
     )
+    connection_failed_authentication_delay_ms: KafkaInt = _int(
+        "connection.failed.authentication.delay.ms",
+        100,
+        f"Delay before closing a connection whose authentication failed, ms. {_H} 100.",
+    )
     request_timeout_ms: KafkaInt = _int(
         "request.timeout.ms", 30000, f"Request timeout, ms. {_H} 30000."
     )

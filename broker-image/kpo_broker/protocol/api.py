@@ -40,6 +40,12 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from kafka.protocol.consumer import (
     FetchRequest,
     FetchResponse,
@@ -61,6 +67,12 @@ from kafka.protocol.producer import (
     InitProducerIdResponse,
     ProduceRequest,
     ProduceResponse,
+)
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 
 from kpo_broker.protocol.interbroker import (
@@ -149,6 +161,10 @@ APIS: Mapping[int, ApiSpec] = {
         _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
         _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         _spec(DescribeClusterRequest, DescribeClusterResponse),
+        _spec(SaslHandshakeRequest, SaslHandshakeResponse),
+        _spec(SaslAuthenticateRequest, SaslAuthenticateResponse),
+        _spec(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+        _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     )
 }
 """Every api the broker may serve, by api key."""

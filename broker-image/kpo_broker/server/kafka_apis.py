@@ -16,6 +16,7 @@ from kpo_broker.server.apis import (
     producer,
     reassignments,
     topics,
+    users,
 )
 from kpo_broker.server.apis import versions as v
 from kpo_broker.server.components import BrokerComponents, RequestContext
@@ -49,6 +50,10 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
     v.API_KEY_ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     v.API_KEY_LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    v.API_KEY_SASL_HANDSHAKE: users.handle_sasl_handshake,
+    v.API_KEY_SASL_AUTHENTICATE: users.handle_sasl_authenticate,
+    v.API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS: users.handle_describe_user_scram_credentials,
+    v.API_KEY_ALTER_USER_SCRAM_CREDENTIALS: users.handle_alter_user_scram_credentials,
 }
 
 

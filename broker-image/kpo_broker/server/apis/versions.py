@@ -29,6 +29,10 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     46: (0, 0),  # ListPartitionReassignments
     22: (0, 4),  # InitProducerId
     60: (0, 1),  # DescribeCluster
+    17: (0, 1),  # SaslHandshake
+    36: (0, 2),  # SaslAuthenticate
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
 }
 
 API_KEY_PRODUCE = 0
@@ -54,6 +58,10 @@ API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
 API_KEY_ALTER_PARTITION_REASSIGNMENTS = 45
 API_KEY_LIST_PARTITION_REASSIGNMENTS = 46
 API_KEY_DESCRIBE_CLUSTER = 60
+API_KEY_SASL_HANDSHAKE = 17
+API_KEY_SASL_AUTHENTICATE = 36
+API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {

@@ -21,6 +21,8 @@ EXPECTED = {
     "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeLogDirs",
     "AlterReplicaLogDirs", "FindCoordinator", "LeaderAndIsr", "StopReplica",
     "UpdateMetadata", "ControlledShutdown", "InitProducerId",
+    "SaslHandshake", "SaslAuthenticate", "DescribeUserScramCredentials",
+    "AlterUserScramCredentials",
 }  # fmt: skip
 
 

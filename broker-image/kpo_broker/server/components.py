@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kpo_broker.config import BrokerConfig
+    from kpo_broker.coordinator.group.coordinator import GroupCoordinator
     from kpo_broker.log.manager import LogManager
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetcher import ReplicaFetcherManager
@@ -61,6 +62,8 @@ class BrokerComponents:
         log_dir_mover: copies replicas between this broker's log dirs (KIP-113).
         replication_quotas: leader- and follower-side replication quotas (KIP-73); None
             means replication is never throttled.
+        group_coordinator: the consumer group coordinator (None until started).
+        offsets_topic_creator: creates ``__consumer_offsets`` on the first FindCoordinator.
     """
 
     config: BrokerConfig
@@ -78,3 +81,5 @@ class BrokerComponents:
     supported_apis: dict[int, tuple[int, int]] = field(default_factory=dict)
     log_dir_mover: LogDirMover | None = None
     replication_quotas: ReplicationQuotas | None = None
+    group_coordinator: GroupCoordinator | None = None
+    offsets_topic_creator: Any = None

@@ -11,6 +11,9 @@ from kafka.protocol.metadata import MetadataResponse
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
+#: Kafka's internal topics (``Topic.isInternal``): hidden from consumers by default.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 
@@ -62,7 +65,7 @@ def _topic_metadata(broker: BrokerComponents, topic: str, version: int) -> Any:
                 offline_replicas=list(meta.offline_replicas),
             )
         )
-    return _Topic(error_code=0, name=topic, is_internal=False, partitions=items)
+    return _Topic(error_code=0, name=topic, is_internal=topic in INTERNAL_TOPICS, partitions=items)
 
 
 async def handle_metadata(

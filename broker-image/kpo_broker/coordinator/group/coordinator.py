@@ -32,6 +32,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kpo_broker.coordinator.group.errors import Errors
 from kpo_broker.coordinator.group.group import GroupMetadata
@@ -47,6 +48,9 @@ from kpo_broker.coordinator.group.metadata_manager import FetchedOffset, GroupMe
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 from kpo_broker.coordinator.group.states import GroupState
 from kpo_kafka.topic_partition import TopicPartition
+
+if TYPE_CHECKING:
+    from kpo_broker.config import BrokerConfig
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +77,7 @@ class GroupConfig:
     initial_rebalance_delay_ms: int = 3000
 
     @classmethod
-    def from_broker_config(cls, config: object) -> GroupConfig:
+    def from_broker_config(cls, config: BrokerConfig) -> GroupConfig:
         """Read the limits from a :class:`~kpo_broker.config.BrokerConfig`."""
         return cls(
             min_session_timeout_ms=config.group_min_session_timeout_ms,
@@ -221,7 +225,7 @@ class GroupCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     def partition_for(self, group_id: str) -> int:
-        """The ``__consumer_offsets`` partition of ``group_id``."""
+        """Return the ``__consumer_offsets`` partition of ``group_id``."""
         return self.manager.partition_for(group_id)
 
     # ------------------------------------------------------------ validation
@@ -984,7 +988,9 @@ class GroupCoordinator:
         if error is None:
             if generation_id != group.generation_id:
                 error = Errors.ILLEGAL_GENERATION
-            elif (protocol_type is not None and group.protocol_type != protocol_type) or (protocol_name is not None and group.protocol_name != protocol_name):
+            elif (protocol_type is not None and group.protocol_type != protocol_type) or (
+                protocol_name is not None and group.protocol_name != protocol_name
+            ):
                 error = Errors.INCONSISTENT_GROUP_PROTOCOL
         if error is not None:
             callback(SyncResult(error=error))
@@ -1223,7 +1229,7 @@ class GroupCoordinator:
         return error, groups
 
     def handle_describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
-        """The state, protocol and members of ``group_id``."""
+        """Describe ``group_id``: its state, protocol and members."""
         error = self.validate_group_status(group_id, allow_empty_id=True)
         if error is not None:
             return error, NO_GROUP
@@ -1328,12 +1334,12 @@ class GroupCoordinator:
 
     # ------------------------------------------------------------ leadership
     def on_election(self, partition: int, epoch: int) -> None:
-        """This broker leads ``__consumer_offsets-<partition>``: load its groups."""
+        """Load the groups of ``__consumer_offsets-<partition>``, now led here."""
         log.info("elected group coordinator of partition %d in epoch %d", partition, epoch)
         self.manager.schedule_load(partition, epoch, self._on_group_loaded)
 
     def on_resignation(self, partition: int, epoch: int | None) -> None:
-        """This broker no longer leads ``__consumer_offsets-<partition>``: drop its groups."""
+        """Drop the groups of ``__consumer_offsets-<partition>``, no longer led here."""
         log.info("resigned as group coordinator of partition %d in epoch %s", partition, epoch)
         self.manager.schedule_unload(partition, epoch, self._on_group_unloaded)
 

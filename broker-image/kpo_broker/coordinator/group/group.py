@@ -50,7 +50,7 @@ class CommittedOffset:
 
 
 def subscribed_topics(metadata: bytes) -> set[str]:
-    """The topics in a consumer's subscription (ConsumerProtocol, parsed with its v0 prefix).
+    """Return the topics in a consumer's subscription (ConsumerProtocol, parsed with its v0 prefix).
 
     Raises:
         ValueError: the bytes are not a consumer subscription.
@@ -122,7 +122,7 @@ class GroupMetadata:
         return member_id in self.members
 
     def get(self, member_id: str) -> MemberMetadata:
-        """The member ``member_id``.
+        """Return the member ``member_id``.
 
         Raises:
             KeyError: not a member.
@@ -252,7 +252,7 @@ class GroupMetadata:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
     def generate_member_id(self, client_id: str, group_instance_id: str | None) -> str:
-        """A new member id: ``<group.instance.id or client.id>-<uuid>`` (as Kafka)."""
+        """Return a new member id: ``<group.instance.id or client.id>-<uuid>`` (as Kafka)."""
         prefix = group_instance_id if group_instance_id is not None else client_id
         return f"{prefix}-{uuid.uuid4()}"
 
@@ -301,7 +301,7 @@ class GroupMetadata:
         return {name for name, count in self.supported_protocols.items() if count == n}
 
     def select_protocol(self) -> str:
-        """The protocol of the next generation: each member votes for its favourite candidate.
+        """Pick the next generation's protocol: each member votes for its favourite candidate.
 
         Raises:
             ValueError: the group has no members.
@@ -328,7 +328,7 @@ class GroupMetadata:
         )
 
     def compute_subscribed_topics(self) -> set[str] | None:
-        """The topics the consumer members subscribe to; None when not known."""
+        """Return the topics the consumer members subscribe to; None when not known."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         if not self.members:
@@ -377,7 +377,7 @@ class GroupMetadata:
         )
 
     def to_record(self, assignment: dict[str, bytes]) -> GroupRecord:
-        """The group metadata record for ``assignment`` (member id -> assignment).
+        """Return the group metadata record for ``assignment`` (member id -> assignment).
 
         Raises:
             ValueError: a member has no assignment or the group has no protocol.
@@ -451,7 +451,7 @@ class GroupMetadata:
         self.pending_offset_commits.update(offsets)
 
     def on_offset_commit_append(self, tp: TopicPartition, committed: CommittedOffset) -> None:
-        """A commit was replicated: make it the partition's offset unless a newer one is."""
+        """Make a replicated commit the partition's offset, unless a newer one is."""
         if tp in self.pending_offset_commits:
             current = self.offsets.get(tp)
             if (
@@ -467,7 +467,7 @@ class GroupMetadata:
             del self.pending_offset_commits[tp]
 
     def fail_pending_offset_write(self, tp: TopicPartition, offset: OffsetAndMetadata) -> None:
-        """A commit's write failed: forget it."""
+        """Forget a commit whose write failed."""
         if self.pending_offset_commits.get(tp) == offset:
             del self.pending_offset_commits[tp]
 
@@ -476,7 +476,7 @@ class GroupMetadata:
         return tp in self.pending_offset_commits
 
     def offset(self, tp: TopicPartition) -> OffsetAndMetadata | None:
-        """The committed offset of ``tp``, or None."""
+        """Return the committed offset of ``tp``, or None."""
         committed = self.offsets.get(tp)
         return committed.offset if committed is not None else None
 

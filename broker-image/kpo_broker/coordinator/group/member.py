@@ -110,11 +110,11 @@ class MemberMetadata:
         return self.awaiting_sync is not None
 
     def protocol_names(self) -> set[str]:
-        """The names of the member's protocols."""
+        """Return the names of the member's protocols."""
         return {name for name, _ in self.supported_protocols}
 
     def metadata(self, protocol: str) -> bytes:
-        """The member's metadata for ``protocol``.
+        """Return the member's metadata for ``protocol``.
 
         Raises:
             KeyError: the member does not support ``protocol``.
@@ -141,7 +141,7 @@ class MemberMetadata:
         return list(protocols) == list(self.supported_protocols)
 
     def vote(self, candidates: set[str]) -> str:
-        """The member's most preferred protocol among ``candidates``.
+        """Return the member's most preferred protocol among ``candidates``.
 
         Raises:
             ValueError: it supports none of them.

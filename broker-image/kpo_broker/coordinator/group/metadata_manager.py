@@ -16,9 +16,11 @@ scheduler runs them; a change older than the partition's newest coordinator epoc
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from kafka.record.default_records import DefaultRecordBatch
 
@@ -52,6 +54,9 @@ from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_kafka.topic_partition import TopicPartition
 
+if TYPE_CHECKING:
+    from kpo_broker.config import BrokerConfig
+
 log = logging.getLogger(__name__)
 
 GroupCallback = Callable[[GroupMetadata], None]
@@ -84,19 +89,18 @@ class OffsetConfig:
     max_metadata_size: int = 4096
 
     @classmethod
-    def from_broker_config(cls, config: object) -> OffsetConfig:
+    def from_broker_config(cls, config: BrokerConfig) -> OffsetConfig:
         """Read the settings from a :class:`~kpo_broker.config.BrokerConfig`."""
-        c: object = config
         return cls(
-            num_partitions=c.offsets_topic_num_partitions,
-            replication_factor=c.offsets_topic_replication_factor,
-            segment_bytes=c.offsets_topic_segment_bytes,
-            commit_timeout_ms=c.offsets_commit_timeout_ms,
-            commit_required_acks=c.offsets_commit_required_acks,
-            retention_ms=c.offsets_retention_minutes * 60 * 1000,
-            retention_check_interval_ms=c.offsets_retention_check_interval_ms,
-            load_buffer_size=c.offsets_load_buffer_size,
-            max_metadata_size=c.offset_metadata_max_bytes,
+            num_partitions=config.offsets_topic_num_partitions,
+            replication_factor=config.offsets_topic_replication_factor,
+            segment_bytes=config.offsets_topic_segment_bytes,
+            commit_timeout_ms=config.offsets_commit_timeout_ms,
+            commit_required_acks=config.offsets_commit_required_acks,
+            retention_ms=config.offsets_retention_minutes * 60 * 1000,
+            retention_check_interval_ms=config.offsets_retention_check_interval_ms,
+            load_buffer_size=config.offsets_load_buffer_size,
+            max_metadata_size=config.offset_metadata_max_bytes,
         )
 
 
@@ -159,7 +163,7 @@ class GroupMetadataManager:
         return self._partition_count
 
     def partition_for(self, group_id: str) -> int:
-        """The ``__consumer_offsets`` partition of ``group_id``."""
+        """Return the ``__consumer_offsets`` partition of ``group_id``."""
         return partition_for(group_id, self.partition_count)
 
     def is_partition_owned(self, partition: int) -> bool:
@@ -184,18 +188,18 @@ class GroupMetadataManager:
         return bool(self.loading_partitions)
 
     def group_not_exists(self, group_id: str) -> bool:
-        """The group is coordinated here and does not exist (or is Dead)."""
+        """Tell whether the group is coordinated here and does not exist (or is Dead)."""
         if not self.is_group_local(group_id):
             return False
         group = self.groups.get(group_id)
         return group is None or group.is_state(GroupState.DEAD)
 
     def get_group(self, group_id: str) -> GroupMetadata | None:
-        """The cached group, or None."""
+        """Return the cached group, or None."""
         return self.groups.get(group_id)
 
     def get_or_create_group(self, group_id: str, create: bool) -> GroupMetadata | None:
-        """The cached group; with ``create``, a new Empty group when there is none."""
+        """Return the cached group; with ``create``, a new Empty group when there is none."""
         group = self.groups.get(group_id)
         if group is None and create:
             group = GroupMetadata(group_id, GroupState.EMPTY, self._clock)
@@ -293,7 +297,7 @@ class GroupMetadataManager:
     def get_offsets(
         self, group_id: str, require_stable: bool, partitions: list[TopicPartition] | None
     ) -> dict[TopicPartition, FetchedOffset]:
-        """The committed offsets of ``partitions`` (None: every committed partition).
+        """Return the committed offsets of ``partitions`` (None: every committed partition).
 
         Never stale: an unknown group answers -1 offsets; with ``require_stable`` a
         partition with a commit being written answers UNSTABLE_OFFSET_COMMIT.
@@ -562,7 +566,5 @@ class GroupMetadataManager:
         for task in list(self._tasks):
             task.cancel()
         for task in list(self._tasks):
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):
-                pass

@@ -67,7 +67,7 @@ def java_string_hash(text: str) -> int:
 
 
 def partition_for(group_id: str, partition_count: int) -> int:
-    """The ``__consumer_offsets`` partition of ``group_id``.
+    """Return the ``__consumer_offsets`` partition of ``group_id``.
 
     Kafka's ``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``, where
     ``Utils.abs(Integer.MIN_VALUE)`` is 0.

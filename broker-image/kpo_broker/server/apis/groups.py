@@ -1,4 +1,6 @@
-"""The group APIs: FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+"""The group APIs (FindCoordinator to OffsetDelete), decoded and encoded per version.
+
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
 
 Decoding and encoding per version, as Kafka's ``KafkaApis`` does; the group logic is
@@ -376,17 +378,17 @@ async def handle_offset_fetch(
             else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
         error, by_topic = _fetch_group(broker, request.group_id, topics, require_stable)
-        T = OffsetFetchResponse.OffsetFetchResponseTopic
-        P = T.OffsetFetchResponsePartition
+        topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+        partition_cls = topic_cls.OffsetFetchResponsePartition
         if error and v < 2:
             # v1 has no top-level error: every requested partition carries it.
             return OffsetFetchResponse(
                 throttle_time_ms=0,
                 topics=[
-                    T(
+                    topic_cls(
                         name=name,
                         partitions=[
-                            P(
+                            partition_cls(
                                 partition_index=i,
                                 committed_offset=-1,
                                 committed_leader_epoch=-1,
@@ -403,10 +405,10 @@ async def handle_offset_fetch(
         return OffsetFetchResponse(
             throttle_time_ms=0,
             topics=[
-                T(
+                topic_cls(
                     name=name,
                     partitions=[
-                        P(
+                        partition_cls(
                             partition_index=i,
                             committed_offset=f.offset,
                             committed_leader_epoch=f.leader_epoch,
@@ -420,9 +422,9 @@ async def handle_offset_fetch(
             ],
             error_code=error,
         )
-    G = OffsetFetchResponse.OffsetFetchResponseGroup
-    GT = G.OffsetFetchResponseTopics
-    GP = GT.OffsetFetchResponsePartitions
+    group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+    group_topic_cls = group_cls.OffsetFetchResponseTopics
+    group_partition_cls = group_topic_cls.OffsetFetchResponsePartitions
     groups = []
     for group in request.groups:
         topics = (
@@ -432,13 +434,13 @@ async def handle_offset_fetch(
         )
         error, by_topic = _fetch_group(broker, group.group_id, topics, require_stable)
         groups.append(
-            G(
+            group_cls(
                 group_id=group.group_id,
                 topics=[
-                    GT(
+                    group_topic_cls(
                         name=name,
                         partitions=[
-                            GP(
+                            group_partition_cls(
                                 partition_index=i,
                                 committed_offset=f.offset,
                                 committed_leader_epoch=f.leader_epoch,
@@ -542,16 +544,18 @@ async def handle_offset_delete(
             else:
                 partitions.append(tp)
     error, results = _coordinator(broker).handle_delete_offsets(request.group_id, partitions)
-    T = OffsetDeleteResponse.OffsetDeleteResponseTopic
-    P = T.OffsetDeleteResponsePartition
+    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    partition_cls = topic_cls.OffsetDeleteResponsePartition
     if error:
         return OffsetDeleteResponse(error_code=error, throttle_time_ms=0, topics=[])
     results.update(unknown)
     by_topic: dict[str, list[Any]] = {}
     for tp, code in results.items():
-        by_topic.setdefault(tp.topic, []).append(P(partition_index=tp.partition, error_code=code))
+        by_topic.setdefault(tp.topic, []).append(
+            partition_cls(partition_index=tp.partition, error_code=code)
+        )
     return OffsetDeleteResponse(
         error_code=0,
         throttle_time_ms=0,
-        topics=[T(name=name, partitions=parts) for name, parts in by_topic.items()],
+        topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
     )

@@ -149,7 +149,7 @@ def test_two_members_join_sync_and_get_their_assignments(loop: asyncio.AbstractE
 
 def test_common_protocol_is_chosen_by_votes(loop: asyncio.AbstractEventLoop) -> None:
     async def scenario() -> None:
-        c, manager = make(GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=30))
+        c, _manager = make(GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=30))
         prefs = [
             [("cooperative-sticky", b"1"), ("range", b"1")],
             [("roundrobin", b"2"), ("range", b"2"), ("cooperative-sticky", b"2")],
@@ -240,7 +240,7 @@ def test_static_member_rejoins_without_rebalance(loop: asyncio.AbstractEventLoop
 
 def test_offsets_commit_rules(loop: asyncio.AbstractEventLoop) -> None:
     async def scenario() -> None:
-        c, manager = make()
+        c, _manager = make()
         tp = TopicPartition("t", 0)
         # A group that does not exist takes commits of generation -1 (simple consumers).
         result = await c.handle_commit_offsets("simple", "", None, -1, {tp: OffsetAndMetadata(5)})

@@ -1,0 +1,433 @@
+"""Consumer groups on real brokers with real clients (kafka-python, confluent-kafka).
+
+One 3-broker cluster is shared by the tests of this module (each uses its own group
+and topic); ``__consumer_offsets`` has 6 partitions with 3 replicas, sessions are short.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from kpo_broker.coordinator.group.records import partition_for
+from kpo_devenv import ZooKeeperServer
+from kpo_devenv.apache_kafka import java_command, kafka_classpath
+from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.process import ManagedProcess
+from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
+from tests.integration.broker.server.helpers import create_topic, leaders, zk_client
+
+pytestmark = pytest.mark.integration
+
+OFFSETS_PARTITIONS = 6
+GROUP_PROPERTIES = {
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    "offsets.topic.replication.factor": "3",
+    "group.initial.rebalance.delay.ms": "200",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.commit.timeout.ms": "5000",
+}
+MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
+REPO_ROOT = Path(__file__).resolve().parents[4]
+CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
+CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+OFFSETS_FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+
+
+def _kafka_version() -> str:
+    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == "KAFKA_VERSION":
+            return value.strip()
+    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
+
+
+def kafka_tool(main_class: str, args: list[str], timeout_s: float = 120) -> str:
+    """Run one of Apache Kafka's own tools (3.9 jars); return its stdout, fail on exit != 0."""
+    argv = java_command(kafka_classpath(_kafka_version()), 256, main_class, args)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, f"{main_class} {args} exited {done.returncode}:\n{output}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[KafkaCluster]:
+    """Three brokers with a small, fully replicated ``__consumer_offsets``."""
+    chroot = f"groups-{uuid.uuid4().hex[:8]}"
+    kafka = KafkaCluster(
+        tmp_path_factory.mktemp(chroot), f"{zookeeper.connect_string}/{chroot}", 3, GROUP_PROPERTIES
+    )
+    kafka.start()
+    try:
+        wait_cluster_ready(kafka)
+        yield kafka
+    finally:
+        kafka.stop()
+
+
+def produce(cluster: KafkaCluster, topic: str, partitions: int, per_partition: int) -> None:
+    """Send ``per_partition`` records to every partition (acks=all)."""
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5)
+    try:
+        for i in range(per_partition):
+            for p in range(partitions):
+                producer.send(topic, value=f"{p}-{i}".encode(), partition=p)
+        producer.flush(timeout=60)
+    finally:
+        producer.close(timeout=10)
+
+
+def end_offsets(cluster: KafkaCluster, topic: str, partitions: int) -> dict[int, int]:
+    """The log end offset of every partition."""
+    consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers)
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        return {tp.partition: o for tp, o in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def committed(cluster: KafkaCluster, group: str) -> dict[TopicPartition, int]:
+    """The group's committed offsets, as the admin client's OffsetFetch reports them."""
+    admin = admin_client(cluster)
+    try:
+        return {tp: o.offset for tp, o in admin.list_group_offsets({group: None})[group].items()}
+    finally:
+        admin.close()
+
+
+def describe_group(cluster: KafkaCluster, group: str) -> dict:  # type: ignore[type-arg]
+    """DescribeGroups through the admin client (state, members, decoded assignments)."""
+    admin = admin_client(cluster)
+    try:
+        return dict(admin.describe_groups([group])[group])
+    finally:
+        admin.close()
+
+
+def test_offsets_topic_created_on_first_find_coordinator(cluster: KafkaCluster) -> None:
+    """FindCoordinator creates ``__consumer_offsets`` (compacted); commits come back."""
+    create_topic(cluster, "simple-commits", partitions=2, rf=3)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id="simple-group",
+        enable_auto_commit=False,
+        request_timeout_ms=15000,
+    )
+    try:
+        tp = TopicPartition("simple-commits", 1)
+        consumer.assign([tp])
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                consumer.commit({tp: OffsetAndMetadata(7, "meta", -1)})
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
+        assert consumer.committed(tp) == 7
+    finally:
+        consumer.close()
+    offsets_leaders = leaders(cluster, "__consumer_offsets")
+    assert len(offsets_leaders) == OFFSETS_PARTITIONS
+    zk = zk_client(cluster)
+    try:
+        config = zk.get_entity_config("topics", "__consumer_offsets").config
+        assignment = zk.get_replica_assignments(["__consumer_offsets"])["__consumer_offsets"]
+    finally:
+        zk.close()
+    assert config["cleanup.policy"] == "compact"
+    assert config["compression.type"] == "producer"
+    assert all(len(r.replicas) == 3 for r in assignment.partitions.values())
+    admin = admin_client(cluster)
+    try:
+        topics = admin.describe_topics(["__consumer_offsets"])
+    finally:
+        admin.close()
+    assert topics[0]["is_internal"] is True
+    assert committed(cluster, "simple-group") == {TopicPartition("simple-commits", 1): 7}
+
+
+class Member:
+    """A group member process (``group_member.py``)."""
+
+    def __init__(
+        self, client: str, cluster: KafkaCluster, group: str, topic: str, out: Path, name: str
+    ) -> None:
+        self.name = name
+        self.out = out
+        self.process = ManagedProcess(
+            name,
+            [
+                sys.executable,
+                str(MEMBER_SCRIPT),
+                client,
+                cluster.bootstrap_servers,
+                group,
+                topic,
+                str(out),
+                name,
+            ],
+            out / f"{name}.log",
+            env={"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO_ROOT)},
+        )
+        self.process.start()
+
+    def assignment(self) -> list[int]:
+        path = self.out / f"{self.name}.assignment"
+        return json.loads(path.read_text()) if path.exists() else []
+
+    def records(self) -> set[tuple[int, int]]:
+        path = self.out / f"{self.name}.records"
+        if not path.exists():
+            return set()
+        out = set()
+        for line in path.read_text().splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                out.add((int(parts[0]), int(parts[1])))
+        return out
+
+
+def test_group_of_three_rebalances_after_a_leave_and_a_crash(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """Three members (librdkafka and kafka-python) share 12 partitions; one leaves, one dies."""
+    topic, group, partitions = "group-orders", "orders-group", 12
+    create_topic(cluster, topic, partitions=partitions, rf=3)
+    produce(cluster, topic, partitions, 20)
+    members = [
+        Member("confluent", cluster, group, topic, tmp_path, "leaving"),
+        Member("kafka-python", cluster, group, topic, tmp_path, "staying"),
+        Member("confluent", cluster, group, topic, tmp_path, "crashing"),
+    ]
+    try:
+
+        def balanced() -> bool:
+            owned = [m.assignment() for m in members]
+            flat = [p for a in owned for p in a]
+            return all(owned) and sorted(flat) == list(range(partitions))
+
+        wait_for(balanced, 90, "3 members owning the 12 partitions exactly once")
+        described = describe_group(cluster, group)
+        assert described["group_state"] == "Stable"
+        assert len(described["members"]) == 3
+        broker_view = sorted(
+            tp.partition if hasattr(tp, "partition") else tp[1]
+            for member in described["members"]
+            for topic_assignment in [member["member_assignment"]]
+            for tp in _assigned_partitions(topic_assignment)
+        )
+        assert broker_view == list(range(partitions))
+
+        members[0].process.stop(timeout_s=30)  # LeaveGroup
+        assert (tmp_path / "leaving.closed").exists()
+        members[2].process.kill()  # no LeaveGroup: found dead by its session timeout
+        killed_at = time.monotonic()
+
+        def staying_owns_all() -> bool:
+            return members[1].assignment() == list(range(partitions))
+
+        wait_for(staying_owns_all, 60, "the remaining member owning every partition")
+        rebalance_s = time.monotonic() - killed_at
+        # Session timeout (4 s) + the rebalance, with margin for a loaded machine.
+        assert rebalance_s < 30, rebalance_s
+        produce(cluster, topic, partitions, 20)
+        ends = end_offsets(cluster, topic, partitions)
+        expected = {(p, o) for p, end in ends.items() for o in range(end)}
+
+        def all_committed() -> bool:
+            offsets = committed(cluster, group)
+            return all(offsets.get(TopicPartition(topic, p)) == ends[p] for p in range(partitions))
+
+        wait_for(all_committed, 90, "every record committed")
+        seen = set().union(*(m.records() for m in members))
+        missing = expected - seen
+        assert not missing, sorted(missing)[:20]
+        described = describe_group(cluster, group)
+        assert described["group_state"] == "Stable" and len(described["members"]) == 1
+    finally:
+        for member in members:
+            member.process.stop(timeout_s=20)
+
+
+def _assigned_partitions(assignment: object) -> list[TopicPartition]:
+    """Partitions of a decoded ConsumerProtocolAssignment (as kafka-python returns it)."""
+    out: list[TopicPartition] = []
+    if assignment is None:
+        return out
+    items = (
+        assignment.get("assigned_partitions")
+        if isinstance(assignment, dict)
+        else getattr(assignment, "assigned_partitions", None)
+    )
+    for entry in items or ():
+        topic = entry["topic"] if isinstance(entry, dict) else entry.topic
+        parts = entry["partitions"] if isinstance(entry, dict) else entry.partitions
+        out.extend(TopicPartition(topic, p) for p in parts)
+    return out
+
+
+def json_objects(text: str) -> list[dict]:  # type: ignore[type-arg]
+    """The JSON objects written one after another (Kafka's ApiMessageFormatter adds no newline)."""
+    decoder = json.JSONDecoder()
+    out, position = [], 0
+    while (start := text.find("{", position)) >= 0:
+        obj, position = decoder.raw_decode(text, start)
+        out.append(obj)
+    return out
+
+
+def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaCluster) -> None:
+    """Kafka's ConsoleConsumer --group and ConsumerGroupCommand against the fleet."""
+    topic, group, partitions = "tools-topic", "tools-group", 3
+    create_topic(cluster, topic, partitions=partitions, rf=3)
+    produce(cluster, topic, partitions, 10)
+    bootstrap = cluster.bootstrap_servers
+    out = kafka_tool(
+        CONSOLE_CONSUMER,
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--from-beginning",
+            "--max-messages",
+            "30",
+            "--timeout-ms",
+            "60000",
+        ],
+    )
+    assert sorted(out.split()) == sorted(f"{p}-{i}" for p in range(partitions) for i in range(10))
+    assert committed(cluster, group) == {TopicPartition(topic, p): 10 for p in range(partitions)}
+
+    listed = kafka_tool(CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--list"])
+    assert group in listed.split()
+    described = kafka_tool(
+        CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--describe", "--group", group]
+    )
+    rows = [line.split() for line in described.splitlines() if line.startswith(group)]
+    # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+    assert sorted((r[1], int(r[2]), int(r[3]), int(r[4]), int(r[5])) for r in rows) == [
+        (topic, p, 10, 10, 0) for p in range(partitions)
+    ]
+    reset = kafka_tool(
+        CONSUMER_GROUP_COMMAND,
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--to-offset",
+            "4",
+            "--execute",
+        ],
+    )
+    assert re.search(rf"{group}\s+{topic}\s+0\s+4", reset), reset
+    assert committed(cluster, group) == {TopicPartition(topic, p): 4 for p in range(partitions)}
+
+    records = kafka_tool(
+        CONSOLE_CONSUMER,
+        [
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            "__consumer_offsets",
+            "--from-beginning",
+            "--formatter",
+            OFFSETS_FORMATTER,
+            "--consumer-property",
+            "exclude.internal.topics=false",
+            "--timeout-ms",
+            "8000",
+        ],
+    )
+    # Kafka's own formatter decodes our records: the reset commits are there, as JSON.
+    decoded = json_objects(records)
+    mine = [
+        d for d in decoded if d.get("key") and d["key"]["data"].get("group") == group and d["value"]
+    ]
+    assert {(d["key"]["data"]["partition"], d["value"]["data"]["offset"]) for d in mine} >= {
+        (p, 4) for p in range(partitions)
+    }
+    assert all(d["key"]["version"] == 1 and d["value"]["version"] == 3 for d in mine)
+
+    deleted = kafka_tool(
+        CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--delete", "--group", group]
+    )
+    assert "successful" in deleted, deleted
+    assert (
+        group
+        not in kafka_tool(
+            CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--list"]
+        ).split()
+    )
+    assert committed(cluster, group) == {}
+
+
+def test_commits_survive_a_coordinator_crash(cluster: KafkaCluster) -> None:
+    """kill -9 of the coordinator while committing: every acknowledged commit is kept."""
+    topic, group = "crash-commits", "crash-group"
+    create_topic(cluster, topic, partitions=1, rf=3)
+    offsets_partition = partition_for(group, OFFSETS_PARTITIONS)
+    coordinator_id = leaders(cluster, "__consumer_offsets")[offsets_partition]
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id=group,
+        enable_auto_commit=False,
+        request_timeout_ms=10000,
+        retry_backoff_ms=100,
+    )
+    tp = TopicPartition(topic, 0)
+    consumer.assign([tp])
+    acknowledged = -1
+    try:
+        for offset in range(1, 200):
+            if offset == 40:
+                cluster.brokers[coordinator_id].kill()
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+                    acknowledged = offset
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            if offset > 60 and acknowledged == offset and offset >= 80:
+                break
+        new_leaders = leaders(cluster, "__consumer_offsets")
+        new_coordinator = new_leaders[offsets_partition]
+        assert new_coordinator != coordinator_id
+        assert committed(cluster, group) == {tp: acknowledged}
+        fresh = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers, group_id=group)
+        try:
+            assert fresh.committed(tp) == acknowledged
+        finally:
+            fresh.close()
+    finally:
+        consumer.close()
+        broker = cluster.brokers[coordinator_id]
+        if not broker.is_running():
+            broker.start()
+            wait_cluster_ready(cluster)

@@ -228,6 +228,11 @@ async def handle_update_metadata(
             partition_epoch=p.zk_version,
         )
     cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
+    if deleted and broker.group_coordinator is not None:
+        # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.
+        broker.group_coordinator.handle_deleted_partitions(
+            [TopicPartition(t, i) for t, i in sorted(deleted)]
+        )
     for topic in {t for t, _ in deleted}:
         if topic not in cache.partitions:
             broker.topic_configs.remove(topic)

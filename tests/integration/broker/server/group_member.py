@@ -1,11 +1,13 @@
 """One consumer group member in its own process, for the consumer group tests.
 
-``python group_member.py <client> <bootstrap> <group> <topic> <out_dir> <name>`` subscribes
-with ``client`` (``kafka-python`` or ``confluent``), and for every poll writes each
+``python group_member.py <client> <bootstrap> <group> <topic> <out_dir> <name> [instance]``
+subscribes with ``client`` (``kafka-python`` or ``confluent``; with ``instance`` as a static
+member, ``group.instance.id``, KIP-345), and for every poll writes each
 record's ``partition offset`` to ``<out_dir>/<name>.records`` (flushed) before
 committing the batch synchronously; ``<out_dir>/<name>.assignment`` holds its current
-partitions as JSON (rewritten on every assignment). SIGTERM closes the consumer (it
-leaves the group) and exits 0; SIGKILL is the crash the tests inflict.
+partitions as JSON (rewritten on every assignment) and ``<out_dir>/<name>.events`` one
+``assign <partitions>`` or ``revoke <partitions>`` line per callback. SIGTERM closes the
+consumer (it leaves the group) and exits 0; SIGKILL is the crash the tests inflict.
 """
 
 from __future__ import annotations
@@ -29,14 +31,19 @@ def _stop(_signum: int, _frame: Any) -> None:
     stopping = True
 
 
-def _write_assignment(path: Path, partitions: list[int]) -> None:
+def _write_assignment(
+    path: Path, partitions: list[int], event: str | None = None, changed: Any = ()
+) -> None:
+    if event is not None:
+        with path.with_suffix(".events").open("a") as events:
+            events.write(f"{event} {sorted(changed)}\n")
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(sorted(partitions)))
     tmp.replace(path)
 
 
 def run_kafka_python(
-    bootstrap: str, group: str, topic: str, records: Any, assignment: Path
+    bootstrap: str, group: str, topic: str, records: Any, assignment: Path, instance: str | None
 ) -> None:
     """Consume with kafka-python's KafkaConsumer."""
     from kafka import KafkaConsumer
@@ -46,14 +53,18 @@ def run_kafka_python(
 
     class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
         def on_partitions_revoked(self, revoked: Any) -> None:
-            owned.difference_update(tp.partition for tp in revoked)
-            _write_assignment(assignment, list(owned))
+            changed = [tp.partition for tp in revoked]
+            owned.difference_update(changed)
+            _write_assignment(assignment, list(owned), "revoke", changed)
 
         def on_partitions_assigned(self, assigned: Any) -> None:
-            owned.update(tp.partition for tp in assigned)
-            _write_assignment(assignment, list(owned))
+            changed = [tp.partition for tp in assigned]
+            owned.update(changed)
+            _write_assignment(assignment, list(owned), "assign", changed)
 
+    static = {"group_instance_id": instance} if instance else {}
     consumer = KafkaConsumer(
+        **static,
         bootstrap_servers=bootstrap,
         group_id=group,
         client_id=f"member-{Path(assignment).stem}",
@@ -80,22 +91,28 @@ def run_kafka_python(
     consumer.close()
 
 
-def run_confluent(bootstrap: str, group: str, topic: str, records: Any, assignment: Path) -> None:
+def run_confluent(
+    bootstrap: str, group: str, topic: str, records: Any, assignment: Path, instance: str | None
+) -> None:
     """Consume with confluent-kafka (librdkafka)."""
     from confluent_kafka import Consumer, KafkaException
 
     owned: set[int] = set()
 
     def on_assign(_consumer: Any, partitions: Any) -> None:
-        owned.update(p.partition for p in partitions)
-        _write_assignment(assignment, list(owned))
+        changed = [p.partition for p in partitions]
+        owned.update(changed)
+        _write_assignment(assignment, list(owned), "assign", changed)
 
     def on_revoke(_consumer: Any, partitions: Any) -> None:
-        owned.difference_update(p.partition for p in partitions)
-        _write_assignment(assignment, list(owned))
+        changed = [p.partition for p in partitions]
+        owned.difference_update(changed)
+        _write_assignment(assignment, list(owned), "revoke", changed)
 
+    static = {"group.instance.id": instance} if instance else {}
     consumer = Consumer(
         {
+            **static,
             "bootstrap.servers": bootstrap,
             "group.id": group,
             "client.id": f"member-{Path(assignment).stem}",
@@ -124,14 +141,15 @@ def run_confluent(bootstrap: str, group: str, topic: str, records: Any, assignme
 
 def main(argv: list[str]) -> int:
     """Run one member until SIGTERM."""
-    client, bootstrap, group, topic, out_dir, name = argv
+    client, bootstrap, group, topic, out_dir, name = argv[:6]
+    instance = argv[6] if len(argv) > 6 else None
     signal.signal(signal.SIGTERM, _stop)
     out = Path(out_dir)
     assignment = out / f"{name}.assignment"
     _write_assignment(assignment, [])
     with (out / f"{name}.records").open("a") as records:
         run = run_kafka_python if client == "kafka-python" else run_confluent
-        run(bootstrap, group, topic, records, assignment)
+        run(bootstrap, group, topic, records, assignment, instance)
     (out / f"{name}.closed").write_text(str(time.time()))
     return 0
 

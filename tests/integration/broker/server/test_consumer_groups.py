@@ -166,7 +166,14 @@ class Member:
     """A group member process (``group_member.py``)."""
 
     def __init__(
-        self, client: str, cluster: KafkaCluster, group: str, topic: str, out: Path, name: str
+        self,
+        client: str,
+        cluster: KafkaCluster,
+        group: str,
+        topic: str,
+        out: Path,
+        name: str,
+        instance: str | None = None,
     ) -> None:
         self.name = name
         self.out = out
@@ -181,6 +188,7 @@ class Member:
                 topic,
                 str(out),
                 name,
+                *([instance] if instance else []),
             ],
             out / f"{name}.log",
             env={"PYTHONUNBUFFERED": "1", "PYTHONPATH": str(REPO_ROOT)},
@@ -190,6 +198,10 @@ class Member:
     def assignment(self) -> list[int]:
         path = self.out / f"{self.name}.assignment"
         return json.loads(path.read_text()) if path.exists() else []
+
+    def events(self) -> list[str]:
+        path = self.out / f"{self.name}.events"
+        return path.read_text().splitlines() if path.exists() else []
 
     def records(self) -> set[tuple[int, int]]:
         path = self.out / f"{self.name}.records"
@@ -244,6 +256,7 @@ def test_group_of_three_rebalances_after_a_leave_and_a_crash(
 
         wait_for(staying_owns_all, 60, "the remaining member owning every partition")
         rebalance_s = time.monotonic() - killed_at
+        print(f"group rebalanced {rebalance_s:.1f} s after a leave and a kill -9")
         # Session timeout (4 s) + the rebalance, with margin for a loaded machine.
         assert rebalance_s < 30, rebalance_s
         produce(cluster, topic, partitions, 20)
@@ -263,6 +276,43 @@ def test_group_of_three_rebalances_after_a_leave_and_a_crash(
     finally:
         for member in members:
             member.process.stop(timeout_s=20)
+
+
+def test_static_member_restart_keeps_the_assignment(cluster: KafkaCluster, tmp_path: Path) -> None:
+    """KIP-345: a static member killed and restarted within its session causes no rebalance."""
+    topic, group, partitions = "static-orders", "static-group", 4
+    create_topic(cluster, topic, partitions=partitions, rf=3)
+    steady = Member("confluent", cluster, group, topic, tmp_path, "steady", "instance-a")
+    bouncing = Member("confluent", cluster, group, topic, tmp_path, "bouncing", "instance-b")
+    try:
+        wait_for(
+            lambda: (
+                sorted(steady.assignment() + bouncing.assignment()) == list(range(partitions))
+                and bool(steady.assignment())
+                and bool(bouncing.assignment())
+            ),
+            90,
+            "two static members sharing the partitions",
+        )
+        before = describe_group(cluster, group)
+        steady_events = steady.events()
+        bouncing_owned = bouncing.assignment()
+        bouncing.process.kill()
+        bouncing = Member("confluent", cluster, group, topic, tmp_path, "bouncing", "instance-b")
+        wait_for(
+            lambda: bouncing.assignment() == bouncing_owned, 60, "the restarted member's partitions"
+        )
+        time.sleep(5)  # longer than the session timeout: a rebalance would have happened
+        assert steady.events() == steady_events  # no revoke, no new assignment
+        after = describe_group(cluster, group)
+        assert after["group_state"] == "Stable"
+        assert {m["group_instance_id"] for m in after["members"]} == {"instance-a", "instance-b"}
+        old_ids = {m["member_id"] for m in before["members"]}
+        new_ids = {m["member_id"] for m in after["members"]}
+        assert len(old_ids & new_ids) == 1  # the bounced member got a new member id
+    finally:
+        steady.process.stop(timeout_s=20)
+        bouncing.process.stop(timeout_s=20)
 
 
 def _assigned_partitions(assignment: object) -> list[TopicPartition]:

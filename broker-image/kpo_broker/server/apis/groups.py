@@ -47,6 +47,8 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 #: OffsetCommit v2-v4 ``retention_time_ms`` meaning "the broker's retention".
 DEFAULT_RETENTION_TIME = -1
+_LEADER_NOT_AVAILABLE = 5
+_TOPIC_ALREADY_EXISTS = 36
 #: How long FindCoordinator waits before asking ZooKeeper to create the topic again, s.
 _CREATE_RETRY_S = 1.0
 
@@ -74,11 +76,17 @@ class OffsetsTopicCreator:
         self.broker = broker
         self._last_attempt = 0.0
 
-    async def maybe_create(self) -> None:
-        """Ask ZooKeeper to create the topic unless asked within the last second."""
+    async def maybe_create(self) -> int:
+        """Ask ZooKeeper to create the topic unless asked within the last second.
+
+        Returns:
+            LEADER_NOT_AVAILABLE while the topic is being created (as Metadata's
+            auto-creation answers), or the creation's error (e.g.
+            INVALID_REPLICATION_FACTOR with too few live brokers).
+        """
         now = time.monotonic()
         if now - self._last_attempt < _CREATE_RETRY_S:
-            return
+            return _LEADER_NOT_AVAILABLE
         self._last_attempt = now
         c = self.broker.config
         result = await self.broker.topic_admin.create_topic(
@@ -93,13 +101,15 @@ class OffsetsTopicCreator:
             },
             timeout_ms=0,
         )
-        if result.error_code:
-            log.info(
-                "%s not created (error %d): %s",
-                GROUP_METADATA_TOPIC_NAME,
-                result.error_code,
-                result.message,
-            )
+        if result.error_code in (0, _TOPIC_ALREADY_EXISTS):
+            return _LEADER_NOT_AVAILABLE
+        log.info(
+            "%s not created (error %d): %s",
+            GROUP_METADATA_TOPIC_NAME,
+            result.error_code,
+            result.message,
+        )
+        return result.error_code
 
 
 async def _find_group_coordinator(

@@ -8,11 +8,12 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import DescribeClusterResponse
 from kafka.protocol.metadata import MetadataResponse
 
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
 #: Kafka's internal topics (``Topic.isInternal``): hidden from consumers by default.
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, "__transaction_state"})
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
@@ -90,7 +91,12 @@ async def handle_metadata(
             and allow_create
             and broker.config.auto_create_topics_enable
         ):
-            error = await broker.topic_admin.auto_create(name)
+            creator = broker.offsets_topic_creator
+            if name == GROUP_METADATA_TOPIC_NAME and creator is not None:
+                # An internal topic gets its own settings, as Kafka's AutoTopicCreationManager.
+                error = await creator.maybe_create()
+            else:
+                error = await broker.topic_admin.auto_create(name)
             topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
         else:
             topics.append(_topic_metadata(broker, name, ctx.api_version))

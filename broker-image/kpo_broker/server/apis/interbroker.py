@@ -149,7 +149,7 @@ def _on_leadership_change(
     The coordinator epoch is the partition's leader epoch, so a late change of an
     older epoch never undoes a newer one.
     """
-    coordinator = broker.group_coordinator
+    coordinator = getattr(broker, "group_coordinator", None)  # absent: no coordinator
     if coordinator is None:
         return
     for tp, result in results.items():
@@ -228,9 +228,10 @@ async def handle_update_metadata(
             partition_epoch=p.zk_version,
         )
     cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
-    if deleted and broker.group_coordinator is not None:
+    coordinator = getattr(broker, "group_coordinator", None)
+    if deleted and coordinator is not None:
         # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.
-        broker.group_coordinator.handle_deleted_partitions(
+        coordinator.handle_deleted_partitions(
             [TopicPartition(t, i) for t, i in sorted(deleted)]
         )
     for topic in {t for t, _ in deleted}:
@@ -272,11 +273,12 @@ async def handle_stop_replica(
     except StaleControllerEpochError:
         code = kafka_errors.StaleControllerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
-    if broker.group_coordinator is not None:
+    coordinator = getattr(broker, "group_coordinator", None)
+    if coordinator is not None:
         epochs = _stop_replica_epochs(request, ctx.api_version)
         for tp, _ in items:
             if tp[0] == GROUP_METADATA_TOPIC_NAME:
-                broker.group_coordinator.on_resignation(tp[1], epochs.get(tp))
+                coordinator.on_resignation(tp[1], epochs.get(tp))
     return _stop_replica_response(0, results)
 
 

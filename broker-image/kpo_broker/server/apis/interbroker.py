@@ -231,9 +231,7 @@ async def handle_update_metadata(
     coordinator = getattr(broker, "group_coordinator", None)
     if deleted and coordinator is not None:
         # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.
-        coordinator.handle_deleted_partitions(
-            [TopicPartition(t, i) for t, i in sorted(deleted)]
-        )
+        coordinator.handle_deleted_partitions([TopicPartition(t, i) for t, i in sorted(deleted)])
     for topic in {t for t, _ in deleted}:
         if topic not in cache.partitions:
             broker.topic_configs.remove(topic)

@@ -10,6 +10,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -432,6 +433,91 @@ def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaClus
         ).split()
     )
     assert committed(cluster, group) == {}
+
+
+def test_coordinator_moves_with_its_offsets_partition_without_a_rebalance(
+    cluster: KafkaCluster,
+) -> None:
+    """Reassigning the group's ``__consumer_offsets`` partition moves the coordinator.
+
+    The old leader unloads the group, the new one loads it from the log: the member keeps
+    its generation (no rebalance) and every acknowledged commit is kept.
+    """
+    from kafka.consumer.subscription_state import ConsumerRebalanceListener
+
+    topic, group = "moving-commits", "moving-group"
+    create_topic(cluster, topic, partitions=1, rf=3)
+    tp = TopicPartition(topic, 0)
+    events: list[str] = []
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: object) -> None:
+            if revoked:  # kafka-python also calls it, empty, before the first join
+                events.append("revoke")
+
+        def on_partitions_assigned(self, assigned: object) -> None:
+            events.append("assign")
+
+    acknowledged = [-1]
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def commit_forever() -> None:
+        consumer = KafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            group_id=group,
+            enable_auto_commit=False,
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+            request_timeout_ms=10000,
+            retry_backoff_ms=100,
+        )
+        consumer.subscribe([topic], listener=Listener())
+        offset = 0
+        try:
+            while not stop.is_set():
+                consumer.poll(timeout_ms=50)
+                if tp not in consumer.assignment():
+                    continue
+                try:
+                    consumer.commit({tp: OffsetAndMetadata(offset + 1, "", -1)})
+                    offset += 1
+                    acknowledged[0] = offset
+                except Exception as exc:
+                    failures.append(repr(exc))
+                    time.sleep(0.1)
+        finally:
+            consumer.close()
+
+    worker = threading.Thread(target=commit_forever)
+    worker.start()
+    try:
+        wait_for(lambda: acknowledged[0] >= 30, 60, "commits before the move")
+        offsets_tp = TopicPartition("__consumer_offsets", partition_for(group, OFFSETS_PARTITIONS))
+        before = leaders(cluster, "__consumer_offsets")[offsets_tp.partition]
+        replicas = [b for b in sorted(cluster.brokers) if b != before] + [before]
+        admin = admin_client(cluster)
+        try:
+            admin.alter_partition_reassignments({offsets_tp: replicas})
+            wait_for(
+                lambda: not admin.list_partition_reassignments(), 60, "the reassignment to finish"
+            )
+            admin.elect_leaders(0, [offsets_tp])  # preferred leader: the first replica
+        finally:
+            admin.close()
+        wait_for(
+            lambda: leaders(cluster, "__consumer_offsets").get(offsets_tp.partition) == replicas[0],
+            60,
+            "the new coordinator",
+        )
+        count = acknowledged[0]
+        wait_for(lambda: acknowledged[0] >= count + 30, 60, "commits after the move")
+        during = list(events)  # before close, which revokes as it leaves
+    finally:
+        stop.set()
+        worker.join(60)
+    assert committed(cluster, group) == {tp: acknowledged[0]}
+    assert during == ["assign"], (during, failures[:5])
 
 
 def test_commits_survive_a_coordinator_crash(cluster: KafkaCluster) -> None:

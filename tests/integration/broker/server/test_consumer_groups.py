@@ -43,6 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[4]
 CONSOLE_CONSUMER = "org.apache.kafka.tools.consumer.ConsoleConsumer"
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 OFFSETS_FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 
 
 def _kafka_version() -> str:
@@ -344,7 +345,7 @@ def json_objects(text: str) -> list[dict]:  # type: ignore[type-arg]
 
 
 def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaCluster) -> None:
-    """Kafka's ConsoleConsumer --group and ConsumerGroupCommand against the fleet."""
+    """Kafka's ConsoleConsumer --group, ConsumerGroupCommand and ConsumerPerformance."""
     topic, group, partitions = "tools-topic", "tools-group", 3
     create_topic(cluster, topic, partitions=partitions, rf=3)
     produce(cluster, topic, partitions, 10)
@@ -421,6 +422,14 @@ def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaClus
         (p, 4) for p in range(partitions)
     }
     assert all(d["key"]["version"] == 1 and d["value"]["version"] == 3 for d in mine)
+
+    perf = kafka_tool(
+        CONSUMER_PERFORMANCE,
+        ["--bootstrap-server", bootstrap, "--topic", topic, "--group", "perf-group",
+         "--messages", "30", "--timeout", "60000", "--hide-header"],
+    )  # fmt: skip
+    # start.time, end.time, MB, MB/s, nMsg, ...: every record came through its own group.
+    assert [int(line.split(",")[4]) for line in perf.splitlines() if line.count(",") >= 5] == [30]
 
     deleted = kafka_tool(
         CONSUMER_GROUP_COMMAND, ["--bootstrap-server", bootstrap, "--delete", "--group", group]

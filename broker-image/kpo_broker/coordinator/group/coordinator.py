@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -1369,6 +1369,3 @@ class GroupCoordinator:
             self._cancel_heartbeat(group, member_id)
         self._cancel_join(group)
         self._remove_sync_expiration(group)
-
-
-OnLeadership = Callable[[int, int], None]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from kpo_broker.config import BrokerConfig, ConfigError
 from kpo_broker.coordinator.group.coordinator import GroupConfig
 from kpo_broker.coordinator.group.metadata_manager import OffsetConfig

@@ -310,6 +310,13 @@ class BrokerConfig(BaseModel):
         f"__consumer_offsets segment size, bytes. {_H} 100 MiB.",
         ge=1,
     )
+    offsets_topic_compression_codec: KafkaInt = _int(
+        "offsets.topic.compression.codec",
+        0,
+        "Codec of __consumer_offsets batches: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd; "
+        f"a batch that would not shrink is written uncompressed. {_H} 0.",
+        le=4,
+    )
     offsets_commit_timeout_ms: KafkaInt = _int(
         "offsets.commit.timeout.ms",
         5000,

@@ -70,6 +70,7 @@ class OffsetConfig:
         num_partitions: ``offsets.topic.num.partitions``.
         replication_factor: ``offsets.topic.replication.factor``.
         segment_bytes: ``offsets.topic.segment.bytes``.
+        compression_codec: ``offsets.topic.compression.codec`` (0 none ... 4 zstd).
         commit_timeout_ms: ``offsets.commit.timeout.ms``.
         commit_required_acks: ``offsets.commit.required.acks``.
         retention_ms: ``offsets.retention.minutes`` in ms.
@@ -81,6 +82,7 @@ class OffsetConfig:
     num_partitions: int = 50
     replication_factor: int = 3
     segment_bytes: int = 104857600
+    compression_codec: int = 0
     commit_timeout_ms: int = 5000
     commit_required_acks: int = -1
     retention_ms: int = 7 * 24 * 3600 * 1000
@@ -95,6 +97,7 @@ class OffsetConfig:
             num_partitions=config.offsets_topic_num_partitions,
             replication_factor=config.offsets_topic_replication_factor,
             segment_bytes=config.offsets_topic_segment_bytes,
+            compression_codec=config.offsets_topic_compression_codec,
             commit_timeout_ms=config.offsets_commit_timeout_ms,
             commit_required_acks=config.offsets_commit_required_acks,
             retention_ms=config.offsets_retention_minutes * 60 * 1000,
@@ -247,7 +250,11 @@ class GroupMetadataManager:
         except ValueError:
             log.exception("cannot write metadata of group %s", group.group_id)
             return Errors.UNKNOWN_SERVER_ERROR
-        records = build_batch([(group_metadata_key(group.group_id), value)], self._clock())
+        records = build_batch(
+            [(group_metadata_key(group.group_id), value)],
+            self._clock(),
+            self.config.compression_codec,
+        )
         error, _ = await self._append(tp, records)
         if error:
             log.info("metadata of group %s not stored: error %d", group.group_id, error)
@@ -278,6 +285,7 @@ class GroupMetadataManager:
                 for tp, o in valid.items()
             ],
             self._clock(),
+            self.config.compression_codec,
         )
         group.prepare_offset_commit(valid)
         error, base_offset = await self._append(tp_offsets, records)
@@ -357,7 +365,10 @@ class GroupMetadataManager:
                 continue
             try:
                 partition.append_records_to_leader(
-                    build_batch(tombstones, self._clock()), 0, 1, self._clock()
+                    build_batch(tombstones, self._clock(), self.config.compression_codec),
+                    0,
+                    1,
+                    self._clock(),
                 )
                 self.replica_manager.watchers.notify(tp)
                 removed_count += len(removed)

@@ -298,15 +298,19 @@ def read_group_value(data: bytes) -> GroupRecord:
 
 
 def build_batch(
-    records: Sequence[tuple[bytes, bytes | None]], timestamp_ms: int | None = None
+    records: Sequence[tuple[bytes, bytes | None]],
+    timestamp_ms: int | None = None,
+    compression_codec: int = 0,
 ) -> bytes:
-    """Build one uncompressed v2 record batch (CreateTime) of ``(key, value)`` records.
+    """Build one v2 record batch (CreateTime) of ``(key, value)`` records.
 
     Offsets start at 0; the leader assigns the real ones on append. A value of None
-    is a tombstone.
+    is a tombstone. ``compression_codec`` is ``offsets.topic.compression.codec``
+    (0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd); kafka-python's builder keeps a batch
+    uncompressed when compressing would not make it smaller.
     """
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+    builder = DefaultRecordBatchBuilder(2, compression_codec, False, -1, -1, -1, 1 << 30)
     for i, (key, value) in enumerate(records):
         builder.append(i, ts, key, value, [])
     return bytes(builder.build())

@@ -21,6 +21,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
 from kpo_broker.coordinator.group.records import partition_for
+from kpo_broker.log.records import iter_batches
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import java_command, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
@@ -37,6 +38,7 @@ GROUP_PROPERTIES = {
     "group.initial.rebalance.delay.ms": "200",
     "group.min.session.timeout.ms": "1000",
     "offsets.commit.timeout.ms": "5000",
+    "offsets.topic.compression.codec": "1",  # gzip: every load and Kafka's formatter decompress
 }
 MEMBER_SCRIPT = Path(__file__).with_name("group_member.py")
 REPO_ROOT = Path(__file__).resolve().parents[4]
@@ -135,7 +137,7 @@ def test_offsets_topic_created_on_first_find_coordinator(cluster: KafkaCluster) 
         deadline = time.monotonic() + 60
         while True:
             try:
-                consumer.commit({tp: OffsetAndMetadata(7, "meta", -1)})
+                consumer.commit({tp: OffsetAndMetadata(7, "meta" * 100, -1)})
                 break
             except Exception:
                 if time.monotonic() > deadline:
@@ -162,6 +164,16 @@ def test_offsets_topic_created_on_first_find_coordinator(cluster: KafkaCluster) 
         admin.close()
     assert topics[0]["is_internal"] is True
     assert committed(cluster, "simple-group") == {TopicPartition("simple-commits", 1): 7}
+    # The commit is a gzip batch (offsets.topic.compression.codec=1) in the group's partition
+    # (its metadata makes it compressible: a batch that would not shrink is kept as is).
+    partition = partition_for("simple-group", OFFSETS_PARTITIONS)
+    segment = (
+        cluster.brokers[offsets_leaders[partition]].log_dir
+        / f"__consumer_offsets-{partition}"
+        / "00000000000000000000.log"
+    )
+    codecs = {header.compression_type for header, _ in iter_batches(segment.read_bytes())}
+    assert codecs == {1}
 
 
 class Member:
@@ -511,14 +523,21 @@ def test_coordinator_moves_with_its_offsets_partition_without_a_rebalance(
             wait_for(
                 lambda: not admin.list_partition_reassignments(), 60, "the reassignment to finish"
             )
-            admin.elect_leaders(0, [offsets_tp])  # preferred leader: the first replica
+
+            def moved() -> bool:
+                # The preferred replica leads once it is in the ISR (a loaded machine may
+                # have shrunk the ISR for a while): elect until it does.
+                if leaders(cluster, "__consumer_offsets").get(offsets_tp.partition) == replicas[0]:
+                    return True
+                admin.elect_leaders(  # 0: the preferred replica
+                    0, {offsets_tp.topic: [offsets_tp.partition]}, raise_errors=False
+                )
+                time.sleep(0.5)
+                return False
+
+            wait_for(moved, 90, "the new coordinator")
         finally:
             admin.close()
-        wait_for(
-            lambda: leaders(cluster, "__consumer_offsets").get(offsets_tp.partition) == replicas[0],
-            60,
-            "the new coordinator",
-        )
         count = acknowledged[0]
         wait_for(lambda: acknowledged[0] >= count + 30, 60, "commits after the move")
         during = list(events)  # before close, which revokes as it leaves

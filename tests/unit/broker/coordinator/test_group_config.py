@@ -17,6 +17,7 @@ def test_kafka_defaults() -> None:
         num_partitions=50,
         replication_factor=3,
         segment_bytes=104857600,
+        compression_codec=0,
         commit_timeout_ms=5000,
         commit_required_acks=-1,
         retention_ms=7 * 24 * 3600 * 1000,
@@ -67,6 +68,7 @@ def test_properties_are_read_by_kafka_names() -> None:
         ("offsets.topic.replication.factor", "0"),
         ("offsets.commit.required.acks", "-2"),
         ("group.max.size", "0"),
+        ("offsets.topic.compression.codec", "5"),
     ],
 )
 def test_invalid_values_are_refused(name: str, value: str) -> None:

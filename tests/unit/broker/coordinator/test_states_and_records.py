@@ -142,3 +142,13 @@ def test_build_batch_holds_keys_values_and_tombstones() -> None:
     data = build_batch([(b"k1", b"v1"), (b"k2", None)], 77)
     records = [(r.offset, r.key, r.value, r.timestamp) for r in DefaultRecordBatch(data)]
     assert records == [(0, b"k1", b"v1", 77), (1, b"k2", None, 77)]
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_build_batch_compresses_with_offsets_topic_compression_codec(codec: int) -> None:
+    from kafka.record.default_records import DefaultRecordBatch
+
+    data = build_batch([(b"k", b"v" * 200)], 5, codec)
+    batch = DefaultRecordBatch(data)
+    assert batch.compression_type == codec
+    assert [(r.key, r.value) for r in batch] == [(b"k", b"v" * 200)]

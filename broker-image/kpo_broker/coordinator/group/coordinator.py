@@ -863,6 +863,12 @@ class GroupCoordinator:
             return
         if not group.pending_sync_members:
             return
+        try:
+            self._expire_pending_sync(group)
+        except Exception:
+            log.exception("group %s: sync expiration failed", group.group_id)
+
+    def _expire_pending_sync(self, group: GroupMetadata) -> None:
         missing = set(group.pending_sync_members)
         for member_id in missing:
             group.remove(member_id)

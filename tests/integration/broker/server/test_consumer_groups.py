@@ -409,6 +409,14 @@ def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaClus
     assert re.search(rf"{group}\s+{topic}\s+0\s+4", reset), reset
     assert committed(cluster, group) == {TopicPartition(topic, p): 4 for p in range(partitions)}
 
+    removed = kafka_tool(
+        CONSUMER_GROUP_COMMAND,
+        ["--bootstrap-server", bootstrap, "--delete-offsets", "--group", group,
+         "--topic", f"{topic}:0"],
+    )  # fmt: skip
+    assert f"Request succeed for deleting offsets with topic {topic}:0" in removed, removed
+    assert committed(cluster, group) == {TopicPartition(topic, p): 4 for p in (1, 2)}
+
     records = kafka_tool(
         CONSOLE_CONSUMER,
         [
@@ -433,6 +441,11 @@ def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaClus
     assert {(d["key"]["data"]["partition"], d["value"]["data"]["offset"]) for d in mine} >= {
         (p, 4) for p in range(partitions)
     }
+    # OffsetDelete wrote a tombstone for partition 0's commit.
+    assert any(
+        d.get("key") and d["key"]["data"].get("group") == group and d["value"] is None
+        for d in decoded
+    )
     assert all(d["key"]["version"] == 1 and d["value"]["version"] == 3 for d in mine)
 
     perf = kafka_tool(

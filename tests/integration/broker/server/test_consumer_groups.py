@@ -329,6 +329,70 @@ def test_static_member_restart_keeps_the_assignment(cluster: KafkaCluster, tmp_p
         bouncing.process.stop(timeout_s=20)
 
 
+def test_java_librdkafka_and_kafka_python_members_share_a_group(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    """Members whose clients offer different assignors: the one all support is chosen.
+
+    Kafka's Java consumer offers range and cooperative-sticky, librdkafka and kafka-python
+    range and roundrobin: the coordinator picks range and relays the leader's assignment.
+    """
+    topic, group, partitions = "mixed-orders", "mixed-group", 6
+    create_topic(cluster, topic, partitions=partitions, rf=3)
+    java = ManagedProcess(
+        "java-member",
+        java_command(
+            kafka_classpath(_kafka_version()),
+            256,
+            CONSOLE_CONSUMER,
+            [
+                "--bootstrap-server",
+                cluster.bootstrap_servers,
+                "--topic",
+                topic,
+                "--group",
+                group,
+                "--consumer-property",
+                "session.timeout.ms=6000",
+            ],
+        ),
+        tmp_path / "java-member.log",
+    )
+    java.start()
+    members = [
+        Member("confluent", cluster, group, topic, tmp_path, "librdkafka"),
+        Member("kafka-python", cluster, group, topic, tmp_path, "python"),
+    ]
+    try:
+
+        def three_members_cover_all() -> bool:
+            described = describe_group(cluster, group)
+            owned = sorted(
+                tp.partition
+                for member in described["members"]
+                for tp in _assigned_partitions(member["member_assignment"])
+            )
+            python_owned = [p for m in members for p in m.assignment()]
+            return (
+                described["group_state"] == "Stable"
+                and len(described["members"]) == 3
+                and owned == list(range(partitions))
+                and all(m.assignment() for m in members)
+                and len(python_owned) < partitions  # the Java member owns some too
+            )
+
+        wait_for(three_members_cover_all, 120, "Java, librdkafka and kafka-python members")
+        described = describe_group(cluster, group)
+        assert described["protocol_type"] == "consumer"
+        assert described["protocol_data"] == "range"
+        clients = {m["client_id"] for m in described["members"]}
+        assert any(c.startswith("console-consumer") for c in clients), clients
+    finally:
+        for member in members:
+            member.process.stop(timeout_s=20)
+        java.stop(timeout_s=20)
+
+
 def _assigned_partitions(assignment: object) -> list[TopicPartition]:
     """Partitions of a decoded ConsumerProtocolAssignment (as kafka-python returns it)."""
     out: list[TopicPartition] = []

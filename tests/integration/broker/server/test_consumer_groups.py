@@ -57,7 +57,13 @@ def _kafka_version() -> str:
 
 
 def kafka_tool(main_class: str, args: list[str], timeout_s: float = 120) -> str:
-    """Run one of Apache Kafka's own tools (3.9 jars); return its stdout, fail on exit != 0."""
+    """Run one of Apache Kafka's own tools (3.9 jars); return its stdout, fail on exit != 0.
+
+    ConsumerGroupCommand gets ``--timeout 30000`` (its admin calls default to 5 s, short
+    for a JVM starting on a loaded machine).
+    """
+    if main_class == CONSUMER_GROUP_COMMAND:
+        args = [*args, "--timeout", "30000"]
     argv = java_command(kafka_classpath(_kafka_version()), 256, main_class, args)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -488,13 +494,16 @@ def test_apache_kafka_tools_consume_describe_reset_and_delete(cluster: KafkaClus
             bootstrap,
             "--topic",
             "__consumer_offsets",
-            "--from-beginning",
+            "--partition",
+            str(partition_for(group, OFFSETS_PARTITIONS)),
+            "--offset",
+            "earliest",
             "--formatter",
             OFFSETS_FORMATTER,
             "--consumer-property",
             "exclude.internal.topics=false",
             "--timeout-ms",
-            "8000",
+            "15000",
         ],
     )
     # Kafka's own formatter decodes our records: the reset commits are there, as JSON.

@@ -231,6 +231,7 @@ class GroupMetadataManager:
             self.config.commit_required_acks,
             self.config.commit_timeout_ms,
             self._min_insync_replicas,
+            internal_topics_allowed=True,
         )
         result = results[tp]
         return result.error_code, result.base_offset

@@ -22,6 +22,9 @@ _SCHEMAS = "kpo_broker.coordinator.group.schemas"
 
 #: Name of the internal topic (Kafka's ``Topic.GROUP_METADATA_TOPIC_NAME``).
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
+#: Kafka's internal topics (``Topic.isInternal``): written only by their coordinators and
+#: hidden from consumers by default.
+INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, "__transaction_state"})
 #: Key version of offset commits written by this broker (OffsetCommitKey's highest).
 OFFSET_COMMIT_KEY_VERSION = 1
 #: Key version of group metadata (GroupMetadataKey's only version).

@@ -8,12 +8,9 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import DescribeClusterResponse
 from kafka.protocol.metadata import MetadataResponse
 
-from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, INTERNAL_TOPICS
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
-
-#: Kafka's internal topics (``Topic.isInternal``): hidden from consumers by default.
-INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, "__transaction_state"})
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition

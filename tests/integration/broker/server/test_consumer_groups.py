@@ -6,6 +6,7 @@ and topic); ``__consumer_offsets`` has 6 partitions with 3 replicas, sessions ar
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -15,13 +16,17 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import InvalidTopicError
+from kafka.protocol.producer import ProduceRequest
 from kafka.structs import OffsetAndMetadata
 
-from kpo_broker.coordinator.group.records import partition_for
+from kpo_broker.coordinator.group.records import build_batch, partition_for
 from kpo_broker.log.records import iter_batches
+from kpo_broker.protocol.client import BrokerClient
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import java_command, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
@@ -100,6 +105,33 @@ def produce(cluster: KafkaCluster, topic: str, partitions: int, per_partition: i
         producer.close(timeout=10)
 
 
+def produce_raw(port: int, topic: str, partition: int) -> Any:
+    """Send one Produce (acks=1) of one keyed record; return the partition's answer."""
+    _topic = ProduceRequest.TopicProduceData
+    _partition = _topic.PartitionProduceData
+
+    async def send() -> Any:
+        client = BrokerClient("127.0.0.1", port, "raw-producer", 30000)
+        try:
+            request = ProduceRequest(
+                transactional_id=None,
+                acks=1,
+                timeout_ms=10000,
+                topic_data=[
+                    _topic(
+                        name=topic,
+                        partition_data=[_partition(partition, build_batch([(b"k", b"v")]))],
+                    )
+                ],
+            )
+            response = await client.send(request, 9)
+        finally:
+            await client.close()
+        return response.responses[0].partition_responses[0]
+
+    return asyncio.run(send())
+
+
 def end_offsets(cluster: KafkaCluster, topic: str, partitions: int) -> dict[int, int]:
     """The log end offset of every partition."""
     consumer = KafkaConsumer(bootstrap_servers=cluster.bootstrap_servers)
@@ -170,6 +202,9 @@ def test_offsets_topic_created_on_first_find_coordinator(cluster: KafkaCluster) 
         admin.close()
     assert topics[0]["is_internal"] is True
     assert committed(cluster, "simple-group") == {TopicPartition("simple-commits", 1): 7}
+    # Clients cannot write the internal topic (only its coordinator does).
+    answer = produce_raw(cluster.brokers[offsets_leaders[0]].port, "__consumer_offsets", 0)
+    assert answer.error_code == InvalidTopicError.errno, answer
     # The commit is a gzip batch (offsets.topic.compression.codec=1) in the group's partition
     # (its metadata makes it compressible: a batch that would not shrink is kept as is).
     partition = partition_for("simple-group", OFFSETS_PARTITIONS)

@@ -258,3 +258,26 @@ def test_offsets_commit_rules(loop: asyncio.AbstractEventLoop) -> None:
         await c.shutdown()
 
     loop.run_until_complete(scenario())
+
+
+def test_group_max_size_and_session_timeout_bounds(loop: asyncio.AbstractEventLoop) -> None:
+    async def scenario() -> None:
+        c, _manager = make(
+            GroupConfig(
+                min_session_timeout_ms=500,
+                max_session_timeout_ms=5000,
+                max_size=1,
+                initial_rebalance_delay_ms=30,
+            )
+        )
+        too_short = await join(c, session_ms=100, v4=False)
+        assert too_short.error == Errors.INVALID_SESSION_TIMEOUT
+        too_long = await join(c, session_ms=6000, v4=False)
+        assert too_long.error == Errors.INVALID_SESSION_TIMEOUT
+        first = await asyncio.wait_for(join(c, v4=False), 2)
+        assert first.error == 0
+        second = await join(c, v4=False)
+        assert second.error == Errors.GROUP_MAX_SIZE_REACHED and second.member_id == ""
+        await c.shutdown()
+
+    loop.run_until_complete(scenario())

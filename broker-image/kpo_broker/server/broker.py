@@ -31,6 +31,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from kpo_broker.config import BrokerConfig, ConfigError
+from kpo_broker.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from kpo_broker.coordinator.group.metadata_manager import GroupMetadataManager, OffsetConfig
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.manager import LogManager
@@ -42,6 +45,7 @@ from kpo_broker.security.credentials import CredentialCache, desanitize
 from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
+from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
@@ -236,6 +240,8 @@ class KafkaServer:
             inter_broker_connector=connector,
             credentials=self.credentials,
         )
+        components.group_coordinator = await self._new_group_coordinator(components)
+        components.offsets_topic_creator = OffsetsTopicCreator(components)
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
         self.socket_server = SocketServer(
@@ -298,6 +304,38 @@ class KafkaServer:
             self.metrics_server = MetricsHttpServer(registry, c.metrics_host, c.metrics_port)
             await self.metrics_server.start()
         log.info("broker %d started, listening on %s", self.broker_id, bound)
+
+    async def _new_group_coordinator(self, components: BrokerComponents) -> GroupCoordinator:
+        """Build and start the group coordinator (Kafka's ``GroupCoordinator.startup``).
+
+        The number of ``__consumer_offsets`` partitions is the topic's when it exists
+        (read from ZooKeeper now, later from the metadata cache), else
+        ``offsets.topic.num.partitions``.
+        """
+        assert self.zk is not None
+        existing = await asyncio.to_thread(
+            self.zk.get_replica_assignments, [GROUP_METADATA_TOPIC_NAME]
+        )
+        stored = existing.get(GROUP_METADATA_TOPIC_NAME)
+        stored_count = len(stored.partitions) if stored is not None else None
+        cache = components.metadata_cache
+
+        def partition_count() -> int | None:
+            known = cache.partitions.get(GROUP_METADATA_TOPIC_NAME)
+            return len(known) if known else stored_count
+
+        manager = GroupMetadataManager(
+            self.broker_id,
+            OffsetConfig.from_broker_config(self.config),
+            components.replica_manager,
+            components.topic_configs.min_insync_replicas,
+            partition_count,
+        )
+        coordinator = GroupCoordinator(
+            self.broker_id, GroupConfig.from_broker_config(self.config), manager
+        )
+        coordinator.startup()
+        return coordinator
 
     async def _register(self, zk: KafkaZkClient, registration: BrokerRegistration) -> int:
         """Register ``/brokers/ids/<id>``, waiting out the session of a crashed predecessor.
@@ -507,6 +545,9 @@ class KafkaServer:
             self.metrics_server = None
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if components is not None and components.group_coordinator is not None:
+            with contextlib.suppress(Exception):
+                await components.group_coordinator.shutdown()
         if components is not None:
             if components.log_dir_mover is not None:
                 await components.log_dir_mover.stop()

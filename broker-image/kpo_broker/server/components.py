@@ -9,6 +9,7 @@ from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
     from kpo_broker.config import BrokerConfig
+    from kpo_broker.coordinator.group.coordinator import GroupCoordinator
     from kpo_broker.log.manager import LogManager
     from kpo_broker.protocol.client import StreamConnector
     from kpo_broker.security.credentials import CredentialCache
@@ -71,6 +72,8 @@ class BrokerComponents:
         inter_broker_connector: opens this broker's connections to other brokers with the
             inter-broker listener's security; None = PLAINTEXT.
         credentials: the SCRAM credentials of every user (``/config/users``).
+        group_coordinator: the consumer group coordinator (None until started).
+        offsets_topic_creator: creates ``__consumer_offsets`` on the first FindCoordinator.
     """
 
     config: BrokerConfig
@@ -90,3 +93,5 @@ class BrokerComponents:
     replication_quotas: ReplicationQuotas | None = None
     inter_broker_connector: StreamConnector | None = None
     credentials: CredentialCache | None = None
+    group_coordinator: GroupCoordinator | None = None
+    offsets_topic_creator: Any = None

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from kpo_broker.log.manager import LogManager
     from kpo_broker.protocol.client import StreamConnector
     from kpo_broker.security.credentials import CredentialCache
+    from kpo_broker.server.apis.groups import OffsetsTopicCreator
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetcher import ReplicaFetcherManager
     from kpo_broker.server.log_dir_mover import LogDirMover
@@ -94,4 +95,4 @@ class BrokerComponents:
     inter_broker_connector: StreamConnector | None = None
     credentials: CredentialCache | None = None
     group_coordinator: GroupCoordinator | None = None
-    offsets_topic_creator: Any = None
+    offsets_topic_creator: OffsetsTopicCreator | None = None

@@ -149,7 +149,7 @@ def _on_leadership_change(
     The coordinator epoch is the partition's leader epoch, so a late change of an
     older epoch never undoes a newer one.
     """
-    coordinator = getattr(broker, "group_coordinator", None)  # absent: no coordinator
+    coordinator = broker.group_coordinator
     if coordinator is None:
         return
     for tp, result in results.items():
@@ -228,7 +228,7 @@ async def handle_update_metadata(
             partition_epoch=p.zk_version,
         )
     cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
-    coordinator = getattr(broker, "group_coordinator", None)
+    coordinator = broker.group_coordinator
     if deleted and coordinator is not None:
         # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.
         coordinator.handle_deleted_partitions([TopicPartition(t, i) for t, i in sorted(deleted)])
@@ -271,7 +271,7 @@ async def handle_stop_replica(
     except StaleControllerEpochError:
         code = kafka_errors.StaleControllerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
-    coordinator = getattr(broker, "group_coordinator", None)
+    coordinator = broker.group_coordinator
     if coordinator is not None:
         epochs = _stop_replica_epochs(request, ctx.api_version)
         for tp, _ in items:

@@ -23,7 +23,14 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
-from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
+from kpo_kafka.acls import decode_operations
+from kpo_kafka.admin_errors import (
+    api_error,
+    authorization_error,
+    error_of_class,
+    parse_alter_result,
+    translated,
+)
 from kpo_kafka.admin_types import (
     ERROR_ELECTION_NOT_NEEDED,
     NO_LEADER,
@@ -38,6 +45,7 @@ from kpo_kafka.admin_types import (
     ReplicaDirInfo,
     ReplicaKey,
 )
+from kpo_kafka.client_config import ClientSecurity
 from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
@@ -136,6 +144,8 @@ class KafkaAdmin(Protocol):
         ...
 
 
+_TOPIC_AUTHORIZATION = 29
+"""TOPIC_AUTHORIZATION_FAILED: Metadata answers it per topic the client may not Describe."""
 _DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"}
 _KINDS = {
     ConfigResourceKind.TOPIC: ConfigResourceType.TOPIC,
@@ -153,6 +163,7 @@ class KafkaPythonAdmin:
         client_id: the client id the brokers see (quotas, logs), e.g. ``kpo-operator``,
             ``kpo-bench``, ``kpo-demo``.
         request_timeout_ms: timeout of each request and of the first bootstrap, in ms.
+        security: TLS and SASL settings (:mod:`kpo_kafka.client_config`); default PLAINTEXT.
     """
 
     def __init__(
@@ -160,10 +171,12 @@ class KafkaPythonAdmin:
         bootstrap_servers: str,
         client_id: str = "kpo-operator",
         request_timeout_ms: int = 30000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
+        self.security = security or ClientSecurity()
         self._admin: Any = None
 
     def _client(self) -> Any:
@@ -174,6 +187,7 @@ class KafkaPythonAdmin:
                     client_id=self.client_id,
                     request_timeout_ms=self.request_timeout_ms,
                     bootstrap_timeout_ms=self.request_timeout_ms,
+                    **self.security.kafka_python_kwargs(),
                 )
         return self._admin
 
@@ -186,6 +200,7 @@ class KafkaPythonAdmin:
             brokers={int(b["broker_id"]): b.get("rack") for b in info["brokers"]},
             controller_id=controller if controller is not None and controller >= 0 else None,
             cluster_id=info.get("cluster_id"),
+            authorized_operations=decode_operations(info.get("cluster_authorized_operations")),
         )
 
     def create_topic(
@@ -242,6 +257,11 @@ class KafkaPythonAdmin:
         with translated("Metadata"):
             described = self._client().describe_topics(None if topics is None else list(topics))
         result: dict[str, dict[int, PartitionInfo]] = {}
+        refused = sorted(t["name"] for t in described if t["error_code"] == _TOPIC_AUTHORIZATION)
+        if refused:
+            error = api_error(_TOPIC_AUTHORIZATION)
+            assert error is not None
+            raise authorization_error("Metadata", error, tuple(refused))
         for topic in described:
             if topic["error_code"] == kafka_errors.UnknownTopicOrPartitionError.errno:
                 continue

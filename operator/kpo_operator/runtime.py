@@ -77,6 +77,7 @@ class OperatorRuntime:
                 ",".join(settings.bootstrap_servers),
                 client_id=settings.client_id,
                 request_timeout_ms=settings.request_timeout_ms,
+                security=settings.kafka_security,
             ),
             MAX_WORKERS,
         )

@@ -59,3 +59,27 @@ def test_exceptions_become_the_admin_error_family(raised: Exception, expected: t
 def test_unrelated_runtime_errors_pass_through() -> None:
     with pytest.raises(RuntimeError, match="boom"), translated("Metadata"):
         raise RuntimeError("boom")
+
+
+def test_missing_acl_names_operation_and_resource() -> None:
+    from kpo_kafka.admin_types import KafkaAuthorizationError
+
+    with pytest.raises(KafkaAuthorizationError) as info, translated("AlterPartitionReassignments"):
+        raise kafka_errors.ClusterAuthorizationFailedError()
+    assert str(info.value) == (
+        "AlterPartitionReassignments needs Alter on Cluster:kafka-cluster "
+        "(CLUSTER_AUTHORIZATION_FAILED, 31)"
+    )
+    assert info.value.api == "AlterPartitionReassignments"
+    assert info.value.error is not None and info.value.error.code == 31
+
+
+def test_refused_credentials_and_tls_are_authentication_errors() -> None:
+    import ssl
+
+    from kpo_kafka.admin_types import KafkaAuthenticationError
+
+    with pytest.raises(KafkaAuthenticationError, match="SASL"), translated("connect"):
+        raise kafka_errors.SaslAuthenticationFailedError("bad credentials")
+    with pytest.raises(KafkaAuthenticationError, match="TLS handshake"), translated("connect"):
+        raise ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] certificate required")

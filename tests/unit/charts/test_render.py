@@ -9,7 +9,6 @@ import yaml
 
 from kpo_devenv.pki import generate_kafka_pki
 from kpo_kafka.client_config import client_security_from_env
-
 from tests.conftest import REPO_ROOT
 from tests.unit.charts.helm import CHART, VALUE_SETS, find, helm, pod_specs, render, value_args
 

@@ -12,6 +12,9 @@ use an in-memory fake instead.
 
 from __future__ import annotations
 
+import socket
+import ssl
+import struct
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -38,6 +41,7 @@ from kpo_kafka.admin_types import (
     ClusterInfo,
     ConfigResource,
     ConfigResourceKind,
+    KafkaAuthenticationError,
     KafkaRequestError,
     KafkaUnavailableError,
     PartitionInfo,
@@ -181,14 +185,26 @@ class KafkaPythonAdmin:
 
     def _client(self) -> Any:
         if self._admin is None:
-            with translated("connect"):
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap_servers,
-                    client_id=self.client_id,
-                    request_timeout_ms=self.request_timeout_ms,
-                    bootstrap_timeout_ms=self.request_timeout_ms,
-                    **self.security.kafka_python_kwargs(),
-                )
+            try:
+                with translated("connect"):
+                    self._admin = KafkaAdminClient(
+                        bootstrap_servers=self.bootstrap_servers,
+                        client_id=self.client_id,
+                        request_timeout_ms=self.request_timeout_ms,
+                        bootstrap_timeout_ms=self.request_timeout_ms,
+                        **self.security.kafka_python_kwargs(),
+                    )
+            except KafkaUnavailableError as exc:
+                # kafka-python logs why each bootstrap attempt failed but raises only a
+                # timeout: a refused TLS handshake (no client certificate, an untrusted
+                # broker) is found by trying one, so that it is reported as such.
+                context = self.security.ssl_context()
+                problem = tls_refusal(self.bootstrap_servers, context) if context else None
+                if problem is not None:
+                    raise KafkaAuthenticationError(
+                        f"connect: TLS handshake failed: {problem}"
+                    ) from exc
+                raise
         return self._admin
 
     def describe_cluster(self) -> ClusterInfo:
@@ -459,6 +475,40 @@ class KafkaPythonAdmin:
         if self._admin is not None:
             admin, self._admin = self._admin, None
             admin.close()
+
+
+_API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 3) + b"kpo"
+"""An ApiVersions v0 request header (api key 18, version 0, correlation id 1, client id)."""
+
+
+def tls_refusal(
+    bootstrap_servers: str, context: ssl.SSLContext, timeout_s: float = 5.0
+) -> str | None:
+    """Try a TLS handshake and one request with each bootstrap server; say why TLS failed.
+
+    With TLS 1.3 a broker requiring a client certificate (``ssl.client.auth=required``)
+    refuses it after the handshake, with an alert on the client's first read; hence an
+    ApiVersions request is sent and the answer's length read.
+
+    Returns:
+        ``"host:port: <TLS error>"`` for the first server whose TLS was refused, ``None``
+        when every reachable server completed TLS (or none was reachable).
+    """
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with (
+                socket.create_connection((host, int(port)), timeout_s) as raw,
+                context.wrap_socket(raw, server_hostname=host) as tls,
+            ):
+                tls.sendall(struct.pack(">i", len(_API_VERSIONS_V0)) + _API_VERSIONS_V0)
+                tls.recv(4)
+            return None
+        except ssl.SSLError as exc:
+            return f"{server.strip()}: {exc}"
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _conforms(admin: KafkaPythonAdmin) -> KafkaAdmin:

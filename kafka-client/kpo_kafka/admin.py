@@ -12,9 +12,9 @@ use an in-memory fake instead.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import ssl
-import struct
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -32,6 +32,7 @@ from kpo_kafka.admin_errors import (
     authorization_error,
     error_of_class,
     parse_alter_result,
+    tls_refused,
     translated,
 )
 from kpo_kafka.admin_types import (
@@ -477,22 +478,19 @@ class KafkaPythonAdmin:
             admin.close()
 
 
-_API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 3) + b"kpo"
-"""An ApiVersions v0 request header (api key 18, version 0, correlation id 1, client id)."""
-
-
 def tls_refusal(
     bootstrap_servers: str, context: ssl.SSLContext, timeout_s: float = 5.0
 ) -> str | None:
-    """Try a TLS handshake and one request with each bootstrap server; say why TLS failed.
+    """Try a TLS handshake with each bootstrap server; say why TLS was refused.
 
     With TLS 1.3 a broker requiring a client certificate (``ssl.client.auth=required``)
-    refuses it after the handshake, with an alert on the client's first read; hence an
-    ApiVersions request is sent and the answer's length read.
+    refuses it after the handshake, with an alert (``certificate_required``) that the client
+    reads next; hence the handshake is followed by a short read (a broker that accepted
+    sends nothing until asked).
 
     Returns:
-        ``"host:port: <TLS error>"`` for the first server whose TLS was refused, ``None``
-        when every reachable server completed TLS (or none was reachable).
+        ``"host:port: <TLS error>"`` for the first server that refused TLS, ``None`` when
+        every reachable server accepted it (or none was reachable).
     """
     for server in bootstrap_servers.split(","):
         host, _, port = server.strip().rpartition(":")
@@ -501,11 +499,13 @@ def tls_refusal(
                 socket.create_connection((host, int(port)), timeout_s) as raw,
                 context.wrap_socket(raw, server_hostname=host) as tls,
             ):
-                tls.sendall(struct.pack(">i", len(_API_VERSIONS_V0)) + _API_VERSIONS_V0)
-                tls.recv(4)
+                tls.settimeout(min(timeout_s, 2.0))
+                with contextlib.suppress(TimeoutError):
+                    tls.recv(4)
             return None
         except ssl.SSLError as exc:
-            return f"{server.strip()}: {exc}"
+            if tls_refused(exc):
+                return f"{server.strip()}: {exc}"
         except (OSError, ValueError):
             continue
     return None

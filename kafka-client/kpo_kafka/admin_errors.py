@@ -26,7 +26,14 @@ from kpo_kafka.admin_types import (
     KafkaUnsupportedError,
 )
 
-__all__ = ["api_error", "authorization_error", "error_of_class", "parse_alter_result", "translated"]
+__all__ = [
+    "api_error",
+    "authorization_error",
+    "error_of_class",
+    "parse_alter_result",
+    "tls_refused",
+    "translated",
+]
 
 
 _ERROR_TEXT = re.compile(r"^\[Error (-?\d+)\] (\w+)(?::\s*(.*))?$", re.DOTALL)
@@ -118,17 +125,29 @@ def translated(call: str) -> Iterator[None]:
             raise KafkaUnavailableError(f"{call}: {exc}") from exc
         raise
     except ssl.SSLError as exc:
+        if not tls_refused(exc):
+            raise KafkaUnavailableError(f"{call}: {exc}") from exc
         raise KafkaAuthenticationError(f"{call}: TLS handshake failed: {exc}") from exc
     except OSError as exc:
         raise KafkaUnavailableError(f"{call}: {exc}") from exc
 
 
+def tls_refused(exc: ssl.SSLError) -> bool:
+    """Tell a refused TLS handshake (an alert, an untrusted certificate) from a lost connection.
+
+    A connection closed mid-stream (``SSLEOFError``, ``SSLZeroReturnError``,
+    ``SSLSyscallError``: e.g. a broker restarting) is not a refusal: retry it.
+    """
+    lost = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+    return not isinstance(exc, lost)
+
+
 def _tls_failure(exc: BaseException) -> str | None:
-    """Return the TLS error a kafka-python error wraps (its args or cause), if any."""
+    """Return the TLS refusal a kafka-python error wraps (its args or cause), if any."""
     seen: list[BaseException] = [exc]
     while seen:
         current = seen.pop()
-        if isinstance(current, ssl.SSLError):
+        if isinstance(current, ssl.SSLError) and tls_refused(current):
             return str(current)
         seen.extend(a for a in getattr(current, "args", ()) if isinstance(a, BaseException))
         if current.__cause__ is not None:

@@ -120,6 +120,11 @@ class KafkaSecurity:
         return props
 
 
+def _jaas_quote(value: str) -> str:
+    """Escape a JAAS option value for double quotes (Kafka's JaasConfig tokenizer)."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def client_properties(
     security: KafkaSecurity,
     listener: str,
@@ -145,7 +150,8 @@ def client_properties(
         password = security.users()[user]
         props["sasl.mechanism"] = SCRAM_MECHANISM
         props["sasl.jaas.config"] = (
-            f'{_SCRAM_MODULE} required username="{user}" password="{password}";'
+            f'{_SCRAM_MODULE} required username="{_jaas_quote(user)}" '
+            f'password="{_jaas_quote(password)}";'
         )
     if certificate is not None:
         props["ssl.keystore.type"] = "PEM"

@@ -27,6 +27,7 @@ CreateTopics                   Create           Topic or Cluster
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 __all__ = [
@@ -124,12 +125,24 @@ def refusal(api: str, code: int | None = None, resources: tuple[str, ...] = ()) 
     return f"{api} needs {need.operation} on {names}"
 
 
-def decode_operations(bits: int | None) -> frozenset[str] | None:
-    """Decode an ``authorized_operations`` bit field (KIP-430) into operation names.
+def decode_operations(value: int | Iterable[int | str] | None) -> frozenset[str] | None:
+    """Decode ``authorized_operations`` (KIP-430) into ``kafka-acls`` operation names.
 
-    Bit ``n`` set means ``AclOperation`` code ``n`` is allowed. Returns ``None`` for a
-    field that was not provided (``None`` or INT32 min).
+    Accepts the wire's bit field (bit ``n`` set: ``AclOperation`` code ``n`` allowed), a
+    collection of codes, or kafka-python's decoded names (``"ALTER_CONFIGS"``). Returns
+    ``None`` for a field that was not provided (``None`` or INT32 min).
     """
-    if bits is None or bits == _NOT_PROVIDED:
+    if value is None or value == _NOT_PROVIDED:
         return None
-    return frozenset(name for code, name in OPERATION_CODES.items() if bits & (1 << code))
+    if isinstance(value, int):
+        return frozenset(name for code, name in OPERATION_CODES.items() if value & (1 << code))
+    names: set[str] = set()
+    for item in value:
+        if isinstance(item, int):
+            if item in OPERATION_CODES:
+                names.add(OPERATION_CODES[item])
+        else:
+            camel = "".join(part.capitalize() for part in str(item).split("_"))
+            if camel in OPERATION_CODES.values():
+                names.add(camel)
+    return frozenset(names)

@@ -217,7 +217,7 @@ class KafkaPythonAdmin:
             brokers={int(b["broker_id"]): b.get("rack") for b in info["brokers"]},
             controller_id=controller if controller is not None and controller >= 0 else None,
             cluster_id=info.get("cluster_id"),
-            authorized_operations=decode_operations(info.get("cluster_authorized_operations")),
+            authorized_operations=decode_operations(info.get("authorized_operations")),
         )
 
     def create_topic(

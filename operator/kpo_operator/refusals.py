@@ -47,12 +47,12 @@ def reason_of(exc: KafkaAdminError) -> str | None:
 def reassignment_needs(spec: PartitionReassignmentSpec) -> list[str]:
     """Return the Admin APIs a reassignment calls that need an operation on the Cluster.
 
-    AlterPartitionReassignments always; IncrementalAlterConfigs for a throttle (broker
-    rates); ElectLeaders for ``preferredLeaderElection``; AlterReplicaLogDirs for log dirs.
+    AlterPartitionReassignments always; DescribeConfigs and IncrementalAlterConfigs for a
+    throttle (broker rates); ElectLeaders for ``preferredLeaderElection``; AlterReplicaLogDirs for log dirs.
     """
     apis = ["ListPartitionReassignments", "DescribeLogDirs", "AlterPartitionReassignments"]
     if spec.throttle is not None:
-        apis.append("IncrementalAlterConfigs")
+        apis += ["DescribeConfigs", "IncrementalAlterConfigs"]
     if spec.preferred_leader_election:
         apis.append("ElectLeaders")
     if any(t.log_dirs for t in spec.partitions):

@@ -381,6 +381,7 @@ def test_mutual_tls_operator_and_one_without_a_client_certificate(
 
     # Without the client certificate the brokers refuse the TLS handshake.
     without = {k: v for k, v in env.items() if "KEYSTORE" not in k}
+    without["KPO_REQUEST_TIMEOUT_MS"] = "10000"  # the bootstrap gives up sooner
     refused = _operator(secured, control_plane, operators, tmp_path, "SSL", without)
     refused.apply(
         reassignment("move", [{"topic": "mtls-moved", "partition": 0, "replicas": [2, 0]}])

@@ -83,3 +83,18 @@ def test_refused_credentials_and_tls_are_authentication_errors() -> None:
         raise kafka_errors.SaslAuthenticationFailedError("bad credentials")
     with pytest.raises(KafkaAuthenticationError, match="TLS handshake"), translated("connect"):
         raise ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] certificate required")
+
+
+def test_authorized_operations_decoding() -> None:
+    from kpo_kafka.acls import decode_operations
+
+    assert decode_operations(None) is None
+    assert decode_operations(-(2**31)) is None
+    assert decode_operations((1 << 7) | (1 << 8)) == {"Alter", "Describe"}
+    assert decode_operations({7, 11}) == {"Alter", "AlterConfigs"}
+    assert decode_operations(["DESCRIBE", "ALTER_CONFIGS", "CLUSTER_ACTION"]) == {
+        "Describe",
+        "AlterConfigs",
+        "ClusterAction",
+    }
+    assert decode_operations([]) == frozenset()

@@ -60,14 +60,14 @@ CLUSTER_OPERATIONS = ("Describe", "Alter", "DescribeConfigs", "AlterConfigs")
 TOPIC_OPERATIONS = ("Describe", "DescribeConfigs", "AlterConfigs")
 
 
-def operator_acls(principal: str, cluster: tuple[str, ...] = CLUSTER_OPERATIONS) -> list[list[str]]:
-    """The README's ``kafka-acls`` arguments for the operator's ``principal``."""
-
-    def ops(names: tuple[str, ...]) -> list[str]:
-        return [arg for name in names for arg in ("--operation", name)]
-
-    grant = ["--add", "--allow-principal", principal]
-    return [[*grant, *ops(cluster), "--cluster"], [*grant, *ops(TOPIC_OPERATIONS), "--topic", "*"]]
+def acl_args(principals: list[str], operations: tuple[str, ...], *resource: str) -> list[str]:
+    """``kafka-acls --add`` arguments allowing ``operations`` on ``resource`` to ``principals``."""
+    args = ["--add"]
+    for principal in principals:
+        args += ["--allow-principal", principal]
+    for operation in operations:
+        args += ["--operation", operation]
+    return [*args, *resource]
 
 
 def _kafka_version() -> str:
@@ -144,12 +144,15 @@ def secured(
                 admin.close()
             return set(info.brokers) == {0, 1, 2} and info.controller_id is not None
 
-        wait_for(ready, 120, "the secured brokers and a controller")
-        for args in operator_acls(f"User:{OPERATOR_USER}") + operator_acls(TLS_OPERATOR):
-            cluster.acls(admin_config, *args)
-        limited = ("Describe", "DescribeConfigs", "AlterConfigs")  # no Alter on the Cluster
-        for args in operator_acls(f"User:{LIMITED_USER}", limited):
-            cluster.acls(admin_config, *args)
+        wait_for(ready, 180, "the secured brokers and a controller")
+        # The README's ACLs (one kafka-acls run per resource), the third principal without
+        # Alter on the Cluster.
+        full = [f"User:{OPERATOR_USER}", TLS_OPERATOR]
+        limited = [f"User:{LIMITED_USER}"]
+        cluster.acls(admin_config, *acl_args(full, CLUSTER_OPERATIONS, "--cluster"))
+        cluster.acls(admin_config, *acl_args(full + limited, TOPIC_OPERATIONS, "--topic", "*"))
+        no_alter = tuple(op for op in CLUSTER_OPERATIONS if op != "Alter")
+        cluster.acls(admin_config, *acl_args(limited, no_alter, "--cluster"))
         yield found
     finally:
         cluster.stop()

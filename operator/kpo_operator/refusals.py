@@ -48,7 +48,8 @@ def reassignment_needs(spec: PartitionReassignmentSpec) -> list[str]:
     """Return the Admin APIs a reassignment calls that need an operation on the Cluster.
 
     AlterPartitionReassignments always; DescribeConfigs and IncrementalAlterConfigs for a
-    throttle (broker rates); ElectLeaders for ``preferredLeaderElection``; AlterReplicaLogDirs for log dirs.
+    throttle (broker rates); ElectLeaders for ``preferredLeaderElection``;
+    AlterReplicaLogDirs for log dirs.
     """
     apis = ["ListPartitionReassignments", "DescribeLogDirs", "AlterPartitionReassignments"]
     if spec.throttle is not None:

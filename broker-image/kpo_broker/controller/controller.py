@@ -127,8 +127,9 @@ from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.controller.topic_deletion import TopicDeletionManager
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.data import new_topic_id
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import ReplicaAssignment
+from kpo_broker.zk.model import ReplicaAssignment, TopicAssignment
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
 from kpo_kafka.topic_partition import TopicPartition
@@ -570,6 +571,7 @@ class KafkaController:
         self.watches.watch_topics(sorted(topics))
         for topic, assignment in self.zk.get_replica_assignments(topics).items():
             ctx.set_topic_assignment(topic, assignment.partitions)
+            self._set_topic_id(assignment)
         ctx.partitions_being_reassigned = {
             tp
             for tp in ctx.all_partitions()
@@ -811,10 +813,35 @@ class KafkaController:
         added: set[TopicPartition] = set()
         for topic, assignment in assignments.items():
             ctx.set_topic_assignment(topic, assignment.partitions)
+            self._set_topic_id(assignment)
             added |= ctx.partitions_for_topic(topic)
         _log.info("topic change: new %s, deleted %s", sorted(new_topics), sorted(deleted_topics))
         if added:
             self._on_new_partition_creation(added)
+
+    def _set_topic_id(self, assignment: TopicAssignment) -> None:
+        """Record a topic's id; give one to a topic created without (KIP-516).
+
+        Kafka's ``KafkaController.setTopicIds``: topics written by Kafka before 2.8 (or by
+        an older admin tool) get a new id in their ``/brokers/topics/<topic>`` znode,
+        written with the controller's fence; a write that loses a race is retried on the
+        next topic change (the id is then read back).
+        """
+        topic_id = assignment.topic_id
+        if topic_id is None:
+            topic_id = new_topic_id()
+            written = self.zk.set_replica_assignment(
+                assignment.topic,
+                assignment.partitions,
+                assignment.zk_version,
+                topic_id=topic_id,
+                controller_epoch_zk_version=self.context.epoch_zk_version,
+            )
+            if written is None:
+                _log.warning("topic %s: could not store its new topic id", assignment.topic)
+                return
+            _log.info("topic %s: assigned topic id %s", assignment.topic, topic_id)
+        self.context.topic_ids[assignment.topic] = topic_id
 
     def _process_partition_modifications(self, topic: str) -> None:
         """Create partitions added to ``topic``'s assignment."""

@@ -25,6 +25,8 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
@@ -149,6 +151,7 @@ APIS: Mapping[int, ApiSpec] = {
         _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
         _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         _spec(DescribeClusterRequest, DescribeClusterResponse),
+        _spec(DeleteRecordsRequest, DeleteRecordsResponse),
     )
 }
 """Every api the broker may serve, by api key."""

@@ -15,6 +15,7 @@ from kpo_broker.server.apis import (
     metadata,
     producer,
     reassignments,
+    records,
     topics,
 )
 from kpo_broker.server.apis import versions as v
@@ -49,6 +50,7 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
     v.API_KEY_ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     v.API_KEY_LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    v.API_KEY_DELETE_RECORDS: records.handle_delete_records,
 }
 
 

@@ -29,6 +29,7 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     46: (0, 0),  # ListPartitionReassignments
     22: (0, 4),  # InitProducerId
     60: (0, 1),  # DescribeCluster
+    21: (0, 2),  # DeleteRecords
 }
 
 API_KEY_PRODUCE = 0
@@ -54,6 +55,7 @@ API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
 API_KEY_ALTER_PARTITION_REASSIGNMENTS = 45
 API_KEY_LIST_PARTITION_REASSIGNMENTS = 46
 API_KEY_DESCRIBE_CLUSTER = 60
+API_KEY_DELETE_RECORDS = 21
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {

@@ -107,6 +107,7 @@ from kpo_broker.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
+    TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
 )
 from kpo_broker.controller.leader_election import (
@@ -307,6 +308,14 @@ class KafkaController:
         self.event_manager.put(event)
         return event.result
 
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        """Elect the offline partitions of ``topic`` now that it allows unclean elections.
+
+        Kafka's ``KafkaController.enableTopicUncleanLeaderElection``: queued on the event
+        thread; a no-op unless this controller is active.
+        """
+        self.event_manager.put(TopicUncleanLeaderElectionEnable(topic))
+
     def elect_leaders(
         self, partitions: Iterable[TopicPartition] | None, election_type: ElectionType
     ) -> Future[ElectionResults]:
@@ -423,6 +432,9 @@ class KafkaController:
             self._process_zk_partition_reassignment()
         elif isinstance(event, PartitionReassignmentIsrChange):
             self._process_partition_reassignment_isr_change(event.topic_partition)
+        elif isinstance(event, TopicUncleanLeaderElectionEnable):
+            if self.is_active:
+                self.partition_state_machine.trigger_online_partition_state_change(event.topic)
         else:
             _log.warning("ignoring unknown controller event %s", event.name)
 

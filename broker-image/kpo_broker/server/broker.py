@@ -404,6 +404,20 @@ class KafkaServer:
         if machine is not None:
             machine.set_unclean_default(effective.unclean_leader_election_enable)
 
+    def _maybe_enable_unclean_election(self, topic: str) -> None:
+        """Tell the controller when a topic now allows unclean elections.
+
+        Kafka's ``TopicConfigHandler``: the active controller then elects the topic's
+        offline partitions.
+        """
+        assert self.components is not None
+        controller = self.components.controller
+        enable = getattr(controller, "enable_topic_unclean_leader_election", None)
+        if enable is not None and self.components.topic_configs.unclean_leader_election_enable(
+            topic
+        ):
+            enable(topic)
+
     def _load_topic_configs(self, topic_configs: TopicConfigs) -> None:
         assert self.zk is not None
         topics = self.zk.get_all_topics()
@@ -461,6 +475,7 @@ class KafkaServer:
                     self.zk.get_entity_config, "topics", change.entity_name
                 )
                 self.components.topic_configs.set_overrides(change.entity_name, entity.config)
+                self._maybe_enable_unclean_election(change.entity_name)
             elif change.entity_type == "brokers" and change.entity_name in (
                 str(self.broker_id),
                 DEFAULT_BROKER_ENTITY,

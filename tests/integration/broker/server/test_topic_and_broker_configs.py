@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,8 +45,10 @@ from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.records import iter_batches
 from kpo_broker.protocol.client import BrokerClient
 from kpo_devenv import ZooKeeperServer
+from kpo_devenv.apache_kafka import java_command, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_kafka.topic_partition import TopicPartition
+from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import consume_all, create_topic, leaders, zk_client
 
@@ -460,3 +465,202 @@ def test_delete_records_advances_every_replica(cluster: KafkaCluster) -> None:
     assert caught.value.args[0].name() == "OFFSET_OUT_OF_RANGE"
     (future,) = client.delete_records([CkTopicPartition("trimmed", 0, -1)]).values()
     assert future.result(timeout=30).low_watermark == 100
+
+
+# --- Apache Kafka 3.9's own tools -------------------------------------------------------------
+
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+DELETE_RECORDS_COMMAND = "org.apache.kafka.tools.DeleteRecordsCommand"
+
+
+def kafka_version() -> str:
+    """``KAFKA_VERSION`` of ``tools/versions.env`` (the jars ``make tools`` installs)."""
+    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name.strip() == "KAFKA_VERSION":
+            return value.strip().strip('"')
+    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
+
+
+def kafka_tool(cluster: KafkaCluster, main_class: str, *args: str, ok: bool = True) -> str:
+    """Run one of Kafka's command-line tools against the fleet; return stdout (+ stderr)."""
+    argv = java_command(
+        kafka_classpath(kafka_version()),
+        256,
+        main_class,
+        ["--bootstrap-server", cluster.bootstrap_servers, *args],
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=180, check=False)
+    output = done.stdout + done.stderr
+    if ok:
+        assert done.returncode == 0, f"{main_class} {args}: {output}"
+    return output
+
+
+def configs_tool(cluster: KafkaCluster, *args: str, ok: bool = True) -> str:
+    return kafka_tool(cluster, CONFIG_COMMAND, *args, ok=ok)
+
+
+def described(output: str) -> dict[str, str]:
+    """``name=value sensitive=... synonyms={...}`` lines of ``kafka-configs --describe``."""
+    found = {}
+    for line in output.splitlines():
+        match = re.match(r"^\s+([^=\s]+)=(.*) sensitive=(?:true|false) synonyms=\{(.*)\}$", line)
+        if match:
+            found[match.group(1)] = f"{match.group(2)} {{{match.group(3)}}}"
+    return found
+
+
+def test_kafka_configs_describes_alters_and_deletes_dynamic_broker_configs(
+    cluster: KafkaCluster,
+) -> None:
+    broker = ["--entity-type", "brokers", "--entity-name", "1"]
+    default = ["--entity-type", "brokers", "--entity-default"]
+    rates = {
+        "leader.replication.throttled.rate": "1048576",
+        "follower.replication.throttled.rate": "2097152",
+        "replica.alter.log.dirs.io.max.bytes.per.second": "3145728",
+        "log.retention.ms": "86400000",
+        "log.flush.interval.messages": "100000",
+        "max.connections.per.ip": "1000",
+        "num.io.threads": "12",
+    }
+    added = ",".join(f"{k}={v}" for k, v in rates.items())
+    try:
+        assert "Completed updating config for broker 1." in configs_tool(
+            cluster, *broker, "--alter", "--add-config", added
+        )
+        dynamic = described(configs_tool(cluster, *broker, "--describe"))
+        for name, value in rates.items():
+            assert dynamic[name].startswith(f"{value} {{DYNAMIC_BROKER_CONFIG:{name}={value}"), (
+                name,
+                dynamic,
+            )
+        configs_tool(cluster, *default, "--alter", "--add-config", "log.retention.ms=172800000")
+        everything = described(configs_tool(cluster, *broker, "--describe", "--all"))
+        assert everything["log.retention.ms"] == (
+            "86400000 {DYNAMIC_BROKER_CONFIG:log.retention.ms=86400000, "
+            "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=172800000, "
+            "DEFAULT_CONFIG:log.retention.hours=168}"
+        )
+        assert everything["log.retention.hours"] == ("168 {DEFAULT_CONFIG:log.retention.hours=168}")
+        assert everything["advertised.listeners"].startswith("PLAINTEXT://")
+        assert re.match(r"^\S+:\S+(,\S+:\S+)* \{", everything["listener.security.protocol.map"])
+        assert not any("Endpoint(" in v or "SecurityProtocol" in v for v in everything.values())
+        assert everything["broker.id"] == "1 {STATIC_BROKER_CONFIG:broker.id=1}"
+        # the topic defaults follow: a topic without override now keeps records one day
+        create_topic(cluster, "inheriting", partitions=1, rf=1)
+        topic = described(
+            configs_tool(
+                cluster,
+                "--entity-type",
+                "topics",
+                "--entity-name",
+                "inheriting",
+                "--describe",
+                "--all",
+            )
+        )
+        assert topic["retention.ms"].startswith("86400000 {DYNAMIC_BROKER_CONFIG:log.retention.ms")
+        # delete, including replica.alter.log.dirs.io.max.bytes.per.second
+        configs_tool(cluster, *broker, "--alter", "--delete-config", ",".join(rates))
+        assert described(configs_tool(cluster, *broker, "--describe")) == {}
+        refused = configs_tool(cluster, *broker, "--alter", "--add-config", "broker.id=9", ok=False)
+        assert "Cannot update these configs dynamically" in refused
+        unknown = configs_tool(
+            cluster,
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "inheriting",
+            "--alter",
+            "--add-config",
+            "flush.message=1",
+            ok=False,
+        )
+        assert "Unknown topic config name: flush.message" in unknown
+    finally:
+        configs_tool(cluster, *default, "--alter", "--delete-config", "log.retention.ms", ok=False)
+    assert described(configs_tool(cluster, *default, "--describe")) == {}
+
+
+def test_kafka_configs_sets_every_topic_config(cluster: KafkaCluster) -> None:
+    create_topic(cluster, "tooled", partitions=1, rf=1)
+    values = {
+        "compression.type": "zstd",
+        "compression.zstd.level": "5",
+        "flush.messages": "1000",
+        "flush.ms": "60000",
+        "segment.jitter.ms": "1000",
+        "segment.index.bytes": "1048576",
+        "file.delete.delay.ms": "1000",
+        "preallocate": "true",
+        "message.downconversion.enable": "false",
+        "message.timestamp.before.max.ms": "86400000",
+        "message.timestamp.after.max.ms": "3600000",
+        "local.retention.ms": "-2",
+        "max.message.bytes": "2000000",
+    }
+    entity = ["--entity-type", "topics", "--entity-name", "tooled"]
+    configs_tool(
+        cluster, *entity, "--alter", "--add-config", ",".join(f"{k}={v}" for k, v in values.items())
+    )
+    shown = described(configs_tool(cluster, *entity, "--describe"))
+    for name, value in values.items():
+        assert shown[name].startswith(f"{value} {{DYNAMIC_TOPIC_CONFIG:{name}={value}"), shown
+    refused = configs_tool(
+        cluster, *entity, "--alter", "--add-config", "remote.storage.enable=true", ok=False
+    )
+    assert "Tiered Storage functionality is disabled" in refused
+    configs_tool(cluster, *entity, "--alter", "--delete-config", ",".join(values))
+    assert described(configs_tool(cluster, *entity, "--describe")) == {}
+
+
+def test_kafka_topics_describe_shows_the_topic_id(cluster: KafkaCluster) -> None:
+    create_topic(cluster, "shown", partitions=2, rf=2)
+    zk = zk_client(cluster)
+    try:
+        stored = zk.get_replica_assignments(["shown"])["shown"].topic_id
+    finally:
+        zk.close()
+    output = kafka_tool(cluster, TOPIC_COMMAND, "--describe", "--topic", "shown")
+    assert f"TopicId: {stored}" in output, output
+
+
+def test_kafka_delete_records_advances_the_low_watermark_on_every_replica(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    create_topic(cluster, "purged", partitions=2, rf=3)
+    sender = producer(cluster, acks="all")
+    for i in range(50):
+        sender.send("purged", b"%d" % i, partition=i % 2)
+    sender.flush()
+    sender.close()
+    plan = tmp_path / "offsets.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "partitions": [
+                    {"topic": "purged", "partition": 0, "offset": 10},
+                    {"topic": "purged", "partition": 1, "offset": -1},
+                ],
+                "version": 1,
+            }
+        )
+    )
+    output = kafka_tool(cluster, DELETE_RECORDS_COMMAND, "--offset-json-file", str(plan))
+    assert "partition: purged-0\tlow_watermark: 10" in output, output
+    assert "partition: purged-1\tlow_watermark: 25" in output, output
+    for broker in cluster.brokers:
+        for partition, start in ((0, 10), (1, 25)):
+            wait_for(
+                lambda b=broker, p=partition, s=start: (
+                    checkpoint(cluster, b, "log-start-offset-checkpoint").get(
+                        TopicPartition("purged", p)
+                    )
+                    == s
+                ),
+                30,
+                f"purged-{partition} on broker {broker}",
+            )

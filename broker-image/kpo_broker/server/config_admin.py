@@ -48,6 +48,9 @@ OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
 
+#: ``cleanup.policy``: a LIST config in Kafka (APPEND/SUBTRACT apply), values compact, delete.
+CLEANUP_POLICY = "cleanup.policy"
+
 #: The entity name of cluster-wide dynamic broker defaults.
 DEFAULT_BROKER_ENTITY = "<default>"
 
@@ -119,7 +122,7 @@ def validate_broker_dynamic(
 
 
 def validate_topic(config: Mapping[str, str]) -> None:
-    """Check topic config overrides, including the KIP-73 throttled replica lists.
+    """Check topic config overrides, the KIP-73 throttled replica lists and ``cleanup.policy``.
 
     Raises:
         ConfigAdminError: INVALID_CONFIG naming the offending config.
@@ -136,6 +139,16 @@ def validate_topic(config: Mapping[str, str]) -> None:
         if value is not None and not _THROTTLED_REPLICAS.match(value.replace(" ", "")):
             raise ConfigAdminError(
                 40, f"{name} must be '*' or partition:broker pairs, got {value!r}"
+            )
+    policy = config.get(CLEANUP_POLICY)
+    if policy is not None:
+        # Kafka's ValidList.in("compact", "delete") for the LIST cleanup.policy
+        items = [item.strip() for item in policy.split(",")]
+        if not items or any(item not in ("compact", "delete") for item in items):
+            raise ConfigAdminError(
+                40,
+                f"Invalid value {policy} for configuration {CLEANUP_POLICY}: "
+                "String must be one of: compact, delete",
             )
 
 

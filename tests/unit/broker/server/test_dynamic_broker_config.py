@@ -157,3 +157,15 @@ def test_invalid_stored_dynamic_configs_are_skipped() -> None:
     dynamic = DynamicBrokerConfig(STATIC, {"log.retention.ms": "x", "broker.id": "9"}, {})
     assert dynamic.per_broker == {}
     assert dynamic.effective.broker_id == 0
+
+
+def test_cleanup_policy_is_validated_as_kafkas_list() -> None:
+    ca.validate_topic({"cleanup.policy": "compact,delete"})
+    ca.validate_topic({"cleanup.policy": "delete"})
+    with pytest.raises(ca.ConfigAdminError, match="String must be one of: compact, delete"):
+        ca.validate_topic({"cleanup.policy": "shred"})
+    assert ca.apply_incremental(
+        {"cleanup.policy": "delete"},
+        [("cleanup.policy", ca.OP_APPEND, "compact")],
+        {"cleanup.policy"},
+    ) == {"cleanup.policy": "delete,compact"}

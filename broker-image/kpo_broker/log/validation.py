@@ -161,14 +161,17 @@ def validate_producer_batches(
         if not log_append_time:
             _check_timestamps(index, header, timestamps, config, now_ms)
         max_timestamp = now_ms if log_append_time else max(timestamps)
+        start = len(out)
         if target_codec is not None and target_codec != header.compression_type:
-            piece = recompress_batch(batch, body, target_codec, config)
-            header = parse_header(piece, 0)
+            rebuilt = recompress_batch(batch, body, target_codec, config)
+            header = parse_header(rebuilt, 0)
             _check_size(header, config.max_message_bytes)
+            out += rebuilt
         else:
-            piece = bytearray(batch)
-        headers.append(set_max_timestamp(memoryview(piece), header, log_append_time, max_timestamp))
-        out += piece
+            out += batch
+        headers.append(
+            set_max_timestamp(memoryview(out)[start:], header, log_append_time, max_timestamp)
+        )
         position = end
     return ValidatedRecords(
         bytes(out), tuple(headers), now_ms if log_append_time and headers else NO_TIMESTAMP
@@ -207,6 +210,8 @@ def _check_timestamps(
     """
     low = now_ms - config.message_timestamp_before_max_ms
     high = now_ms + config.message_timestamp_after_max_ms
+    if all(low <= t <= high or t == NO_TIMESTAMP for t in (min(timestamps), max(timestamps))):
+        return
     errors = [
         RecordError(
             position,

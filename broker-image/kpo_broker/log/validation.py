@@ -210,8 +210,8 @@ def _check_timestamps(
     """
     low = now_ms - config.message_timestamp_before_max_ms
     high = now_ms + config.message_timestamp_after_max_ms
-    if all(low <= t <= high or t == NO_TIMESTAMP for t in (min(timestamps), max(timestamps))):
-        return
+    if low <= min(timestamps) and max(timestamps) <= high:
+        return  # the common case: every record within bounds (-1 included when low <= -1)
     errors = [
         RecordError(
             position,

@@ -157,3 +157,12 @@ def test_segment_jitter_rolls_earlier(open_log: OpenLog) -> None:
     assert len(log.segments) == 1  # waited exactly segment.ms - jitter: not yet
     log.append_as_leader(make_batch([b"c"], timestamps=[NOW_MS + 1_001 - jitter]), 0, NOW_MS)
     assert len(log.segments) == 2
+
+
+def test_records_without_timestamp_pass_but_do_not_hide_others(open_log: OpenLog) -> None:
+    log = open_log(LogConfig(file_delete_delay_ms=0, message_timestamp_before_max_ms=1_000))
+    mixed = make_batch([b"a", b"b", b"c"], timestamps=[NOW_MS - 5_000, -1, NOW_MS])
+    with pytest.raises(InvalidTimestampError) as caught:
+        log.append_as_leader(mixed, 0, NOW_MS)
+    assert [e.batch_index for e in caught.value.record_errors] == [0]
+    assert log.append_as_leader(make_batch([b"d"], timestamps=[-1]), 0, NOW_MS).records_count == 1

@@ -24,8 +24,10 @@ def test_create_topic_writes_config_and_assignment_in_kafkas_format(
     finally:
         raw.stop()
         raw.close()
+    topic_id = zk_client.get_replica_assignments(["orders"])["orders"].topic_id
+    assert topic_id is not None and len(topic_id) == 22  # KIP-516, Kafka's Uuid string
     assert topic == (
-        b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},'
+        b'{"version":3,"topic_id":"' + topic_id.encode() + b'","partitions":{"0":[1,2],"1":[2,3]},'
         b'"adding_replicas":{},"removing_replicas":{}}'
     )
     assert config == b'{"version":1,"config":{"cleanup.policy":"compact"}}'

@@ -20,7 +20,7 @@ EXPECTED = {
     "IncrementalAlterConfigs", "AlterConfigs", "DescribeCluster", "ElectLeaders",
     "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeLogDirs",
     "AlterReplicaLogDirs", "FindCoordinator", "LeaderAndIsr", "StopReplica",
-    "UpdateMetadata", "ControlledShutdown", "InitProducerId",
+    "UpdateMetadata", "ControlledShutdown", "InitProducerId", "DeleteRecords",
 }  # fmt: skip
 
 

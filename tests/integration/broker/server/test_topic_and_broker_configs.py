@@ -548,8 +548,10 @@ def test_kafka_configs_describes_alters_and_deletes_dynamic_broker_configs(
         assert everything["advertised.listeners"].startswith("PLAINTEXT://")
         assert re.match(r"^\S+:\S+(,\S+:\S+)* \{", everything["listener.security.protocol.map"])
         assert not any("Endpoint(" in v or "SecurityProtocol" in v for v in everything.values())
-        assert everything["broker.id"] == "1 {STATIC_BROKER_CONFIG:broker.id=1}"
-        # the topic defaults follow: a topic without override now keeps records one day
+        assert everything["broker.id"] == (
+            "1 {STATIC_BROKER_CONFIG:broker.id=1, DEFAULT_CONFIG:broker.id=-1}"
+        )
+        # the topic defaults follow: a topic without override inherits the broker's
         create_topic(cluster, "inheriting", partitions=1, rf=1)
         topic = described(
             configs_tool(
@@ -562,7 +564,9 @@ def test_kafka_configs_describes_alters_and_deletes_dynamic_broker_configs(
                 "--all",
             )
         )
-        assert topic["retention.ms"].startswith("86400000 {DYNAMIC_BROKER_CONFIG:log.retention.ms")
+        # described by whichever broker answers: its own dynamic config, then the default
+        assert "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=172800000" in topic["retention.ms"]
+        assert topic["retention.ms"].endswith("DEFAULT_CONFIG:log.retention.hours=168}")
         # delete, including replica.alter.log.dirs.io.max.bytes.per.second
         configs_tool(cluster, *broker, "--alter", "--delete-config", ",".join(rates))
         assert described(configs_tool(cluster, *broker, "--describe")) == {}
@@ -582,6 +586,9 @@ def test_kafka_configs_describes_alters_and_deletes_dynamic_broker_configs(
         assert "Unknown topic config name: flush.message" in unknown
     finally:
         configs_tool(cluster, *default, "--alter", "--delete-config", "log.retention.ms", ok=False)
+        leftovers = described(configs_tool(cluster, *broker, "--describe"))
+        if leftovers:
+            configs_tool(cluster, *broker, "--alter", "--delete-config", ",".join(leftovers))
     assert described(configs_tool(cluster, *default, "--describe")) == {}
 
 

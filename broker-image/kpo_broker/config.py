@@ -32,6 +32,7 @@ from pydantic import (
     model_validator,
 )
 
+from kpo_broker.log.config import COMPRESSION_TYPES, TIMESTAMP_TYPES
 from kpo_broker.protocol.endpoints import (
     DEFAULT_PROTOCOL_MAP,
     Endpoint,
@@ -298,6 +299,80 @@ class BrokerConfig(BaseModel):
     follower_replication_throttled_rate: KafkaInt = _long(
         "follower.replication.throttled.rate", _LONG_MAX, f"Follower throttle, B/s. {_H} Long.MAX."
     )
+    # Log defaults of the remaining topic configs (Kafka's ServerLogConfigs; the topic config
+    # each one is the default of is in kpo_broker.server.dynamic_config.TOPIC_CONFIGS).
+    log_roll_jitter_ms: KafkaInt | None = _long(
+        "log.roll.jitter.ms", None, f"Segment roll jitter, ms; over hours. {_H} null."
+    )
+    log_roll_jitter_hours: KafkaInt = _int(
+        "log.roll.jitter.hours", 0, f"Segment roll jitter, h. {_H} 0."
+    )
+    log_index_size_max_bytes: KafkaInt = _int(
+        "log.index.size.max.bytes", 10485760, f"Index file size, bytes. {_H} 10 MiB.", ge=4
+    )
+    log_flush_interval_messages: KafkaInt = _long(
+        "log.flush.interval.messages", _LONG_MAX, f"Fsync every N records. {_H} Long.MAX.", ge=1
+    )
+    log_flush_interval_ms: KafkaInt | None = _long(
+        "log.flush.interval.ms", None, f"Fsync age, ms; null: scheduler interval. {_H} null."
+    )
+    log_flush_scheduler_interval_ms: KafkaInt = _long(
+        "log.flush.scheduler.interval.ms", _LONG_MAX, f"Flush check, ms. {_H} Long.MAX."
+    )
+    log_segment_delete_delay_ms: KafkaInt = _long(
+        "log.segment.delete.delay.ms", 60000, f"Delay before removing files, ms. {_H} 60000."
+    )
+    log_preallocate: KafkaBool = _prop(
+        "log.preallocate", False, f"Preallocate segment files (no effect here). {_H} false."
+    )
+    compression_type: str = _prop(
+        "compression.type", "producer", f"Codec of stored batches. {_H} producer."
+    )
+    compression_gzip_level: KafkaInt = _int(
+        "compression.gzip.level", -1, f"gzip level, 1..9 or -1. {_H} -1.", ge=-1, le=9
+    )
+    compression_lz4_level: KafkaInt = _int(
+        "compression.lz4.level", 9, f"lz4 level, 1..17. {_H} 9.", ge=1, le=17
+    )
+    compression_zstd_level: KafkaInt = _int(
+        "compression.zstd.level", 3, f"zstd level, -131072..22. {_H} 3.", ge=-131072, le=22
+    )
+    log_message_timestamp_type: str = _prop(
+        "log.message.timestamp.type", "CreateTime", f"CreateTime or LogAppendTime. {_H} CreateTime."
+    )
+    log_message_timestamp_difference_max_ms: KafkaInt = _long(
+        "log.message.timestamp.difference.max.ms",
+        _LONG_MAX,
+        f"Deprecated bound of before/after.max.ms, ms. {_H} Long.MAX.",
+    )
+    log_message_timestamp_before_max_ms: KafkaInt = _long(
+        "log.message.timestamp.before.max.ms", _LONG_MAX, f"Oldest CreateTime, ms. {_H} Long.MAX."
+    )
+    log_message_timestamp_after_max_ms: KafkaInt = _long(
+        "log.message.timestamp.after.max.ms", _LONG_MAX, f"Latest CreateTime, ms. {_H} Long.MAX."
+    )
+    log_message_downconversion_enable: KafkaBool = _prop(
+        "log.message.downconversion.enable", True, f"Down-convert for old fetches. {_H} true."
+    )
+    log_message_format_version: str = _prop(
+        "log.message.format.version", "3.0-IV1", f"Ignored since IBP 3.0. {_H} 3.0-IV1."
+    )
+    log_local_retention_ms: KafkaInt = _long(
+        "log.local.retention.ms", -2, f"Tiered storage local retention, ms. {_H} -2.", ge=-2
+    )
+    log_flush_offset_checkpoint_interval_ms: KafkaInt = _int(
+        "log.flush.offset.checkpoint.interval.ms",
+        60000,
+        f"Recovery point checkpoint interval, ms. {_H} 60000.",
+    )
+    log_flush_start_offset_checkpoint_interval_ms: KafkaInt = _int(
+        "log.flush.start.offset.checkpoint.interval.ms",
+        60000,
+        f"Log start offset checkpoint interval, ms. {_H} 60000.",
+    )
+    log_local_retention_bytes: KafkaInt = _long(
+        "log.local.retention.bytes", -2, f"Tiered storage local retention, B. {_H} -2.", ge=-2
+    )
     # Group coordinator and __consumer_offsets (Kafka's GroupCoordinatorConfig, OffsetConfig).
     offsets_topic_num_partitions: KafkaInt = _int(
         "offsets.topic.num.partitions", 50, f"__consumer_offsets partitions. {_H} 50.", ge=1
@@ -481,6 +556,36 @@ class BrokerConfig(BaseModel):
         if self.log_roll_ms is not None:
             return self.log_roll_ms
         return self.log_roll_hours * 3_600_000
+
+    @property
+    def log_roll_jitter_time_ms(self) -> int:
+        """Segment roll jitter in ms: log.roll.jitter.ms, else log.roll.jitter.hours."""
+        if self.log_roll_jitter_ms is not None:
+            return self.log_roll_jitter_ms
+        return self.log_roll_jitter_hours * 3_600_000
+
+    @property
+    def log_flush_time_ms(self) -> int:
+        """Fsync age in ms: log.flush.interval.ms, else log.flush.scheduler.interval.ms."""
+        if self.log_flush_interval_ms is not None:
+            return self.log_flush_interval_ms
+        return self.log_flush_scheduler_interval_ms
+
+    @field_validator("compression_type")
+    @classmethod
+    def _compression_type(cls, value: str) -> str:
+        """Kafka's BrokerCompressionType names."""
+        if value not in COMPRESSION_TYPES:
+            raise ValueError(f"{value!r} is not one of {', '.join(COMPRESSION_TYPES)}")
+        return value
+
+    @field_validator("log_message_timestamp_type")
+    @classmethod
+    def _timestamp_type(cls, value: str) -> str:
+        """Kafka's TimestampType names."""
+        if value not in TIMESTAMP_TYPES:
+            raise ValueError(f"{value!r} is not CreateTime or LogAppendTime")
+        return value
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, str]) -> BrokerConfig:

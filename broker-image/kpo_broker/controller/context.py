@@ -76,6 +76,8 @@ class ControllerContext:
         self.shutting_down_broker_ids: set[int] = set()
         self.all_topics: set[str] = set()
         self._assignments: dict[str, dict[int, ReplicaAssignment]] = {}
+        #: topic -> its id (KIP-516), as stored in ``/brokers/topics/<topic>``.
+        self.topic_ids: dict[str, str] = {}
         self._leadership: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         self.partition_states: dict[TopicPartition, PartitionState] = {}
         self.replica_states: dict[PartitionAndReplica, ReplicaState] = {}
@@ -236,6 +238,7 @@ class ControllerContext:
             self.partitions_being_reassigned.discard(tp)
         self.replica_states = {r: s for r, s in self.replica_states.items() if r.topic != topic}
         self._assignments.pop(topic, None)
+        self.topic_ids.pop(topic, None)
         self.all_topics.discard(topic)
         self.topics_to_be_deleted.discard(topic)
         self.topics_with_deletion_started.discard(topic)

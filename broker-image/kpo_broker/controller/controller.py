@@ -107,6 +107,7 @@ from kpo_broker.controller.events import (
     TopicChange,
     TopicDeletion,
     TopicDeletionStopReplicaResponseReceived,
+    TopicUncleanLeaderElectionEnable,
     ZkPartitionReassignment,
 )
 from kpo_broker.controller.leader_election import (
@@ -127,8 +128,9 @@ from kpo_broker.controller.states import PartitionState, ReplicaState
 from kpo_broker.controller.topic_deletion import TopicDeletionManager
 from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.data import new_topic_id
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import ReplicaAssignment
+from kpo_broker.zk.model import ReplicaAssignment, TopicAssignment
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
 from kpo_kafka.topic_partition import TopicPartition
@@ -306,6 +308,14 @@ class KafkaController:
         self.event_manager.put(event)
         return event.result
 
+    def enable_topic_unclean_leader_election(self, topic: str) -> None:
+        """Elect the offline partitions of ``topic`` now that it allows unclean elections.
+
+        Kafka's ``KafkaController.enableTopicUncleanLeaderElection``: queued on the event
+        thread; a no-op unless this controller is active.
+        """
+        self.event_manager.put(TopicUncleanLeaderElectionEnable(topic))
+
     def elect_leaders(
         self, partitions: Iterable[TopicPartition] | None, election_type: ElectionType
     ) -> Future[ElectionResults]:
@@ -422,6 +432,9 @@ class KafkaController:
             self._process_zk_partition_reassignment()
         elif isinstance(event, PartitionReassignmentIsrChange):
             self._process_partition_reassignment_isr_change(event.topic_partition)
+        elif isinstance(event, TopicUncleanLeaderElectionEnable):
+            if self.is_active:
+                self.partition_state_machine.trigger_online_partition_state_change(event.topic)
         else:
             _log.warning("ignoring unknown controller event %s", event.name)
 
@@ -570,6 +583,7 @@ class KafkaController:
         self.watches.watch_topics(sorted(topics))
         for topic, assignment in self.zk.get_replica_assignments(topics).items():
             ctx.set_topic_assignment(topic, assignment.partitions)
+            self._set_topic_id(assignment)
         ctx.partitions_being_reassigned = {
             tp
             for tp in ctx.all_partitions()
@@ -811,10 +825,35 @@ class KafkaController:
         added: set[TopicPartition] = set()
         for topic, assignment in assignments.items():
             ctx.set_topic_assignment(topic, assignment.partitions)
+            self._set_topic_id(assignment)
             added |= ctx.partitions_for_topic(topic)
         _log.info("topic change: new %s, deleted %s", sorted(new_topics), sorted(deleted_topics))
         if added:
             self._on_new_partition_creation(added)
+
+    def _set_topic_id(self, assignment: TopicAssignment) -> None:
+        """Record a topic's id; give one to a topic created without (KIP-516).
+
+        Kafka's ``KafkaController.setTopicIds``: topics written by Kafka before 2.8 (or by
+        an older admin tool) get a new id in their ``/brokers/topics/<topic>`` znode,
+        written with the controller's fence; a write that loses a race is retried on the
+        next topic change (the id is then read back).
+        """
+        topic_id = assignment.topic_id
+        if topic_id is None:
+            topic_id = new_topic_id()
+            written = self.zk.set_replica_assignment(
+                assignment.topic,
+                assignment.partitions,
+                assignment.zk_version,
+                topic_id=topic_id,
+                controller_epoch_zk_version=self.context.epoch_zk_version,
+            )
+            if written is None:
+                _log.warning("topic %s: could not store its new topic id", assignment.topic)
+                return
+            _log.info("topic %s: assigned topic id %s", assignment.topic, topic_id)
+        self.context.topic_ids[assignment.topic] = topic_id
 
     def _process_partition_modifications(self, topic: str) -> None:
         """Create partitions added to ``topic``'s assignment."""

@@ -113,6 +113,16 @@ class PartitionModifications(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class TopicUncleanLeaderElectionEnable(ControllerEvent):
+    """A topic's ``unclean.leader.election.enable`` became true: elect its offline partitions.
+
+    Kafka's ``TopicUncleanLeaderElectionEnable`` (sent by the topic config handler).
+    """
+
+    topic: str
+
+
+@dataclass(frozen=True)
 class TopicDeletion(ControllerEvent):
     """The children of ``/admin/delete_topics`` changed: topics are queued for deletion."""
 

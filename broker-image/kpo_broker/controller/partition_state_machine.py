@@ -112,6 +112,10 @@ class PartitionStateMachine:
         self._batch = batch
         self._unclean_default = unclean_leader_election_enable
 
+    def set_unclean_default(self, enabled: bool) -> None:
+        """Take a new broker default ``unclean.leader.election.enable`` (dynamic, KIP-226)."""
+        self._unclean_default = enabled
+
     def startup(self) -> None:
         """Initialise every partition's state from the context, then elect where needed.
 

@@ -376,6 +376,7 @@ class ReassignmentManager:
                 tp.topic,
                 merged,
                 current.zk_version,
+                topic_id=current.topic_id,
                 controller_epoch_zk_version=self._context.epoch_zk_version,
             )
             if version is not None:

@@ -35,6 +35,7 @@ from kpo_broker.protocol.interbroker import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
+from kpo_broker.zk.data import topic_id_to_uuid
 from kpo_broker.zk.model import LEADER_DURING_DELETE, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -57,7 +58,7 @@ StopReplicaResponseHandler = Callable[[int, Any, frozenset[TopicPartition]], Non
 class RequestVersions:
     """Versions the controller sends its requests at.
 
-    Only the topic-grouped shapes are built: LeaderAndIsr v2-v4, UpdateMetadata v5-v6,
+    Only the topic-grouped shapes are built: LeaderAndIsr v2-v4, UpdateMetadata v5-v7,
     StopReplica v3 (KIP-570), i.e. what Kafka 2.6+ brokers accept.
 
     Raises:
@@ -65,13 +66,13 @@ class RequestVersions:
     """
 
     leader_and_isr: int = 4
-    update_metadata: int = 6
+    update_metadata: int = 7
     stop_replica: int = 3
 
     def __post_init__(self) -> None:
         for name, value, lo, hi in (
             ("LeaderAndIsr", self.leader_and_isr, 2, 4),
-            ("UpdateMetadata", self.update_metadata, 5, 6),
+            ("UpdateMetadata", self.update_metadata, 5, 7),
             ("StopReplica", self.stop_replica, 3, 3),
         ):
             if not lo <= value <= hi:
@@ -355,7 +356,11 @@ class ControllerBrokerRequestBatch:
             controller_epoch=controller_epoch,
             broker_epoch=self._broker_epoch(broker_id),
             topic_states=[
-                UpdateMetadataTopicState(topic_name=topic, partition_states=states)
+                UpdateMetadataTopicState(
+                    topic_name=topic,
+                    topic_id=topic_id_to_uuid(self._context.topic_ids.get(topic)),
+                    partition_states=states,
+                )
                 for topic, states in sorted(by_topic.items())
             ],
             live_brokers=live_brokers,

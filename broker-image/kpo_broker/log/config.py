@@ -23,6 +23,14 @@ _TOPIC_CONFIG_FIELDS: dict[str, tuple[str, int]] = {
     "segment.index.bytes": ("segment_index_bytes", 4),
     "max.message.bytes": ("max_message_bytes", 0),
     "file.delete.delay.ms": ("file_delete_delay_ms", 0),
+    "segment.jitter.ms": ("segment_jitter_ms", 0),
+    "flush.messages": ("flush_messages", 1),
+    "flush.ms": ("flush_ms", 0),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", 0),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", 0),
+    "compression.gzip.level": ("compression_gzip_level", -1),
+    "compression.lz4.level": ("compression_lz4_level", 1),
+    "compression.zstd.level": ("compression_zstd_level", -131072),
 }
 
 # broker config name -> (LogConfig field, multiplier to the field's unit); earlier names in
@@ -49,6 +57,16 @@ LOG_APPEND_TIME = "LogAppendTime"
 TIMESTAMP_TYPES = (CREATE_TIME, LOG_APPEND_TIME)
 _TIMESTAMP_TYPE_CONFIG = "message.timestamp.type"
 
+#: ``compression.type`` values (Kafka's ``BrokerCompressionType``): ``producer`` keeps each
+#: batch's codec, the others are the codec the leader stores batches with.
+PRODUCER_COMPRESSION = "producer"
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", PRODUCER_COMPRESSION)
+_COMPRESSION_TYPE_CONFIG = "compression.type"
+#: Largest legal compression level per level field (Kafka's ``CompressionType`` validators);
+#: gzip also takes -1 (the library default) but nothing between -1 and 1.
+_MAXIMUMS = {"compression_gzip_level": 9, "compression_lz4_level": 17, "compression_zstd_level": 22}
+_LONG_MAX = 2**63 - 1
+
 
 @dataclass(frozen=True)
 class LogConfig:
@@ -74,6 +92,21 @@ class LogConfig:
         message_timestamp_type: ``CreateTime`` keeps the producer's record timestamps;
             ``LogAppendTime`` stamps each batch with the leader's clock at append
             (``message.timestamp.type``, KIP-32).
+        segment_jitter_ms: each new segment rolls up to this many ms (a random amount,
+            fixed per segment) before ``segment_ms`` (``segment.jitter.ms``, default 0).
+        flush_messages: fsync the log once this many records are unflushed
+            (``flush.messages``, default Long.MAX: leave it to the OS).
+        flush_ms: fsync the log once its last flush is this many ms old (``flush.ms``,
+            default Long.MAX), checked every ``log.flush.scheduler.interval.ms``.
+        message_timestamp_before_max_ms: refuse CreateTime records older than this many ms
+            before the leader's clock (``message.timestamp.before.max.ms``, KIP-937).
+        message_timestamp_after_max_ms: refuse CreateTime records more than this many ms
+            ahead of the leader's clock (``message.timestamp.after.max.ms``, KIP-937).
+        compression_type: codec the leader stores producer batches with; ``producer``
+            keeps each batch's own (``compression.type``, Kafka's LogValidator).
+        compression_gzip_level: gzip level when recompressing, 1..9 or -1 (library default).
+        compression_lz4_level: lz4 level when recompressing, 1..17 (default 9).
+        compression_zstd_level: zstd level when recompressing, -131072..22 (default 3).
 
     Raises:
         InvalidLogConfigError: a value is below Kafka's minimum for that config, or
@@ -89,8 +122,28 @@ class LogConfig:
     max_message_bytes: int = 1_048_588
     file_delete_delay_ms: int = 60_000
     message_timestamp_type: str = CREATE_TIME
+    segment_jitter_ms: int = 0
+    flush_messages: int = _LONG_MAX
+    flush_ms: int = _LONG_MAX
+    message_timestamp_before_max_ms: int = _LONG_MAX
+    message_timestamp_after_max_ms: int = _LONG_MAX
+    compression_type: str = PRODUCER_COMPRESSION
+    compression_gzip_level: int = -1
+    compression_lz4_level: int = 9
+    compression_zstd_level: int = 3
 
     def __post_init__(self) -> None:
+        if self.compression_type not in COMPRESSION_TYPES:
+            raise InvalidLogConfigError(
+                f"{_COMPRESSION_TYPE_CONFIG}={self.compression_type!r} is not one of "
+                f"{', '.join(COMPRESSION_TYPES)}"
+            )
+        for field_name, maximum in _MAXIMUMS.items():
+            level = getattr(self, field_name)
+            if isinstance(level, int) and level > maximum:
+                raise InvalidLogConfigError(f"{field_name}={level} is above the maximum {maximum}")
+        if self.compression_gzip_level == 0:
+            raise InvalidLogConfigError("compression_gzip_level must be -1 or 1..9, got 0")
         if self.message_timestamp_type not in TIMESTAMP_TYPES:
             raise InvalidLogConfigError(
                 f"{_TIMESTAMP_TYPE_CONFIG}={self.message_timestamp_type!r} is not one of "
@@ -129,6 +182,8 @@ class LogConfig:
                 changes[field] = _parse_int(name, overrides[name])
         if _TIMESTAMP_TYPE_CONFIG in overrides:
             changes["message_timestamp_type"] = overrides[_TIMESTAMP_TYPE_CONFIG].strip()
+        if _COMPRESSION_TYPE_CONFIG in overrides:
+            changes["compression_type"] = overrides[_COMPRESSION_TYPE_CONFIG].strip()
         return dataclasses.replace(defaults or cls(), **changes)
 
     @classmethod
@@ -156,6 +211,7 @@ class LogConfig:
             name: str(getattr(self, field)) for name, (field, _m) in _TOPIC_CONFIG_FIELDS.items()
         }
         config[_TIMESTAMP_TYPE_CONFIG] = self.message_timestamp_type
+        config[_COMPRESSION_TYPE_CONFIG] = self.compression_type
         return config
 
 

@@ -173,3 +173,16 @@ class InvalidLogConfigError(LogError):
     """
 
     error_code = INVALID_CONFIG
+
+
+INVALID_TIMESTAMP = 32
+
+
+class InvalidTimestampError(InvalidRecordError):
+    """A CreateTime record outside ``message.timestamp.before.max.ms`` / ``after.max.ms``.
+
+    Maps to ``INVALID_TIMESTAMP`` (32), as Kafka's ``LogValidator.validateTimestamp``
+    (KIP-937); the offending records are listed in ``record_errors``.
+    """
+
+    error_code = INVALID_TIMESTAMP

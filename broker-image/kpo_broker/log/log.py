@@ -63,6 +63,7 @@ class Log:
         self._log_start_offset = log_start_offset
         self._epoch_cache = leader_epoch_cache
         self._producer_state = ProducerStateManager()
+        self.last_flush_ms = _now_ms()
 
     @classmethod
     def open(
@@ -248,6 +249,8 @@ class Log:
         for header in headers:
             self._epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
         self._producer_state.update(headers)
+        if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+            self.flush()  # flush.messages: Kafka's UnifiedLog.append
         return info
 
     def roll(self, now_ms: int | None = None) -> LogSegment:
@@ -422,6 +425,22 @@ class Log:
     def flush(self, offset: int | None = None) -> None:
         """Fsync data in ``[recovery_point, offset)`` (LEO by default); advance the point."""
         self._local.flush(offset)
+        self.last_flush_ms = _now_ms()
+
+    def flush_if_due(self, now_ms: int) -> bool:
+        """Fsync if the last fsync is at least ``flush.ms`` old and data is unflushed.
+
+        Kafka's ``LogManager.flushDirtyLogs`` check for one log.
+
+        Returns:
+            True if the log was flushed.
+        """
+        if self.recovery_point >= self.log_end_offset:
+            return False
+        if now_ms - self.last_flush_ms < self.config.flush_ms:
+            return False
+        self.flush()
+        return True
 
     def close(self) -> None:
         """Close every segment (writing final time index entries); idempotent.

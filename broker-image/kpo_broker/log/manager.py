@@ -429,6 +429,14 @@ class LogManager:
         self._purge_deleted_logs(now_ms)
         return deleted
 
+    def flush_dirty_logs(self, now_ms: int) -> int:
+        """Fsync every log whose last fsync is ``flush.ms`` old (Kafka's ``flushDirtyLogs``).
+
+        Returns:
+            The number of logs flushed.
+        """
+        return sum(1 for log in list(self._logs.values()) if log.flush_if_due(now_ms))
+
     def describe_log_dirs(self) -> list[LogDirInfo]:
         """Per log dir: each partition's size in bytes and the file system's capacity.
 

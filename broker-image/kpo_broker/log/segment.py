@@ -9,6 +9,7 @@ index entry is ``(largest timestamp so far, last offset of the batch holding it)
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +28,16 @@ from kpo_broker.log.names import (
 from kpo_broker.log.records import BatchHeader, find_timestamp_in_batch
 
 _MAX_RELATIVE_OFFSET = 2**31 - 1
+
+
+def random_segment_jitter(config: LogConfig) -> int:
+    """Draw a segment's roll jitter in ms, in ``[0, min(segment.jitter.ms, segment.ms))``.
+
+    Kafka's ``LogConfig.randomSegmentJitter``; 0 when ``segment.jitter.ms`` is 0.
+    """
+    if config.segment_jitter_ms <= 0:
+        return 0
+    return random.randrange(min(config.segment_jitter_ms, config.segment_ms))
 
 
 class LogSegment:
@@ -57,6 +68,7 @@ class LogSegment:
         self.max_timestamp_so_far = NO_TIMESTAMP
         self.offset_of_max_timestamp_so_far = base_offset
         self._closed = False
+        self.roll_jitter_ms = 0
         self._load_max_timestamp()
 
     @classmethod
@@ -70,7 +82,7 @@ class LogSegment:
         index_path = directory / offset_file_name(base_offset, INDEX_SUFFIX)
         time_index_path = directory / offset_file_name(base_offset, TIME_INDEX_SUFFIX)
         missing = not index_path.exists() or not time_index_path.exists()
-        return cls(
+        segment = cls(
             base_offset,
             FileRecords(directory / offset_file_name(base_offset, LOG_SUFFIX)),
             OffsetIndex(index_path, base_offset, config.segment_index_bytes),
@@ -78,6 +90,8 @@ class LogSegment:
             now_ms,
             missing,
         )
+        segment.roll_jitter_ms = random_segment_jitter(config)
+        return segment
 
     @property
     def size(self) -> int:
@@ -238,13 +252,15 @@ class LogSegment:
         """Tell whether an append of ``messages_size`` bytes must go to a new segment.
 
         Rolls when the segment would exceed ``segment.bytes``, a non-empty segment is
-        older than ``segment.ms``, an index is full, or the append's last offset cannot be
-        stored relative to the base offset (Kafka's ``LogSegment.shouldRoll``).
+        older than ``segment.ms`` less its ``roll_jitter_ms`` (``segment.jitter.ms``), an
+        index is full, or the append's last offset cannot be stored relative to the base
+        offset (Kafka's ``LogSegment.shouldRoll``).
         """
         if self.size > config.segment_bytes - messages_size:
             return True
         if self.size > 0 and (
-            self.time_waited_for_roll(now_ms, max_timestamp_in_messages) > config.segment_ms
+            self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+            > config.segment_ms - self.roll_jitter_ms
         ):
             return True
         if self.offset_index.is_full or self.time_index.is_full:

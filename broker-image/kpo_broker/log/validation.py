@@ -23,13 +23,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import crc32c
 from kafka.record.default_records import DefaultRecordBatch
 
-from kpo_broker.log.compression import decompress_records
+from kpo_broker.log.compression import (
+    CODEC_GZIP,
+    CODEC_LZ4,
+    CODEC_OF_COMPRESSION_TYPE,
+    CODEC_ZSTD,
+    compress_records,
+    decompress_records,
+)
 from kpo_broker.log.config import LOG_APPEND_TIME, LogConfig
 from kpo_broker.log.errors import (
     CorruptRecordError,
     InvalidRecordError,
+    InvalidTimestampError,
     OffsetsOutOfOrderError,
     RecordError,
     RecordTooLargeError,
@@ -38,7 +47,9 @@ from kpo_broker.log.info import LogAppendInfo
 from kpo_broker.log.records import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
+    CRC_OFFSET,
     HEADER_SIZE,
+    LOG_OVERHEAD,
     MAGIC_OFFSET,
     MAGIC_V2,
     NO_TIMESTAMP,
@@ -122,9 +133,10 @@ def validate_producer_batches(
         UnsupportedCompressionTypeError: the codec's library is not installed.
     """
     view = memoryview(records)
-    out = bytearray(view)
+    out = bytearray()
     headers: list[BatchHeader] = []
     log_append_time = config.message_timestamp_type == LOG_APPEND_TIME
+    target_codec = CODEC_OF_COMPRESSION_TYPE.get(config.compression_type)
     position = 0
     while position < len(view):
         index = len(headers)
@@ -145,10 +157,20 @@ def validate_producer_batches(
         if not crc_matches(header, batch):
             raise CorruptRecordError(f"CRC32C mismatch in batch {index}")
         _check_batch_header(index, header)
-        timestamps = _decode_records(index, header, batch, config.max_message_bytes)
+        timestamps, body = _decode_records(index, header, batch, config.max_message_bytes)
+        if not log_append_time:
+            _check_timestamps(index, header, timestamps, config, now_ms)
         max_timestamp = now_ms if log_append_time else max(timestamps)
+        start = len(out)
+        if target_codec is not None and target_codec != header.compression_type:
+            rebuilt = recompress_batch(batch, body, target_codec, config)
+            header = parse_header(rebuilt, 0)
+            _check_size(header, config.max_message_bytes)
+            out += rebuilt
+        else:
+            out += batch
         headers.append(
-            set_max_timestamp(memoryview(out)[position:end], header, log_append_time, max_timestamp)
+            set_max_timestamp(memoryview(out)[start:], header, log_append_time, max_timestamp)
         )
         position = end
     return ValidatedRecords(
@@ -173,10 +195,86 @@ def _check_batch_header(index: int, header: BatchHeader) -> None:
         raise InvalidRecordError(f"batch {index} is a control batch; producers cannot write one")
 
 
+def _check_timestamps(
+    index: int, header: BatchHeader, timestamps: list[int], config: LogConfig, now_ms: int
+) -> None:
+    """Refuse CreateTime records outside the topic's timestamp bounds (KIP-937).
+
+    Kafka's ``LogValidator.validateTimestamp``: a record whose timestamp is more than
+    ``message.timestamp.before.max.ms`` behind or ``message.timestamp.after.max.ms`` ahead
+    of the leader's clock fails its batch with INVALID_TIMESTAMP; records without a
+    timestamp (-1) pass.
+
+    Raises:
+        InvalidTimestampError: listing the offending records.
+    """
+    low = now_ms - config.message_timestamp_before_max_ms
+    high = now_ms + config.message_timestamp_after_max_ms
+    if low <= min(timestamps) and max(timestamps) <= high:
+        return  # the common case: every record within bounds (-1 included when low <= -1)
+    errors = [
+        RecordError(
+            position,
+            f"Timestamp {timestamp} of message with offset {header.base_offset + position} is "
+            f"out of range. The timestamp should be within [{low}, {high}]",
+        )
+        for position, timestamp in enumerate(timestamps)
+        if timestamp != NO_TIMESTAMP
+        and (
+            now_ms - timestamp > config.message_timestamp_before_max_ms
+            or timestamp - now_ms > config.message_timestamp_after_max_ms
+        )
+    ]
+    if errors:
+        raise InvalidTimestampError(
+            f"One or more records in batch {index} have been rejected due to invalid timestamp",
+            tuple(errors),
+        )
+
+
+def recompress_batch(
+    batch: memoryview | bytes, body: bytes, codec: int, config: LogConfig
+) -> bytearray:
+    """Rebuild one batch with its records section in ``codec`` (Kafka's recompression).
+
+    Kafka's ``LogValidator`` rewrites a producer's batch whose codec differs from the
+    topic's ``compression.type`` (unless that is ``producer``): same header fields
+    (producer id, epoch, sequence, timestamps, record count), the records section
+    compressed with the topic's codec and level, attributes, batch length and CRC updated.
+
+    Args:
+        batch: the producer's batch.
+        body: its uncompressed records section.
+        codec: the target codec id.
+        config: the topic's log config (compression levels).
+
+    Returns:
+        The new batch.
+    """
+    level = {
+        CODEC_GZIP: config.compression_gzip_level,
+        CODEC_LZ4: config.compression_lz4_level,
+        CODEC_ZSTD: config.compression_zstd_level,
+    }.get(codec)
+    rebuilt = bytearray(batch[:HEADER_SIZE]) + compress_records(codec, body, level)
+    attributes = int.from_bytes(
+        rebuilt[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2], "big", signed=True
+    )
+    attributes = (attributes & ~COMPRESSION_MASK) | codec
+    rebuilt[ATTRIBUTES_OFFSET : ATTRIBUTES_OFFSET + 2] = attributes.to_bytes(2, "big", signed=True)
+    rebuilt[8:12] = (len(rebuilt) - LOG_OVERHEAD).to_bytes(4, "big", signed=True)
+    rebuilt[CRC_OFFSET : CRC_OFFSET + 4] = crc32c.crc32c(rebuilt[ATTRIBUTES_OFFSET:]).to_bytes(
+        4, "big"
+    )
+    return rebuilt
+
+
 def _decode_records(
     index: int, header: BatchHeader, batch: memoryview, max_message_bytes: int
-) -> list[int]:
-    """Decode every record of a batch; return their CreateTime timestamps (ms), in order.
+) -> tuple[list[int], bytes]:
+    """Decode every record of a batch; return their CreateTime timestamps (ms) and body.
+
+    The body is the uncompressed records section (for recompression).
 
     The records section is decompressed within the bound, then read with kafka-python's
     ``DefaultRecordBatch`` over a copy of the batch marked uncompressed and CreateTime
@@ -214,7 +312,7 @@ def _decode_records(
             f"batch {index} has records whose offset deltas are not 0..{header.last_offset_delta}",
             tuple(record_errors),
         )
-    return timestamps
+    return timestamps, body
 
 
 def validate_replicated_batches(

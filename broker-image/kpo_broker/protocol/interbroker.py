@@ -16,9 +16,9 @@ compact encoding with tagged fields, request header v2 and response header v1):
 * StopReplica (api key 5), v0-v3, flexible from v2. v1 adds ``broker_epoch``
   and groups partitions by topic; v3 moves ``delete_partition`` into each
   partition and adds its ``leader_epoch`` (KIP-570).
-* UpdateMetadata (api key 6), v0-v6, flexible from v6. v1 adds endpoints,
+* UpdateMetadata (api key 6), v0-v7, flexible from v6. v1 adds endpoints,
   v2 the rack, v3 the listener name, v4 ``offline_replicas``, v5
-  ``broker_epoch`` and grouping by topic.
+  ``broker_epoch`` and grouping by topic, v7 each topic's ``topic_id`` (KIP-516).
 * ControlledShutdown (api key 7), v1-v3, flexible from v3. v2 adds
   ``broker_epoch``. v0, whose request header lacks the client id, is not
   declared.

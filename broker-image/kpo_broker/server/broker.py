@@ -35,7 +35,6 @@ from kpo_broker.coordinator.group.coordinator import GroupConfig, GroupCoordinat
 from kpo_broker.coordinator.group.metadata_manager import GroupMetadataManager, OffsetConfig
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
-from kpo_broker.log.config import LogConfig
 from kpo_broker.log.manager import LogManager
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
 from kpo_broker.security.channel import AUTHENTICATION_TIMEOUT_S, ListenerAuthenticator
@@ -49,6 +48,7 @@ from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
+from kpo_broker.server.dynamic_broker_config import DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
@@ -71,6 +71,10 @@ from kpo_broker.zk.model import BrokerRegistration, EndPoint
 from kpo_broker.zk.session import ZkSessionState
 
 log = logging.getLogger(__name__)
+
+#: Longest pause between two ``flush.ms`` checks, ms (``log.flush.scheduler.interval.ms``
+#: defaults to Long.MAX, i.e. never, in Kafka; a topic's ``flush.ms`` still applies here).
+FLUSH_CHECK_MAX_INTERVAL_MS = 1000
 
 #: How often a leader's ISR changes are announced in /isr_change_notification, s (Kafka: 2.5 s).
 ISR_CHANGE_PROPAGATION_INTERVAL_S = 2.5
@@ -102,17 +106,7 @@ class KafkaServer:
         self._connector: StreamConnector | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self._new_session = asyncio.Event()
-
-    def _default_log_config(self) -> LogConfig:
-        c = self.config
-        return LogConfig(
-            segment_bytes=c.log_segment_bytes,
-            segment_ms=c.log_roll_time_ms,
-            retention_ms=c.log_retention_time_ms,
-            retention_bytes=c.log_retention_bytes,
-            index_interval_bytes=c.log_index_interval_bytes,
-            max_message_bytes=c.message_max_bytes,
-        )
+        self.dynamic_config: DynamicBrokerConfig | None = None
 
     def _security(
         self, supported: dict[int, tuple[int, int]]
@@ -171,9 +165,7 @@ class KafkaServer:
         authenticators, connector = self._security(supported)
         self._connector = connector
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
-        topic_configs = TopicConfigs(c)
         quotas = self._new_replication_quotas()
-        topic_configs.add_listener(quotas.apply_topic_config)
         zk = KafkaZkClient(
             c.zookeeper_connect,
             session_timeout_ms=c.zookeeper_session_timeout_ms,
@@ -184,9 +176,25 @@ class KafkaServer:
         cluster_id = await asyncio.to_thread(zk.get_or_create_cluster_id, _new_cluster_id())
         # meta.properties before the logs are loaded: never touch another broker's data.
         await asyncio.to_thread(checkpoint_broker_metadata, log_dirs, self.broker_id, cluster_id)
-        log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
-        await asyncio.to_thread(log_manager.startup)
+        # Dynamic broker configs and topic overrides before the logs load, so each log opens
+        # with its topic's effective config (Kafka's KafkaServer.startup order).
+        own, default = await asyncio.to_thread(self._read_dynamic_broker_configs)
+        dynamic = DynamicBrokerConfig(c, own, default)
+        self.dynamic_config = dynamic
+        topic_configs = TopicConfigs(dynamic.effective)
+        topic_configs.add_listener(quotas.apply_topic_config)
         await asyncio.to_thread(self._load_topic_configs, topic_configs)
+        log_manager = LogManager(
+            log_dirs, topic_configs.default_log_config(), topic_configs.log_config
+        )
+        await asyncio.to_thread(log_manager.startup)
+        topic_configs.add_listener(
+            lambda topic, overrides: (
+                log_manager.update_topic_config(topic, topic_configs.log_config(topic))
+                if overrides is not None
+                else None
+            )
+        )
         await asyncio.to_thread(self._load_throttle_rates, quotas)
         await asyncio.to_thread(self._load_credentials)
         metadata_cache = MetadataCache(cluster_id=cluster_id)
@@ -252,8 +260,8 @@ class KafkaServer:
             request_observer=self.request_stats.record,
             queued_max_request_bytes=c.queued_max_request_bytes,
             connections_max_idle_ms=c.connections_max_idle_ms,
-            max_connections_per_ip=c.max_connections_per_ip,
-            max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
+            max_connections_per_ip=dynamic.effective.max_connections_per_ip,
+            max_connections_per_ip_overrides=dynamic.effective.max_connections_per_ip_overrides,
             authentication_stats=self.authentication_stats,
             failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
         )
@@ -291,6 +299,20 @@ class KafkaServer:
                 "hw-checkpoint",
             ),
             self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
+            self._every(
+                min(
+                    c.log_flush_offset_checkpoint_interval_ms,
+                    c.log_flush_start_offset_checkpoint_interval_ms,
+                )
+                / 1000,
+                self._checkpoint_log_offsets,
+                "log-offset-checkpoint",
+            ),
+            self._every(
+                min(c.log_flush_scheduler_interval_ms, FLUSH_CHECK_MAX_INTERVAL_MS) / 1000,
+                self._flush_dirty_logs,
+                "log-flush",
+            ),
             asyncio.create_task(
                 self._keep_registered(zk, components, registration), name="broker-registration"
             ),
@@ -406,7 +428,8 @@ class KafkaServer:
         def connection(host: str, port: int, client_id: str, timeout_ms: int) -> BrokerClient:
             return BrokerClient(host, port, client_id, timeout_ms, connector=connector)
 
-        controller = KafkaController(self.config, components.zk, connection_factory=connection)
+        effective = self.dynamic_config.effective if self.dynamic_config else self.config
+        controller = KafkaController(effective, components.zk, connection_factory=connection)
         controller.startup()
         return controller
 
@@ -445,7 +468,77 @@ class KafkaServer:
         hws = {tp: p.high_watermark for tp, p in rm.partitions.items()}
         await asyncio.to_thread(self.components.log_manager.cleanup_logs, now_ms(), hws)
 
+    async def _checkpoint_log_offsets(self) -> None:
+        """Write the recovery point and log start offset checkpoints of every log dir.
+
+        Kafka's ``kafka-recovery-point-checkpoint`` and ``kafka-log-start-offset-checkpoint``
+        tasks (``log.flush.offset.checkpoint.interval.ms``, ``log.flush.start.offset.
+        checkpoint.interval.ms``; here both files at the shorter of the two).
+        """
+        assert self.components is not None
+        manager = self.components.log_manager
+        await asyncio.to_thread(manager.checkpoint_recovery_points_and_log_start_offsets)
+
+    async def _flush_dirty_logs(self) -> None:
+        """Fsync logs whose last fsync is older than their ``flush.ms`` (LogManager.flushDirtyLogs).
+
+        Runs every ``log.flush.scheduler.interval.ms`` (Kafka's default, Long.MAX, never
+        runs it; here it is checked at least every ``FLUSH_CHECK_MAX_INTERVAL_MS``).
+        """
+        assert self.components is not None
+        await asyncio.to_thread(self.components.log_manager.flush_dirty_logs, now_ms())
+
     # ------------------------------------------------------------ configs
+    def _read_dynamic_broker_configs(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Read ``/config/brokers/<id>`` and ``/config/brokers/<default>``."""
+        assert self.zk is not None
+        own = str(self.broker_id)
+        entities = self.zk.get_entity_configs("brokers", [own, DEFAULT_BROKER_ENTITY])
+        return dict(entities[own].config), dict(entities[DEFAULT_BROKER_ENTITY].config)
+
+    async def _apply_dynamic_broker_configs(self) -> None:
+        """Re-read this broker's dynamic configs and apply what changed (KIP-226).
+
+        Topic log configs follow new log defaults (``log.retention.ms``, ``message.max.bytes``,
+        ...), the socket server its connection limits, the controller its
+        ``unclean.leader.election.enable`` default.
+        """
+        assert self.components is not None and self.dynamic_config is not None
+        own, default = await asyncio.to_thread(self._read_dynamic_broker_configs)
+        dynamic = self.dynamic_config
+        if not await asyncio.to_thread(dynamic.update, own, default):
+            return
+        effective = dynamic.effective
+        log.info(
+            "broker %d: dynamic broker configs now %s / default %s",
+            self.broker_id,
+            dynamic.per_broker,
+            dynamic.cluster_default,
+        )
+        self.components.topic_configs.set_broker_config(effective)
+        if self.socket_server is not None:
+            self.socket_server.connection_quotas.update(
+                effective.max_connections_per_ip, effective.max_connections_per_ip_overrides
+            )
+        controller = self.components.controller
+        machine = getattr(controller, "partition_state_machine", None)
+        if machine is not None:
+            machine.set_unclean_default(effective.unclean_leader_election_enable)
+
+    def _maybe_enable_unclean_election(self, topic: str) -> None:
+        """Tell the controller when a topic now allows unclean elections.
+
+        Kafka's ``TopicConfigHandler``: the active controller then elects the topic's
+        offline partitions.
+        """
+        assert self.components is not None
+        controller = self.components.controller
+        enable = getattr(controller, "enable_topic_unclean_leader_election", None)
+        if enable is not None and self.components.topic_configs.unclean_leader_election_enable(
+            topic
+        ):
+            enable(topic)
+
     def _load_topic_configs(self, topic_configs: TopicConfigs) -> None:
         assert self.zk is not None
         topics = self.zk.get_all_topics()
@@ -503,6 +596,7 @@ class KafkaServer:
                     self.zk.get_entity_config, "topics", change.entity_name
                 )
                 self.components.topic_configs.set_overrides(change.entity_name, entity.config)
+                self._maybe_enable_unclean_election(change.entity_name)
             elif change.entity_type == "users" and "/" not in change.entity_name:
                 entity = await asyncio.to_thread(
                     self.zk.get_entity_config, "users", change.entity_name
@@ -516,6 +610,8 @@ class KafkaServer:
         quotas = self.components.replication_quotas
         if rates_changed and quotas is not None:
             await asyncio.to_thread(self._load_throttle_rates, quotas)
+        if rates_changed:
+            await self._apply_dynamic_broker_configs()
         await asyncio.to_thread(self._load_credentials)
 
     # ------------------------------------------------------------ lifecycle

@@ -2,8 +2,8 @@
 
 Topic configs are overrides in ``/config/topics/<topic>``; dynamic broker configs are
 per broker in ``/config/brokers/<id>`` or cluster-wide in ``/config/brokers/<default>``
-(KIP-226). Only the broker configs listed in :data:`DYNAMIC_BROKER_CONFIGS` may be
-changed at run time, among them the replication throttle rates of KIP-73. Every write
+(KIP-226). Only the broker configs listed in ``DYNAMIC_BROKER_CONFIGS``
+(``dynamic_broker_config``) may be changed at run time. Every write
 is a compare-and-set on the config znode plus a ``/config/changes`` notification, so
 all brokers apply it.
 """
@@ -15,6 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kpo_broker.config import BrokerConfig
+from kpo_broker.server.dynamic_broker_config import (
+    DYNAMIC_BROKER_CONFIGS,
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+    SOURCE_TOPIC_CONFIG,
+    DynamicBrokerConfig,
+    InvalidBrokerConfigError,
+)
 from kpo_broker.server.dynamic_config import (
     TOPIC_CONFIGS,
     InvalidTopicConfigError,
@@ -26,19 +34,13 @@ from kpo_broker.server.dynamic_config import (
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 
-# DescribeConfigs config sources (Kafka's ConfigSource ids).
-SOURCE_TOPIC_CONFIG = 1
-SOURCE_DYNAMIC_BROKER_CONFIG = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-SOURCE_STATIC_BROKER_CONFIG = 4
-SOURCE_DEFAULT_CONFIG = 5
-
 # DescribeConfigs config types (KIP-569).
 TYPE_BOOLEAN = 1
 TYPE_STRING = 2
 TYPE_INT = 3
 TYPE_LONG = 5
 TYPE_LIST = 7
+TYPE_UNKNOWN = 0
 
 # IncrementalAlterConfigs operations (KIP-339).
 OP_SET = 0
@@ -46,12 +48,8 @@ OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
 
-#: Broker configs that can be changed without a restart, with their value types.
-DYNAMIC_BROKER_CONFIGS: dict[str, str] = {
-    "leader.replication.throttled.rate": "long",
-    "follower.replication.throttled.rate": "long",
-    "replica.alter.log.dirs.io.max.bytes.per.second": "long",
-}
+#: ``cleanup.policy``: a LIST config in Kafka (APPEND/SUBTRACT apply), values compact, delete.
+CLEANUP_POLICY = "cleanup.policy"
 
 #: The entity name of cluster-wide dynamic broker defaults.
 DEFAULT_BROKER_ENTITY = "<default>"
@@ -78,6 +76,8 @@ class ConfigEntry:
         read_only: cannot be changed with AlterConfigs.
         config_type: Kafka ConfigType id.
         documentation: what it means.
+        synonyms: (name, value, source) of every setting the value may come from, highest
+            precedence first, as Kafka's ``ConfigHelper`` lists them.
     """
 
     name: str
@@ -86,29 +86,43 @@ class ConfigEntry:
     read_only: bool
     config_type: int
     documentation: str | None = None
+    synonyms: tuple[tuple[str, str | None, int], ...] = ()
 
 
-_TYPE_OF_KIND = {"int": TYPE_LONG, "bool": TYPE_BOOLEAN, "str": TYPE_STRING, "list": TYPE_LIST}
+_TYPE_OF_KIND = {
+    "int": TYPE_INT,
+    "long": TYPE_LONG,
+    "bool": TYPE_BOOLEAN,
+    "str": TYPE_STRING,
+    "list": TYPE_LIST,
+}
 
 
-def validate_broker_dynamic(config: Mapping[str, str]) -> None:
-    """Check names and values of dynamic broker configs.
+def validate_broker_dynamic(
+    broker: DynamicBrokerConfig, config: Mapping[str, str], per_broker: bool
+) -> dict[str, str]:
+    """Check a broker entity's new dynamic configs (Kafka's ``DynamicBrokerConfig.validate``).
+
+    Args:
+        broker: the receiving broker's current dynamic config view.
+        config: the entity's configs after the change.
+        per_broker: True for ``/config/brokers/<id>``, False for the cluster default.
+
+    Returns:
+        The configs with values in Kafka's form, ready to store.
 
     Raises:
-        ConfigAdminError: a config is not dynamically updatable, or not a non-negative long.
+        ConfigAdminError: INVALID_CONFIG: a static, unsupported or unknown config, or a
+            value Kafka would refuse.
     """
-    for name, value in config.items():
-        if name not in DYNAMIC_BROKER_CONFIGS:
-            raise ConfigAdminError(42, f"cannot update broker config {name} dynamically")
-        try:
-            if int(value) < 0:
-                raise ValueError
-        except ValueError:
-            raise ConfigAdminError(40, f"{name} must be a non-negative long (bytes/s)") from None
+    try:
+        return broker.validate(config, per_broker)
+    except InvalidBrokerConfigError as exc:
+        raise ConfigAdminError(40, str(exc)) from exc
 
 
 def validate_topic(config: Mapping[str, str]) -> None:
-    """Check topic config overrides, including the KIP-73 throttled replica lists.
+    """Check topic config overrides, the KIP-73 throttled replica lists and ``cleanup.policy``.
 
     Raises:
         ConfigAdminError: INVALID_CONFIG naming the offending config.
@@ -125,6 +139,16 @@ def validate_topic(config: Mapping[str, str]) -> None:
         if value is not None and not _THROTTLED_REPLICAS.match(value.replace(" ", "")):
             raise ConfigAdminError(
                 40, f"{name} must be '*' or partition:broker pairs, got {value!r}"
+            )
+    policy = config.get(CLEANUP_POLICY)
+    if policy is not None:
+        # Kafka's ValidList.in("compact", "delete") for the LIST cleanup.policy
+        items = [item.strip() for item in policy.split(",")]
+        if not items or any(item not in ("compact", "delete") for item in items):
+            raise ConfigAdminError(
+                40,
+                f"Invalid value {policy} for configuration {CLEANUP_POLICY}: "
+                "String must be one of: compact, delete",
             )
 
 
@@ -151,7 +175,11 @@ def apply_incremental(
             result.pop(name, None)
         elif op in (OP_APPEND, OP_SUBTRACT):
             if name not in list_configs:
-                raise ConfigAdminError(42, f"{name} is not a list config")
+                raise ConfigAdminError(
+                    40,
+                    f"Config value {'append' if op == OP_APPEND else 'subtract'} is not "
+                    f"allowed for config key: {name}",
+                )
             items = [i for i in result.get(name, "").split(",") if i]
             given = [i for i in (value or "").split(",") if i]
             if op == OP_APPEND:
@@ -167,72 +195,99 @@ def apply_incremental(
     return result
 
 
-def describe_topic(topics: TopicConfigs, topic: str, keys: list[str] | None) -> list[ConfigEntry]:
-    """Describe a topic's configs: overrides as TOPIC_CONFIG, the rest as DEFAULT_CONFIG."""
+def describe_topic(
+    topics: TopicConfigs,
+    broker: DynamicBrokerConfig,
+    topic: str,
+    keys: list[str] | None,
+) -> list[ConfigEntry]:
+    """Describe a topic's configs as Kafka's ``ConfigHelper.createTopicConfigEntry``.
+
+    Each value is the topic's override (TOPIC_CONFIG) or the broker default it inherits,
+    whose source is that of its highest-precedence broker synonym (dynamic per broker,
+    dynamic default, static, Kafka default); configs without a broker synonym and no
+    override are DEFAULT_CONFIG.
+    """
     overrides = topics.overrides.get(topic, {})
     entries = []
     for name, definition in sorted(TOPIC_CONFIGS.items()):
         if keys and name not in keys:
             continue
-        source = SOURCE_TOPIC_CONFIG if name in overrides else SOURCE_DEFAULT_CONFIG
+        value = topics.value(topic, name)
+        synonyms = list(broker.topic_synonyms(name))
+        if name in overrides:
+            synonyms.insert(0, (name, value, SOURCE_TOPIC_CONFIG))
         entries.append(
             ConfigEntry(
                 name,
-                topics.value(topic, name),
-                source,
+                value,
+                synonyms[0][2] if synonyms else SOURCE_DEFAULT_CONFIG,
                 False,
-                _TYPE_OF_KIND[definition.kind],
+                _TYPE_OF_KIND.get(definition.kind, TYPE_UNKNOWN),
                 definition.doc,
+                tuple(synonyms),
             )
         )
     return entries
+
+
+def _broker_type(name: str) -> int:
+    definition = DYNAMIC_BROKER_CONFIGS.get(name)
+    if definition is not None:
+        return _TYPE_OF_KIND.get(definition.kind, TYPE_UNKNOWN)
+    field = BrokerConfig.model_fields.get(_FIELD_OF.get(name, ""))
+    if field is None:
+        return TYPE_STRING
+    kind = field.annotation
+    text = str(kind)
+    if kind is bool or "bool" in text:
+        return TYPE_BOOLEAN
+    if "int" in text:
+        maxima = [getattr(m, "le", None) for m in field.metadata]
+        return TYPE_LONG if any(m is not None and m > 2**31 - 1 for m in maxima) else TYPE_INT
+    return TYPE_STRING
+
+
+def _broker_doc(name: str) -> str | None:
+    definition = DYNAMIC_BROKER_CONFIGS.get(name)
+    field = BrokerConfig.model_fields.get(_FIELD_OF.get(name, ""))
+    if field is not None and field.description:
+        return field.description
+    return definition.doc if definition is not None else None
 
 
 def describe_broker(
-    config: BrokerConfig,
-    dynamic: Mapping[str, str],
-    dynamic_default: Mapping[str, str],
-    keys: list[str] | None,
+    broker: DynamicBrokerConfig, per_broker: bool, keys: list[str] | None
 ) -> list[ConfigEntry]:
-    """Describe a broker's configs with their sources (KIP-226 precedence).
+    """Describe a broker's configs as Kafka's ``ConfigHelper.createBrokerConfigEntry``.
 
-    Precedence: per-broker dynamic, then cluster-wide dynamic default, then
-    ``server.properties``, then Kafka's default.
+    For a broker id every config is listed with its own value and source (KIP-226
+    precedence: per-broker dynamic, cluster-default dynamic, ``server.properties``,
+    Kafka's default); for the cluster default (empty name) only the configs set there.
+    Values are in Kafka's form (``PLAINTEXT://host:9092``, ``NAME:PROTOCOL,...``).
     """
+    names = broker.names() if per_broker else sorted(broker.cluster_default)
     entries = []
-    explicit = config.model_fields_set
-    for field_name, field in sorted(
-        BrokerConfig.model_fields.items(), key=lambda kv: kv[1].alias or ""
-    ):
-        name = field.alias
-        if name is None or (keys and name not in keys):
+    for name in names:
+        if keys and name not in keys:
             continue
-        value = getattr(config, field_name)
-        if isinstance(value, bool):
-            text: str | None = "true" if value else "false"
-        elif isinstance(value, (list, tuple)):
-            text = ",".join(str(v) for v in value)
-        elif value is None:
-            text = None
+        synonyms = broker.synonyms(name, per_broker)
+        if per_broker:
+            value, source = broker.value(name)
         else:
-            text = str(value)
-        source = SOURCE_STATIC_BROKER_CONFIG if field_name in explicit else SOURCE_DEFAULT_CONFIG
-        if name in dynamic:
-            text, source = dynamic[name], SOURCE_DYNAMIC_BROKER_CONFIG
-        elif name in dynamic_default:
-            text, source = dynamic_default[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+            value, source = broker.cluster_default[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
         entries.append(
             ConfigEntry(
                 name,
-                text,
+                value,
                 source,
                 name not in DYNAMIC_BROKER_CONFIGS,
-                TYPE_LONG if DYNAMIC_BROKER_CONFIGS.get(name) == "long" else TYPE_STRING,
-                field.description,
+                _broker_type(name),
+                _broker_doc(name),
+                tuple(synonyms),
             )
         )
-    for name in keys or ():
-        if name in DYNAMIC_BROKER_CONFIGS and not any(e.name == name for e in entries):
-            value = dynamic.get(name, dynamic_default.get(name))
-            entries.append(ConfigEntry(name, value, SOURCE_DYNAMIC_BROKER_CONFIG, False, TYPE_LONG))
     return entries
+
+
+_FIELD_OF = {f.alias: n for n, f in BrokerConfig.model_fields.items() if f.alias is not None}

@@ -64,6 +64,24 @@ class ConnectionQuotas:
                 self._overrides[address] = limit
         self._counts: dict[str, int] = {}
 
+    def update(self, max_per_ip: int, overrides: Mapping[str, int]) -> None:
+        """Take new limits (dynamic ``max.connections.per.ip`` and its overrides, KIP-226).
+
+        Open connections above a lowered limit stay open, as in Kafka; new ones are
+        refused until the count falls below it. An override whose host cannot be
+        resolved is skipped with the others applied.
+        """
+        resolved: dict[str, int] = {}
+        for host, limit in overrides.items():
+            try:
+                addresses = _resolve(host)
+            except ValueError:
+                continue
+            for address in addresses:
+                resolved[address] = limit
+        self.max_per_ip = max_per_ip
+        self._overrides = resolved
+
     def limit(self, address: str) -> int:
         """Return the maximum number of connections from ``address``."""
         return self._overrides.get(canonical_address(address), self.max_per_ip)

@@ -43,12 +43,15 @@ class FetchPartition:
         fetch_offset: the first offset wanted (the follower's LEO for replica fetches).
         partition_max_bytes: at most this many bytes for the partition (bytes).
         current_leader_epoch: the fetcher's view of the leader epoch (-1 unknown; KIP-320).
+        log_start_offset: a follower's log start offset (Fetch v5+; -1 unknown), which the
+            leader's DeleteRecords low watermark waits for (KIP-107).
     """
 
     tp: TopicPartition
     fetch_offset: int
     partition_max_bytes: int
     current_leader_epoch: int = -1
+    log_start_offset: int = -1
 
 
 @dataclass
@@ -221,7 +224,9 @@ async def _record_follower_fetch(
         if partition is None or not partition.is_leader:
             continue
         try:
-            if partition.update_follower_fetch_state(replica_id, request.fetch_offset, now):
+            if partition.update_follower_fetch_state(
+                replica_id, request.fetch_offset, now, request.log_start_offset
+            ):
                 rm.watchers.notify(request.tp)
         except NotLeaderOrFollowerError:  # not (or no longer) a replica: nothing to record
             continue

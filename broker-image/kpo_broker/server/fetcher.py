@@ -28,6 +28,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
+from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
@@ -329,6 +330,7 @@ class ReplicaFetcher:
                 return  # the log changed under us (truncation, new epoch): refetch
             records = bytes(data.records or b"")
             partition.append_records_as_follower(records, data.high_watermark)
+            self._follow_log_start_offset(tp, partition, data.log_start_offset)
             if records:  # Kafka's ReplicationBytesInPerSec
                 self.rm.topic_stats.record_replication_in(tp[0], len(records))
             state.fetch_offset = partition.log.log_end_offset
@@ -340,6 +342,24 @@ class ReplicaFetcher:
                 "fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code
             )
             self._delay(tp)
+
+    def _follow_log_start_offset(
+        self, tp: TopicPartition, partition: Partition, leader_log_start_offset: int
+    ) -> None:
+        """Raise the follower's log start offset to the leader's (DeleteRecords, KIP-107).
+
+        Kafka's ``ReplicaFetcherThread.processPartitionData``: the follower's next fetch
+        reports the new start offset, so the leader's low watermark moves.
+        """
+        if leader_log_start_offset is None or leader_log_start_offset < 0:
+            return
+        try:
+            if partition.log.maybe_increment_log_start_offset(
+                leader_log_start_offset, partition.high_watermark
+            ):
+                log.info("%s-%d: log start offset now %d", *tp, leader_log_start_offset)
+        except OffsetOutOfRangeError:  # above our HW: the next fetch brings us there
+            pass
 
     async def _handle_out_of_range(self, tps: list[TopicPartition]) -> None:
         """Recover partitions whose fetch offset (LEO) is outside the leader's log.

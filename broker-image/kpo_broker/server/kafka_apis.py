@@ -16,6 +16,7 @@ from kpo_broker.server.apis import (
     metadata,
     producer,
     reassignments,
+    records,
     topics,
     users,
 )
@@ -66,6 +67,7 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_DESCRIBE_GROUPS: groups.handle_describe_groups,
     v.API_KEY_DELETE_GROUPS: groups.handle_delete_groups,
     v.API_KEY_OFFSET_DELETE: groups.handle_offset_delete,
+    v.API_KEY_DELETE_RECORDS: records.handle_delete_records,
 }
 
 

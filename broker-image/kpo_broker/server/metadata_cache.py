@@ -65,6 +65,8 @@ class MetadataCache:
     brokers: dict[int, BrokerInfo] = field(default_factory=dict)
     partitions: dict[str, dict[int, PartitionMetadata]] = field(default_factory=dict)
     cluster_id: str | None = None
+    #: topic -> its id (KIP-516), from UpdateMetadata v7+.
+    topic_ids: dict[str, str] = field(default_factory=dict)
 
     def is_stale(self, controller_epoch: int) -> bool:
         """Whether a request from a controller of ``controller_epoch`` is older than our state."""
@@ -90,6 +92,7 @@ class MetadataCache:
                 topic_partitions.pop(index, None)
                 if not topic_partitions:
                     del self.partitions[topic]
+                    self.topic_ids.pop(topic, None)
 
     def topics(self) -> list[str]:
         """All known topic names, sorted."""

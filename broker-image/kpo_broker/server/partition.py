@@ -14,8 +14,10 @@ added back.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.log.info import LogAppendInfo
 from kpo_broker.log.log import Log
 from kpo_broker.server.errors import (
@@ -72,6 +74,8 @@ class RemoteReplica:
             earlier fetch; drives the ``replica.lag.time.max.ms`` ISR shrink.
         last_fetch_leader_log_end_offset: leader LEO when the previous fetch was served.
         last_fetch_time_ms: time the previous fetch was served.
+        log_start_offset: its log start offset as sent in its last fetch (-1 unknown),
+            for the low watermark of DeleteRecords (KIP-107).
     """
 
     broker_id: int
@@ -79,6 +83,7 @@ class RemoteReplica:
     last_caught_up_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = UNKNOWN_OFFSET
     last_fetch_time_ms: int = 0
+    log_start_offset: int = UNKNOWN_OFFSET
 
     def update_fetch_state(
         self, fetch_offset: int, leader_log_end_offset: int, now_ms: int
@@ -269,11 +274,20 @@ class Partition:
             self.high_watermark = new_hw
 
     # ---------------------------------------------------------- ISR and HW
-    def update_follower_fetch_state(self, follower_id: int, fetch_offset: int, now_ms: int) -> bool:
+    def update_follower_fetch_state(
+        self, follower_id: int, fetch_offset: int, now_ms: int, log_start_offset: int = -1
+    ) -> bool:
         """Record a replica fetch from ``follower_id`` at ``fetch_offset``.
 
+        Args:
+            follower_id: the fetching replica.
+            fetch_offset: its fetch offset (its LEO).
+            now_ms: wall clock, ms.
+            log_start_offset: its log start offset from the request (Fetch v5+), -1 unknown.
+
         Returns:
-            True if the HW increased (delayed produces and fetches may complete).
+            True if the HW or the low watermark increased (delayed produces, fetches and
+            DeleteRecords may complete).
 
         Raises:
             NotLeaderOrFollowerError: not leader, or the fetcher is not an assigned replica.
@@ -285,7 +299,45 @@ class Partition:
                 f"{self.topic}-{self.partition}: broker {follower_id} is not a replica"
             )
         replica.update_fetch_state(fetch_offset, self.log.log_end_offset, now_ms)
-        return self.maybe_increment_high_watermark()
+        start_moved = log_start_offset > replica.log_start_offset
+        if log_start_offset >= 0:
+            replica.log_start_offset = log_start_offset
+        return self.maybe_increment_high_watermark() or start_moved
+
+    def low_watermark(self, alive: Callable[[int], bool]) -> int:
+        """Return the smallest log start offset of the live replicas (Kafka's lowWatermarkIfLeader).
+
+        The leader's own, and each follower's as sent in its fetches (-1 while unknown)
+        whose broker is alive.
+
+        Raises:
+            NotLeaderOrFollowerError: this broker does not lead the partition.
+        """
+        self.require_leader()
+        low = self.log.log_start_offset
+        for replica in self.remote_replicas.values():
+            if alive(replica.broker_id) and replica.log_start_offset < low:
+                low = replica.log_start_offset
+        return low
+
+    def delete_records_on_leader(self, offset: int) -> int:
+        """Raise the log start offset to ``offset`` (-1: the HW) as leader; return the offset.
+
+        Kafka's ``Partition.deleteRecordsOnLeader`` (KIP-107); the segments below it go at
+        the next retention pass, followers follow through their fetches.
+
+        Raises:
+            NotLeaderOrFollowerError: this broker does not lead the partition.
+            OffsetOutOfRangeError: ``offset`` is negative (but -1) or above the HW.
+        """
+        self.require_leader()
+        requested = self.high_watermark if offset == -1 else offset
+        if requested < 0:
+            raise OffsetOutOfRangeError(
+                f"The offset {offset} for partition {self.topic}-{self.partition} is not valid"
+            )
+        self.log.maybe_increment_log_start_offset(requested, self.high_watermark)
+        return requested
 
     def maybe_increment_high_watermark(self) -> bool:
         """Advance the leader's HW to the minimum LEO across the ISR; return True if it moved."""

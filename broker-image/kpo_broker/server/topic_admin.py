@@ -11,6 +11,7 @@ cache shows the outcome (leaders elected, topic gone), answering REQUEST_TIMED_O
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -263,7 +264,13 @@ class TopicAdmin:
         for p, replicas in added.items():
             new_assignment[p] = ReplicaAssignment(tuple(replicas))
         version = await asyncio.to_thread(
-            self.zk.set_replica_assignment, name, new_assignment, topic.zk_version
+            functools.partial(
+                self.zk.set_replica_assignment,
+                name,
+                new_assignment,
+                topic.zk_version,
+                topic_id=topic.topic_id,
+            )
         )
         if version is None:
             return AdminResult(

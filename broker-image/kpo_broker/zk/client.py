@@ -80,6 +80,7 @@ from kpo_broker.zk.data import (
     decode_partition_state,
     decode_preferred_replica_election,
     decode_topic_assignment,
+    decode_topic_id,
     encode_broker_registration,
     encode_cluster_id,
     encode_controller,
@@ -90,6 +91,7 @@ from kpo_broker.zk.data import (
     encode_partition_state,
     encode_preferred_replica_election,
     encode_topic_assignment,
+    new_topic_id,
 )
 from kpo_broker.zk.errors import (
     BrokerIdAlreadyRegisteredError,
@@ -518,7 +520,8 @@ class KafkaZkClient:
             paths.config_entity_path(paths.CONFIG_TYPE_TOPICS, topic), encode_entity_config(config)
         )
         data = encode_topic_assignment(
-            {p: ReplicaAssignment(tuple(replicas)) for p, replicas in assignment.items()}
+            {p: ReplicaAssignment(tuple(replicas)) for p, replicas in assignment.items()},
+            new_topic_id(),
         )
         result = self._session.handle_request("create_async", path, data, makepath=True)
         if isinstance(result, NodeExistsError):
@@ -562,7 +565,9 @@ class KafkaZkClient:
             if isinstance(result, ZookeeperError):
                 raise _refused(paths.topic_path(topic), result)
             data, stat = result
-            assignments[topic] = TopicAssignment(topic, decode_topic_assignment(data), stat.version)
+            assignments[topic] = TopicAssignment(
+                topic, decode_topic_assignment(data), stat.version, decode_topic_id(data)
+            )
         return assignments
 
     def set_replica_assignment(
@@ -571,6 +576,7 @@ class KafkaZkClient:
         assignment: Mapping[int, ReplicaAssignment],
         expected_version: int,
         *,
+        topic_id: str | None,
         controller_epoch_zk_version: int | None = None,
     ) -> int | None:
         """Write a topic's assignment with a compare-and-set on its znode version.
@@ -579,6 +585,8 @@ class KafkaZkClient:
             topic: the topic.
             assignment: the full assignment, every partition included.
             expected_version: :attr:`TopicAssignment.zk_version` of the assignment read.
+            topic_id: the topic id to keep (:attr:`TopicAssignment.topic_id` of the
+                assignment read, or a new one for a topic without), KIP-516.
             controller_epoch_zk_version: the controller's fence; None for admin writes
                 (e.g. adding partitions) made outside the controller.
 
@@ -589,7 +597,7 @@ class KafkaZkClient:
             ControllerMovedError: the fence failed.
             ZkConnectionLossError: the session failed.
         """
-        path, data = paths.topic_path(topic), encode_topic_assignment(assignment)
+        path, data = paths.topic_path(topic), encode_topic_assignment(assignment, topic_id)
         if controller_epoch_zk_version is None:
             return self._session.set_or_create(path, data, expected_version)
         results = self._session.multi(

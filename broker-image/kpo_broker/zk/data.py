@@ -8,7 +8,10 @@ Each pair writes and reads exactly the JSON document Kafka 2.x keeps in the znod
 
 from __future__ import annotations
 
+import base64
 import re
+import secrets
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -130,16 +133,21 @@ def decode_broker_registration(broker_id: int, data: bytes, epoch: int) -> Broke
 # --- /brokers/topics/<topic> ---------------------------------------------------------
 
 
-def encode_topic_assignment(assignment: Mapping[int, ReplicaAssignment]) -> bytes:
-    """Encode a topic's replica assignment as Kafka's version 2 ``/brokers/topics/<t>`` JSON.
+def encode_topic_assignment(
+    assignment: Mapping[int, ReplicaAssignment], topic_id: str | None = None
+) -> bytes:
+    """Encode a topic's replica assignment as Kafka's version 3 ``/brokers/topics/<t>`` JSON.
 
-    ``{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{}}``;
-    adding/removing list only the partitions being reassigned (KIP-455).
+    ``{"version":3,"topic_id":"<id>","partitions":{"0":[1,2]},"adding_replicas":{},
+    "removing_replicas":{}}`` (Kafka 2.8+'s ``TopicZNode.encode``); adding/removing list
+    only the partitions being reassigned (KIP-455); ``topic_id`` (KIP-516) only when known.
     """
     ordered = sorted(assignment.items())
-    return dump(
+    document: dict[str, Any] = {"version": 3}
+    if topic_id is not None:
+        document["topic_id"] = topic_id
+    document.update(
         {
-            "version": 2,
             "partitions": {str(p): list(a.replicas) for p, a in ordered},
             "adding_replicas": {
                 str(p): list(a.adding_replicas) for p, a in ordered if a.adding_replicas
@@ -149,6 +157,54 @@ def encode_topic_assignment(assignment: Mapping[int, ReplicaAssignment]) -> byte
             },
         }
     )
+    return dump(document)
+
+
+def decode_topic_id(data: bytes) -> str | None:
+    """Return the ``topic_id`` of a ``/brokers/topics/<topic>`` znode (None before version 3).
+
+    Raises:
+        MalformedZNodeDataError: not a JSON object, or a topic id that is not a string.
+    """
+    what = "topic assignment"
+    topic_id = load_object(data, what).get("topic_id")
+    if topic_id is not None and not isinstance(topic_id, str):
+        raise MalformedZNodeDataError(what, "topic_id must be a string")
+    return topic_id
+
+
+def topic_id_to_uuid(topic_id: str | None) -> uuid.UUID:
+    """Return a Kafka ``Uuid`` string as the 16-byte ``uuid.UUID`` of the wire format.
+
+    None (a topic without id) is Kafka's zero id; a malformed string too.
+    """
+    if topic_id is None:
+        return uuid.UUID(int=0)
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except ValueError:
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else uuid.UUID(int=0)
+
+
+def uuid_to_topic_id(value: uuid.UUID | None) -> str | None:
+    """Return a wire ``uuid.UUID`` as Kafka's ``Uuid`` string; None for the zero id."""
+    if value is None or value.int == 0:
+        return None
+    return base64.urlsafe_b64encode(value.bytes).decode().rstrip("=")
+
+
+def new_topic_id() -> str:
+    """Return a random topic id as Kafka's ``Uuid.randomUuid().toString()``.
+
+    16 random bytes in URL-safe base64 without padding (22 characters); as Kafka, never
+    the zero id, the metadata topic's id (1) or an id whose string starts with ``-``.
+    """
+    while True:
+        raw = secrets.token_bytes(16)
+        text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        if int.from_bytes(raw, "big") > 1 and not text.startswith("-"):
+            return text
 
 
 def _partition_lists(

@@ -179,11 +179,14 @@ class TopicAssignment:
         topic: topic name.
         partitions: partition index -> its :class:`ReplicaAssignment`.
         zk_version: the znode version, for a compare-and-set write back.
+        topic_id: the topic's id (KIP-516, Kafka's ``Uuid`` string: 22 characters of
+            URL-safe base64), None for a topic written before Kafka 2.8.
     """
 
     topic: str
     partitions: Mapping[int, ReplicaAssignment]
     zk_version: int
+    topic_id: str | None = None
 
 
 class ControllerEpoch(NamedTuple):

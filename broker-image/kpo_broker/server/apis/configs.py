@@ -17,20 +17,23 @@ from kafka.protocol.admin import (
 
 from kpo_broker.server import config_admin as ca
 from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.dynamic_broker_config import SOURCE_DEFAULT_CONFIG, DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TOPIC_CONFIGS, TopicConfigs
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
+_Synonym = _Entry.DescribeConfigsSynonym
 _CAS_ATTEMPTS = 5
-_LIST_CONFIGS = {n for n, d in TOPIC_CONFIGS.items() if d.kind == "list"}
+_LIST_CONFIGS = {n for n, d in TOPIC_CONFIGS.items() if d.kind == "list"} | {ca.CLEANUP_POLICY}
 
 
 def _entity(broker: BrokerComponents, resource_type: int, name: str) -> tuple[str, str]:
     """Map a config resource to a ZooKeeper config entity (type, name).
 
     Raises:
-        ConfigAdminError: unknown topic, a broker id other than this broker's or the
-            default (""), or an unsupported resource type.
+        ConfigAdminError: unknown topic (UNKNOWN_TOPIC_OR_PARTITION), a broker id other
+            than this broker's or the default "" (INVALID_REQUEST, as Kafka's
+            ``ZkAdminManager.getBrokerId``), or an unsupported resource type.
     """
     if resource_type == ca.RESOURCE_TOPIC:
         if name not in broker.metadata_cache.partitions:
@@ -39,9 +42,15 @@ def _entity(broker: BrokerComponents, resource_type: int, name: str) -> tuple[st
     if resource_type == ca.RESOURCE_BROKER:
         if name == "":
             return "brokers", ca.DEFAULT_BROKER_ENTITY
-        if not name.isdigit():
-            raise ca.ConfigAdminError(42, f"broker resource name must be an id, got {name!r}")
-        return "brokers", name
+        if not name.lstrip("-").isdigit():
+            raise ca.ConfigAdminError(42, f"Broker id must be an integer, but it is: {name}")
+        if int(name) != broker.broker_id:
+            raise ca.ConfigAdminError(
+                42,
+                f"Unexpected broker id, expected {broker.broker_id} or empty string, "
+                f"but received {name}",
+            )
+        return "brokers", str(broker.broker_id)
     raise ca.ConfigAdminError(42, f"unsupported config resource type {resource_type}")
 
 
@@ -49,27 +58,30 @@ async def _read(broker: BrokerComponents, entity_type: str, name: str) -> Any:
     return await asyncio.to_thread(broker.zk.get_entity_config, entity_type, name)
 
 
+async def _dynamic_view(broker: BrokerComponents) -> DynamicBrokerConfig:
+    """Return this broker's configs with its dynamic configs as ZooKeeper has them now."""
+    own = (await _read(broker, "brokers", str(broker.broker_id))).config
+    default = (await _read(broker, "brokers", ca.DEFAULT_BROKER_ENTITY)).config
+    return await asyncio.to_thread(DynamicBrokerConfig, broker.config, own, default)
+
+
 async def handle_describe_configs(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> DescribeConfigsResponse:
-    """Describe topic or broker configs with their sources."""
+    """Describe topic or broker configs with their sources and synonyms (KIP-226)."""
     results = []
+    include_synonyms = bool(getattr(request, "include_synonyms", False))
     for resource in request.resources:
         keys = list(resource.configuration_keys) if resource.configuration_keys else None
         try:
             entity_type, name = _entity(broker, resource.resource_type, resource.resource_name)
+            dynamic = await _dynamic_view(broker)
             if entity_type == "topics":
-                view = TopicConfigs(broker.config)
+                view = TopicConfigs(dynamic.effective)
                 view.set_overrides(name, (await _read(broker, "topics", name)).config)
-                entries = ca.describe_topic(view, name, keys)
+                entries = ca.describe_topic(view, dynamic, name, keys)
             else:
-                if name not in (str(broker.broker_id), ca.DEFAULT_BROKER_ENTITY):
-                    raise ca.ConfigAdminError(42, "describe a broker's configs on that broker")
-                own = (await _read(broker, "brokers", str(broker.broker_id))).config
-                default = (await _read(broker, "brokers", ca.DEFAULT_BROKER_ENTITY)).config
-                if name == ca.DEFAULT_BROKER_ENTITY:
-                    own = {}
-                entries = ca.describe_broker(broker.config, own, default, keys)
+                entries = ca.describe_broker(dynamic, name != ca.DEFAULT_BROKER_ENTITY, keys)
         except ca.ConfigAdminError as exc:
             results.append(
                 _Result(
@@ -93,9 +105,11 @@ async def handle_describe_configs(
                         value=e.value,
                         read_only=e.read_only,
                         config_source=e.source,
-                        is_default=e.source == ca.SOURCE_DEFAULT_CONFIG,
+                        is_default=e.source == SOURCE_DEFAULT_CONFIG,
                         is_sensitive=False,
-                        synonyms=[],
+                        synonyms=[_Synonym(name=n, value=v, source=src) for n, v, src in e.synonyms]
+                        if include_synonyms
+                        else [],
                         config_type=e.config_type,
                         documentation=e.documentation if request.include_documentation else None,
                     )
@@ -127,7 +141,8 @@ async def _alter(
             if entity_type == "topics":
                 ca.validate_topic(new)
             else:
-                ca.validate_broker_dynamic(new)
+                view = await _dynamic_view(broker)
+                new = ca.validate_broker_dynamic(view, new, name != ca.DEFAULT_BROKER_ENTITY)
             if validate_only:
                 return 0, None
             written = await asyncio.to_thread(

@@ -82,6 +82,7 @@ async def handle_fetch(
             part.fetch_offset,
             part.partition_max_bytes,
             part.current_leader_epoch if ctx.api_version >= 9 else -1,
+            part.log_start_offset if ctx.api_version >= 5 else -1,
         )
         for topic in request.topics
         for part in topic.partitions

@@ -31,6 +31,7 @@ from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import LeaderAndIsrState
+from kpo_broker.zk.data import uuid_to_topic_id
 from kpo_broker.zk.errors import KafkaZkError
 from kpo_broker.zk.model import EndPoint
 from kpo_kafka.topic_partition import TopicPartition
@@ -228,6 +229,11 @@ async def handle_update_metadata(
             partition_epoch=p.zk_version,
         )
     cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
+    if ctx.api_version >= 7:
+        for topic_state in request.topic_states:
+            topic_id = uuid_to_topic_id(topic_state.topic_id)
+            if topic_id is not None and topic_state.topic_name in cache.partitions:
+                cache.topic_ids[topic_state.topic_name] = topic_id
     coordinator = broker.group_coordinator
     if deleted and coordinator is not None:
         # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.

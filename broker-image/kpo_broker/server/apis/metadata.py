@@ -11,6 +11,7 @@ from kafka.protocol.metadata import MetadataResponse
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, INTERNAL_TOPICS
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.zk.data import topic_id_to_uuid
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
@@ -63,7 +64,13 @@ def _topic_metadata(broker: BrokerComponents, topic: str, version: int) -> Any:
                 offline_replicas=list(meta.offline_replicas),
             )
         )
-    return _Topic(error_code=0, name=topic, is_internal=topic in INTERNAL_TOPICS, partitions=items)
+    return _Topic(
+        error_code=0,
+        name=topic,
+        topic_id=topic_id_to_uuid(broker.metadata_cache.topic_ids.get(topic)),
+        is_internal=topic in INTERNAL_TOPICS,
+        partitions=items,
+    )
 
 
 async def handle_metadata(

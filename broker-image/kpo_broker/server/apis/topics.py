@@ -14,6 +14,7 @@ from kafka.protocol.admin import (
 )
 
 from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.zk.data import topic_id_to_uuid
 
 _Created = CreateTopicsResponse.CreatableTopicResult
 _Deleted = DeleteTopicsResponse.DeletableTopicResult
@@ -23,7 +24,11 @@ _Partitions = CreatePartitionsResponse.CreatePartitionsTopicResult
 async def handle_create_topics(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> CreateTopicsResponse:
-    """Create each topic (or only validate it with ``validate_only``, v1+)."""
+    """Create each topic (or only validate it with ``validate_only``, v1+).
+
+    v7+ answers each created topic's id (KIP-516), known once the controller's
+    UpdateMetadata reached this broker (the request waits for that up to ``timeout_ms``).
+    """
     results = []
     for topic in request.topics:
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or ()}
@@ -40,6 +45,11 @@ async def handle_create_topics(
         results.append(
             _Created(
                 name=topic.name,
+                topic_id=topic_id_to_uuid(
+                    broker.metadata_cache.topic_ids.get(topic.name)
+                    if result.error_code == 0
+                    else None
+                ),
                 error_code=result.error_code,
                 error_message=result.message,
                 topic_config_error_code=0,

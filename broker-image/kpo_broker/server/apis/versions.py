@@ -44,6 +44,7 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     16: (0, 5),  # ListGroups
     42: (0, 2),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
+    21: (0, 2),  # DeleteRecords
 }
 
 API_KEY_PRODUCE = 0
@@ -84,11 +85,12 @@ API_KEY_DESCRIBE_GROUPS = 15
 API_KEY_LIST_GROUPS = 16
 API_KEY_DELETE_GROUPS = 42
 API_KEY_OFFSET_DELETE = 47
+API_KEY_DELETE_RECORDS = 21
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {
     API_KEY_LEADER_AND_ISR: (0, 4),
     API_KEY_STOP_REPLICA: (0, 3),
-    API_KEY_UPDATE_METADATA: (0, 6),
+    API_KEY_UPDATE_METADATA: (0, 7),
     API_KEY_CONTROLLED_SHUTDOWN: (1, 3),
 }

@@ -30,7 +30,7 @@ from kpo_broker.zk.model import BrokerRegistration, EndPoint
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
 UPDATE_METADATA = 6
-SUPPORTED = {LEADER_AND_ISR: (0, 4), STOP_REPLICA: (0, 3), UPDATE_METADATA: (0, 6)}
+SUPPORTED = {LEADER_AND_ISR: (0, 4), STOP_REPLICA: (0, 3), UPDATE_METADATA: (0, 7)}
 #: Session timeout of the test ZooKeeper clients (the test server allows 1-10 s).
 SESSION_TIMEOUT_MS = 6000
 

@@ -82,7 +82,12 @@ def test_partitions_added_to_a_topic_are_created(cluster: Cluster) -> None:
 
     current = cluster.admin.get_replica_assignments(["t"])["t"]
     assignment = {**current.partitions, 1: ReplicaAssignment((2, 3))}
-    assert cluster.admin.set_replica_assignment("t", assignment, current.zk_version) is not None
+    assert (
+        cluster.admin.set_replica_assignment(
+            "t", assignment, current.zk_version, topic_id=current.topic_id
+        )
+        is not None
+    )
 
     wait_for(lambda: bool(cluster.admin.get_partition_states([T1])), what="t-1")
     assert cluster.admin.get_partition_states([T1])[T1].leader_and_isr.leader == 2

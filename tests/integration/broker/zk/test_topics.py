@@ -24,8 +24,10 @@ def test_create_topic_writes_config_and_assignment_in_kafkas_format(
     finally:
         raw.stop()
         raw.close()
+    topic_id = zk_client.get_replica_assignments(["orders"])["orders"].topic_id
+    assert topic_id is not None and len(topic_id) == 22  # KIP-516, Kafka's Uuid string
     assert topic == (
-        b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},'
+        b'{"version":3,"topic_id":"' + topic_id.encode() + b'","partitions":{"0":[1,2],"1":[2,3]},'
         b'"adding_replicas":{},"removing_replicas":{}}'
     )
     assert config == b'{"version":1,"config":{"cleanup.policy":"compact"}}'
@@ -59,27 +61,35 @@ def test_set_replica_assignment_is_a_compare_and_set(zk_client: KafkaZkClient) -
     zk_client.create_topic("moving", {0: [1, 2, 3]}, {})
     read = zk_client.get_replica_assignments(["moving"])["moving"]
     reassigning = {0: read.partitions[0].reassign_to([4, 5, 6])}
-    assert zk_client.set_replica_assignment("moving", reassigning, read.zk_version) == 1
-    assert zk_client.set_replica_assignment("moving", reassigning, read.zk_version) is None
+    tid = read.topic_id
+    assert tid is not None and len(tid) == 22
+    assert (
+        zk_client.set_replica_assignment("moving", reassigning, read.zk_version, topic_id=tid) == 1
+    )
+    assert (
+        zk_client.set_replica_assignment("moving", reassigning, read.zk_version, topic_id=tid)
+        is None
+    )
     epoch = zk_client.try_elect_controller(1)
     assert epoch is not None
     done = {0: ReplicaAssignment((4, 5, 6))}
     assert (
         zk_client.set_replica_assignment(
-            "moving", done, 1, controller_epoch_zk_version=epoch.zk_version
+            "moving", done, 1, topic_id=tid, controller_epoch_zk_version=epoch.zk_version
         )
         == 2
     )
     assert (
         zk_client.set_replica_assignment(
-            "moving", done, 1, controller_epoch_zk_version=epoch.zk_version
+            "moving", done, 1, topic_id=tid, controller_epoch_zk_version=epoch.zk_version
         )
         is None
     )
     current = zk_client.get_replica_assignments(["moving"])["moving"]
     assert current.partitions == done
     assert current.zk_version == 2
-    assert zk_client.set_replica_assignment("gone", done, 0) is None
+    assert current.topic_id == tid  # the topic id survives every rewrite (KIP-516)
+    assert zk_client.set_replica_assignment("gone", done, 0, topic_id=None) is None
 
 
 def test_topic_deletion_removes_all_topic_znodes(zk_client: KafkaZkClient) -> None:

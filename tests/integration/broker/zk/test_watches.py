@@ -99,14 +99,17 @@ def test_topic_assignment_watch_and_cancel(zk_client: KafkaZkClient) -> None:
     zk_client.watch_broker_ids(broker_events)
     read = zk_client.get_replica_assignments(["grow"])["grow"]
     grown = {**read.partitions, 1: read.partitions[0]}
-    assert zk_client.set_replica_assignment("grow", grown, read.zk_version) == 1
+    assert (
+        zk_client.set_replica_assignment("grow", grown, read.zk_version, topic_id=read.topic_id)
+        == 1
+    )
     assert topic_events.next() == ZkWatchEvent(
         "/brokers/topics/grow", ZkWatchEventType.DATA_CHANGED
     )
 
     watch.cancel()
     assert not watch.active
-    zk_client.set_replica_assignment("grow", read.partitions, 1)
+    zk_client.set_replica_assignment("grow", read.partitions, 1, topic_id=read.topic_id)
     # A later event on another watch arrives; the cancelled watch delivered nothing before it.
     zk_client.register_broker(BrokerRegistration(1, (EndPoint("PLAINTEXT", "h", 1),)))
     assert broker_events.next() == ZkWatchEvent("/brokers/ids", CHILDREN)

@@ -25,6 +25,7 @@ EXPECTED = {
     "AlterUserScramCredentials",
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
     "ListGroups", "DescribeGroups", "DeleteGroups", "OffsetDelete",
+    "DeleteRecords",
 }  # fmt: skip
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import Any
 
 import pytest
@@ -38,13 +39,13 @@ DECLARED = [
     (LeaderAndIsrResponse, 4, 0, 4, 4),
     (StopReplicaRequest, 5, 0, 3, 2),
     (StopReplicaResponse, 5, 0, 3, 2),
-    (UpdateMetadataRequest, 6, 0, 6, 6),
-    (UpdateMetadataResponse, 6, 0, 6, 6),
+    (UpdateMetadataRequest, 6, 0, 7, 6),
+    (UpdateMetadataResponse, 6, 0, 7, 6),
     (ControlledShutdownRequest, 7, 1, 3, 3),
     (ControlledShutdownResponse, 7, 1, 3, 3),
 ]
 ALL_VERSIONS = [(cls, v) for cls, _, lo, hi, _ in DECLARED for v in range(lo, hi + 1)]
-SUPPORTED = {4: (0, 4), 5: (0, 3), 6: (0, 6), 7: (1, 3)}
+SUPPORTED = {4: (0, 4), 5: (0, 3), 6: (0, 7), 7: (1, 3)}
 
 
 @pytest.mark.parametrize(("cls", "api_key", "lo", "hi", "flexible_from"), DECLARED)
@@ -318,6 +319,23 @@ def test_update_metadata_v6_round_trips_rack() -> None:
     decoded = UpdateMetadataRequest.decode(request.encode(version=6), version=6)
     assert decoded.live_brokers[0].rack == "r1"
     assert decoded.live_brokers[0].endpoints[0].listener == "L"
+
+
+def test_update_metadata_v7_carries_topic_ids() -> None:
+    topic_id = uuid.UUID(bytes=bytes(range(16)))
+    request = UpdateMetadataRequest(
+        version=7,
+        controller_id=1,
+        controller_epoch=1,
+        broker_epoch=1,
+        topic_states=[
+            UpdateMetadataTopicState(topic_name="t", topic_id=topic_id, partition_states=[])
+        ],
+        live_brokers=[],
+    )
+    decoded = UpdateMetadataRequest.decode(request.encode(version=7), version=7)
+    assert decoded.topic_states[0].topic_id == topic_id
+    assert len(request.encode(version=7)) == len(request.encode(version=6)) + 16
 
 
 @pytest.mark.parametrize("version", [1, 2, 3])

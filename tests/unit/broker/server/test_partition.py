@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from kpo_broker.log.config import LogConfig
+from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.log.log import Log
 from kpo_broker.server.errors import (
     FencedLeaderEpochError,
@@ -130,3 +131,28 @@ def test_new_leader_epoch_is_recorded_at_the_leo(log: Log) -> None:
     p.make_leader(leader_state(epoch=3, isr=(1,)), NOW)
     assert log.leader_epoch_cache.end_offset_for(1, log.log_end_offset) == (1, 3)
     assert log.leader_epoch_cache.latest_epoch == 3
+
+
+def test_delete_records_raises_the_start_offset_and_waits_for_live_followers(log: Log) -> None:
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(), NOW)
+    p.append_records_to_leader(make_value_batch(10), -1, 1, NOW)
+    for follower in (2, 3):
+        p.update_follower_fetch_state(follower, 10, NOW, log_start_offset=0)
+        p.update_follower_fetch_state(follower, 10, NOW, log_start_offset=0)
+    assert p.high_watermark == 10
+    with pytest.raises(OffsetOutOfRangeError):
+        p.delete_records_on_leader(11)
+    with pytest.raises(OffsetOutOfRangeError):
+        p.delete_records_on_leader(-2)
+    assert p.delete_records_on_leader(4) == 4
+    assert log.log_start_offset == 4
+    every_broker_alive = lambda _broker: True  # noqa: E731
+    assert p.low_watermark(every_broker_alive) == 0
+    assert p.update_follower_fetch_state(2, 10, NOW, log_start_offset=4)  # the low watermark moves
+    assert p.low_watermark(every_broker_alive) == 0
+    assert p.low_watermark(lambda broker: broker != 3) == 4  # a dead follower is not awaited
+    p.update_follower_fetch_state(3, 10, NOW, log_start_offset=4)
+    assert p.low_watermark(every_broker_alive) == 4
+    assert p.delete_records_on_leader(-1) == 10  # -1: up to the high watermark
+    assert log.log_start_offset == 10

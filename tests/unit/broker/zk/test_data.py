@@ -1,5 +1,6 @@
 """The znode JSON codecs against the documents Kafka 2.x writes."""
 
+import base64
 import json
 
 import pytest
@@ -117,14 +118,24 @@ def test_malformed_broker_registration(raw: bytes) -> None:
 # --- topic assignment ------------------------------------------------------------------
 
 
-def test_topic_assignment_is_kafkas_version_2_document() -> None:
+def test_topic_assignment_is_kafkas_version_3_document() -> None:
     encoded = data.encode_topic_assignment(
-        {1: ReplicaAssignment((2, 3)), 0: ReplicaAssignment((1, 2))}
+        {1: ReplicaAssignment((2, 3)), 0: ReplicaAssignment((1, 2))}, "AAAAAAAAAAAAAAAAAAAAAQ"
     )
     assert encoded == (
-        b'{"version":2,"partitions":{"0":[1,2],"1":[2,3]},'
+        b'{"version":3,"topic_id":"AAAAAAAAAAAAAAAAAAAAAQ","partitions":{"0":[1,2],"1":[2,3]},'
         b'"adding_replicas":{},"removing_replicas":{}}'
     )
+    assert data.decode_topic_id(encoded) == "AAAAAAAAAAAAAAAAAAAAAQ"
+    assert data.decode_topic_id(b'{"version":2,"partitions":{}}') is None
+
+
+def test_new_topic_ids_are_kafka_uuid_strings() -> None:
+    ids = {data.new_topic_id() for _ in range(200)}
+    assert len(ids) == 200
+    for topic_id in ids:
+        assert len(topic_id) == 22 and not topic_id.startswith("-")
+        assert len(base64.urlsafe_b64decode(topic_id + "==")) == 16
 
 
 def test_topic_assignment_during_reassignment_round_trips() -> None:
@@ -132,7 +143,7 @@ def test_topic_assignment_during_reassignment_round_trips() -> None:
     assignment = {0: moving, 1: ReplicaAssignment((3, 1, 2))}
     encoded = data.encode_topic_assignment(assignment)
     assert json.loads(encoded) == {
-        "version": 2,
+        "version": 3,
         "partitions": {"0": [4, 2, 5, 1, 3], "1": [3, 1, 2]},
         "adding_replicas": {"0": [4, 5]},
         "removing_replicas": {"0": [1, 3]},

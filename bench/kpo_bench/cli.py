@@ -26,6 +26,7 @@ from kpo_bench.settings import DEFAULT, QUICK, Workload
 from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
 from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.tools import VERSIONS_ENV, ToolNotFoundError, pinned_version
 from kpo_devenv.zookeeper import ZooKeeperServer
 
 PLACEMENT = "placement"
@@ -39,27 +40,10 @@ OPERATOR = "operator"
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
 
 #: ``tools/versions.env`` of the checkout this package lives in.
-VERSIONS_ENV = Path(__file__).resolve().parents[2] / "tools" / "versions.env"
 
 
 class SettingsError(ValueError):
     """A command-line setting is unusable (e.g. no Kafka version is pinned)."""
-
-
-def read_env_value(text: str, key: str) -> str | None:
-    """Return ``key``'s value in a ``KEY=value`` file's ``text`` (last one wins), or None.
-
-    Blank lines and ``#`` comments are skipped; surrounding quotes are removed.
-    """
-    found = None
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        name, value = line.split("=", 1)
-        if name.strip() == key:
-            found = value.strip().strip("'\"")
-    return found
 
 
 def pinned_kafka_version(path: Path = VERSIONS_ENV) -> str:
@@ -69,12 +53,9 @@ def pinned_kafka_version(path: Path = VERSIONS_ENV) -> str:
         SettingsError: the file or the key is missing.
     """
     try:
-        value = read_env_value(path.read_text(), "KAFKA_VERSION")
-    except OSError as exc:
-        raise SettingsError(f"cannot read {path}: {exc}; pass --kafka-version") from exc
-    if not value:
-        raise SettingsError(f"no KAFKA_VERSION in {path}; pass --kafka-version")
-    return value
+        return pinned_version("KAFKA_VERSION", path)
+    except ToolNotFoundError as exc:
+        raise SettingsError(f"{exc}; pass --kafka-version") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -20,6 +20,10 @@ ZOOKEEPER_JARS = (
 )
 
 
+#: Pinned tool versions (``KEY=value`` lines), read by ``tools/install.sh`` too.
+VERSIONS_ENV = Path(__file__).resolve().parents[2] / "tools" / "versions.env"
+
+
 class ToolNotFoundError(FileNotFoundError):
     """A tool the tests need is not installed; the message says how to get it."""
 
@@ -67,3 +71,34 @@ def zookeeper_classpath() -> str:
     if missing:
         raise ToolNotFoundError(f"ZooKeeper jars missing ({', '.join(missing)}): run `make tools`")
     return os.pathsep.join(str(jar) for jar in ZOOKEEPER_JARS)
+
+
+def read_env_value(text: str, key: str) -> str | None:
+    """Return ``key``'s value in a ``KEY=value`` file's ``text`` (last one wins), or None.
+
+    Blank lines and ``#`` comments are skipped; surrounding quotes are removed.
+    """
+    found = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, value = line.split("=", 1)
+        if name.strip() == key:
+            found = value.strip().strip("'\"")
+    return found
+
+
+def pinned_version(key: str, path: Path = VERSIONS_ENV) -> str:
+    """Return the version ``key`` (e.g. ``"KAFKA_VERSION"``) pinned in ``tools/versions.env``.
+
+    Raises:
+        ToolNotFoundError: the file cannot be read or does not pin ``key``.
+    """
+    try:
+        value = read_env_value(path.read_text(), key)
+    except OSError as exc:
+        raise ToolNotFoundError(f"cannot read {path}: {exc}") from exc
+    if not value:
+        raise ToolNotFoundError(f"no {key} in {path}")
+    return value

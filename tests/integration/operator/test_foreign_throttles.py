@@ -24,8 +24,8 @@ import pytest
 from kpo_devenv import ControlPlane, ZooKeeperServer
 from kpo_devenv.apache_kafka import ApacheKafkaCluster, java_command, kafka_classpath
 from kpo_devenv.operator_process import OperatorProcess
+from kpo_devenv.tools import pinned_version
 from kpo_kafka.admin import KafkaPythonAdmin
-from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import create_topic
 from tests.integration.operator.conftest import (
@@ -50,14 +50,6 @@ QUOTA_WINDOW_S = 11.0
 throttled move may run faster than its rate while the window fills."""
 
 
-def _kafka_version() -> str:
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == "KAFKA_VERSION":
-            return value.strip()
-    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
-
-
 @pytest.fixture
 def apache_stack(
     zookeeper: ZooKeeperServer, control_plane: ControlPlane, tmp_path: Path
@@ -67,7 +59,7 @@ def apache_stack(
     cluster = ApacheKafkaCluster(
         tmp_path / chroot,
         f"{zookeeper.connect_string}/{chroot}",
-        kafka_classpath(_kafka_version()),
+        kafka_classpath(pinned_version("KAFKA_VERSION")),
         3,
         {"auto.create.topics.enable": "false", "replica.fetch.wait.max.ms": "100"},
     )
@@ -97,7 +89,7 @@ def apache_stack(
 def _reassign_tool(stack: Stack, plan: Path, *flags: str) -> str:
     """Run Kafka's ``kafka-reassign-partitions`` (ReassignPartitionsCommand); return its output."""
     argv = java_command(
-        kafka_classpath(_kafka_version()),
+        kafka_classpath(pinned_version("KAFKA_VERSION")),
         256,
         REASSIGN_COMMAND,
         [

@@ -38,9 +38,9 @@ from kpo_devenv.apache_kafka import (
 )
 from kpo_devenv.operator_process import OperatorProcess
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
+from kpo_devenv.tools import pinned_version
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.client_config import ClientSecurity, client_security_from_env
-from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import wait_for
 from tests.integration.operator.conftest import LIST_KEYS, THROTTLE_KEYS, Stack, reassignment
 
@@ -68,14 +68,6 @@ def acl_args(principals: list[str], operations: tuple[str, ...], *resource: str)
     for operation in operations:
         args += ["--operation", operation]
     return [*args, *resource]
-
-
-def _kafka_version() -> str:
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == "KAFKA_VERSION":
-            return value.strip()
-    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
 
 
 @dataclass
@@ -117,7 +109,7 @@ def secured(
     cluster = ApacheKafkaCluster(
         workdir / "kafka",
         f"{zookeeper.connect_string}/{chroot}",
-        kafka_classpath(_kafka_version()),
+        kafka_classpath(pinned_version("KAFKA_VERSION")),
         3,
         {"auto.create.topics.enable": "false", "replica.fetch.wait.max.ms": "100"},
         security=security,

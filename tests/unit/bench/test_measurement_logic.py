@@ -3,9 +3,10 @@ from pathlib import Path
 import pytest
 
 from kpo_bench.catch_up import POLL_INTERVAL_S, CatchUpTimeline, partition_log_bytes
-from kpo_bench.cli import build_parser, read_env_value, workload_from
+from kpo_bench.cli import build_parser, workload_from
 from kpo_bench.failover import first_ack_after, pick_victim
 from kpo_bench.settings import DEFAULT, MIB, QUICK
+from kpo_devenv.tools import read_env_value
 
 
 def test_first_ack_after_ignores_records_sent_before_the_kill() -> None:

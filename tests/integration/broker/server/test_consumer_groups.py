@@ -31,6 +31,7 @@ from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import java_command, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.process import ManagedProcess
+from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import create_topic, leaders, zk_client
 
@@ -53,14 +54,6 @@ OFFSETS_FORMATTER = "org.apache.kafka.tools.consumer.OffsetsMessageFormatter"
 CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 
 
-def _kafka_version() -> str:
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == "KAFKA_VERSION":
-            return value.strip()
-    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
-
-
 def kafka_tool(main_class: str, args: list[str], timeout_s: float = 120) -> str:
     """Run one of Apache Kafka's own tools (3.9 jars); return its stdout, fail on exit != 0.
 
@@ -69,7 +62,7 @@ def kafka_tool(main_class: str, args: list[str], timeout_s: float = 120) -> str:
     """
     if main_class == CONSUMER_GROUP_COMMAND:
         args = [*args, "--timeout", "30000"]
-    argv = java_command(kafka_classpath(_kafka_version()), 256, main_class, args)
+    argv = java_command(kafka_classpath(pinned_version("KAFKA_VERSION")), 256, main_class, args)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
     output = f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     assert done.returncode == 0, f"{main_class} {args} exited {done.returncode}:\n{output}"
@@ -383,7 +376,7 @@ def test_java_librdkafka_and_kafka_python_members_share_a_group(
     java = ManagedProcess(
         "java-member",
         java_command(
-            kafka_classpath(_kafka_version()),
+            kafka_classpath(pinned_version("KAFKA_VERSION")),
             256,
             CONSOLE_CONSUMER,
             [

@@ -20,7 +20,7 @@ from kpo_devenv.apache_kafka import KafkaNotInstalledError, java_command, kafka_
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties, pem_keystore
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
-from tests.conftest import REPO_ROOT
+from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import ClusterFactory
 from tests.integration.broker.server.helpers import create_topic
 from tests.integration.broker.server.security_helpers import (
@@ -34,18 +34,10 @@ CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 
 
-def _kafka_version() -> str:
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == "KAFKA_VERSION":
-            return value.strip()
-    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
-
-
 @pytest.fixture
 def classpath() -> str:
     try:
-        return kafka_classpath(_kafka_version())
+        return kafka_classpath(pinned_version("KAFKA_VERSION"))
     except KafkaNotInstalledError as exc:
         pytest.fail(str(exc))
 

@@ -47,8 +47,8 @@ from kpo_broker.protocol.client import BrokerClient
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import java_command, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.tools import pinned_version
 from kpo_kafka.topic_partition import TopicPartition
-from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import consume_all, create_topic, leaders, zk_client
 
@@ -474,19 +474,10 @@ TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 DELETE_RECORDS_COMMAND = "org.apache.kafka.tools.DeleteRecordsCommand"
 
 
-def kafka_version() -> str:
-    """``KAFKA_VERSION`` of ``tools/versions.env`` (the jars ``make tools`` installs)."""
-    for line in (REPO_ROOT / "tools" / "versions.env").read_text().splitlines():
-        name, _, value = line.partition("=")
-        if name.strip() == "KAFKA_VERSION":
-            return value.strip().strip('"')
-    raise AssertionError("no KAFKA_VERSION in tools/versions.env")
-
-
 def kafka_tool(cluster: KafkaCluster, main_class: str, *args: str, ok: bool = True) -> str:
     """Run one of Kafka's command-line tools against the fleet; return stdout (+ stderr)."""
     argv = java_command(
-        kafka_classpath(kafka_version()),
+        kafka_classpath(pinned_version("KAFKA_VERSION")),
         256,
         main_class,
         ["--bootstrap-server", cluster.bootstrap_servers, *args],

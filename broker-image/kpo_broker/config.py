@@ -36,12 +36,12 @@ from kpo_broker.log.config import COMPRESSION_TYPES, TIMESTAMP_TYPES
 from kpo_broker.protocol.endpoints import (
     DEFAULT_PROTOCOL_MAP,
     Endpoint,
-    SecurityProtocol,
     parse_listeners,
     parse_protocol_map,
 )
+from kpo_kafka.security import SecurityProtocol
 
-__all__ = ["BrokerConfig", "ConfigError", "Endpoint", "SecurityProtocol"]
+__all__ = ["BrokerConfig", "ConfigError", "Endpoint"]
 
 _INT_MAX = 2**31 - 1
 _LONG_MAX = 2**63 - 1

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 import ssl
 import tempfile
 from collections.abc import Mapping
@@ -48,6 +47,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
+
+from kpo_kafka.security import (
+    PLAIN_LOGIN_MODULE,
+    SCRAM_LOGIN_MODULE,
+    JaasError,
+    SecurityProtocol,
+    parse_jaas_config,
+)
 
 __all__ = [
     "ENV_PREFIX",
@@ -71,25 +78,6 @@ class ClientConfigError(ValueError):
 
     The message names the property (or variable) and never contains a secret value.
     """
-
-
-class SecurityProtocol(StrEnum):
-    """Kafka's ``security.protocol`` values (``SecurityProtocol``)."""
-
-    PLAINTEXT = "PLAINTEXT"
-    SSL = "SSL"
-    SASL_PLAINTEXT = "SASL_PLAINTEXT"
-    SASL_SSL = "SASL_SSL"
-
-    @property
-    def uses_tls(self) -> bool:
-        """Whether connections are wrapped in TLS (``SSL``, ``SASL_SSL``)."""
-        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
-
-    @property
-    def uses_sasl(self) -> bool:
-        """Whether the client authenticates with SASL (``SASL_PLAINTEXT``, ``SASL_SSL``)."""
-        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
 
 class SaslMechanism(StrEnum):
@@ -159,20 +147,14 @@ SECRET_PROPERTIES = frozenset(
 """Properties whose values are secrets (Kafka's ``Type.PASSWORD`` configs)."""
 
 _PEM = "PEM"
-_PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
-_SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
-_FLAGS = ("required", "requisite", "sufficient", "optional")
-_JAAS_ENTRY = re.compile(r"^\s*([A-Za-z_$][\w.$]*)\s+(\w+)\s*(.*?)\s*;\s*$", re.DOTALL)
-_JAAS_OPTION = re.compile(r'\s*([\w.\-$]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s"=;]+))\s*', re.DOTALL)
 
 
-def parse_jaas_config(text: str) -> dict[str, str]:
-    r"""Parse ``sasl.jaas.config``: one login module entry, return its options.
+def jaas_credentials(text: str) -> dict[str, str]:
+    r"""Read a client's ``sasl.jaas.config``: one login module entry; return its credentials.
 
-    Follows Kafka's ``JaasConfig``: ``<LoginModule class> <flag> [key=value ...];`` with
-    exactly one entry for a client; values are double-quoted (``\"`` escapes a quote) or
-    bare words. Only ``PlainLoginModule`` and ``ScramLoginModule`` are accepted, with the
-    options ``username`` and ``password`` (and ``tokenauth=false`` for SCRAM).
+    Parsed as Kafka's ``JaasConfig`` does (:func:`kpo_kafka.security.parse_jaas_config`), with
+    exactly one entry for a client. Only ``PlainLoginModule`` and ``ScramLoginModule`` are
+    accepted, with the options ``username`` and ``password`` (and ``tokenauth=false`` for SCRAM).
 
     Returns:
         ``{"username": ..., "password": ...}``.
@@ -181,38 +163,24 @@ def parse_jaas_config(text: str) -> dict[str, str]:
         ClientConfigError: malformed, another login module, a second entry, an unknown
             option or a missing username/password (the value itself is never echoed).
     """
-    match = _JAAS_ENTRY.match(text)
-    if match is None:
+    try:
+        entries = parse_jaas_config(text)
+    except JaasError as exc:
         raise ClientConfigError(
-            "sasl.jaas.config: expected one entry '<LoginModule> required "
-            'username="..." password="...";\''
-        )
-    module, flag, rest = match.groups()
-    if module not in (_PLAIN_MODULE, _SCRAM_MODULE):
+            f"sasl.jaas.config: {exc} (expected one entry '<LoginModule> required "
+            'username="..." password="...";\')'
+        ) from None
+    if len(entries) != 1:
+        raise ClientConfigError("sasl.jaas.config: a client takes exactly one login module entry")
+    entry = entries[0]
+    module, options = entry.login_module, entry.options
+    if module not in (PLAIN_LOGIN_MODULE, SCRAM_LOGIN_MODULE):
         raise ClientConfigError(
             f"sasl.jaas.config: login module {module} is not supported "
-            f"(use {_PLAIN_MODULE} or {_SCRAM_MODULE})"
+            f"(use {PLAIN_LOGIN_MODULE} or {SCRAM_LOGIN_MODULE})"
         )
-    if flag.lower() not in _FLAGS:
-        raise ClientConfigError(
-            f"sasl.jaas.config: control flag {flag!r} is not one of {', '.join(_FLAGS)}"
-        )
-    options: dict[str, str] = {}
-    position = 0
-    while position < len(rest):
-        option = _JAAS_OPTION.match(rest, position)
-        if option is None or option.end() == position:
-            raise ClientConfigError(
-                "sasl.jaas.config: malformed options after the control flag "
-                '(expected key="value" pairs)'
-            )
-        key, quoted, bare = option.groups()
-        if key in options:
-            raise ClientConfigError(f"sasl.jaas.config: option {key} given twice")
-        options[key] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
-        position = option.end()
     known = {"username", "password"}
-    if module == _SCRAM_MODULE:
+    if module == SCRAM_LOGIN_MODULE:
         known.add("tokenauth")
         if options.get("tokenauth", "false").lower() != "false":
             raise ClientConfigError(
@@ -485,7 +453,7 @@ def _sasl_settings(
             raise ClientConfigError(
                 "sasl.jaas.config and a separate SASL username/password are both given; give one"
             )
-        options = parse_jaas_config(jaas)
+        options = jaas_credentials(jaas)
         username, password = options["username"], Secret(options["password"])
     if not username:
         raise ClientConfigError(

@@ -11,32 +11,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
+
+from kpo_kafka.security import SecurityProtocol
 
 __all__ = [
     "DEFAULT_PROTOCOL_MAP",
     "Endpoint",
-    "SecurityProtocol",
     "parse_listeners",
     "parse_protocol_map",
 ]
 
 # Kafka's listener syntax: NAME://host:port, the host optionally in brackets (IPv6).
 _LISTENER = re.compile(r"^(.*)://\[?([0-9a-zA-Z\-%._:]*)\]?:(-?[0-9]+)$")
-
-
-class SecurityProtocol(StrEnum):
-    """Kafka security protocols; :attr:`id` is the int16 sent in UpdateMetadata endpoints."""
-
-    PLAINTEXT = "PLAINTEXT"
-    SSL = "SSL"
-    SASL_PLAINTEXT = "SASL_PLAINTEXT"
-    SASL_SSL = "SASL_SSL"
-
-    @property
-    def id(self) -> int:
-        """Kafka's numeric id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL."""
-        return list(SecurityProtocol).index(self)
 
 
 DEFAULT_PROTOCOL_MAP: Mapping[str, SecurityProtocol] = {p.value: p for p in SecurityProtocol}

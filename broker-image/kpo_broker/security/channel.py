@@ -18,7 +18,6 @@ import logging
 import ssl
 from dataclasses import dataclass
 
-from kpo_broker.protocol.endpoints import SecurityProtocol
 from kpo_broker.security.authenticator import SaslServerAuthenticator, ScramLookup
 from kpo_broker.security.config import ListenerSecurity
 from kpo_broker.security.principal import (
@@ -28,6 +27,7 @@ from kpo_broker.security.principal import (
     distinguished_name,
 )
 from kpo_broker.security.tls import server_context
+from kpo_kafka.security import SecurityProtocol
 
 __all__ = ["AUTHENTICATION_TIMEOUT_S", "AuthenticationFailedError", "ListenerAuthenticator"]
 

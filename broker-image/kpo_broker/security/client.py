@@ -23,11 +23,11 @@ from kafka.protocol.sasl import (
     SaslHandshakeResponse,
 )
 
-from kpo_broker.protocol.endpoints import SecurityProtocol
 from kpo_broker.protocol.errors import BrokerConnectionError
 from kpo_broker.protocol.framing import decode_response, read_frame
 from kpo_broker.security.config import ClientSecurity
 from kpo_broker.security.tls import client_context
+from kpo_kafka.security import SecurityProtocol
 
 __all__ = ["Connector", "PlaintextConnector", "SecureConnector", "connector_for"]
 

@@ -39,16 +39,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kpo_broker.config import BrokerConfig, ConfigError
-from kpo_broker.protocol.endpoints import SecurityProtocol
-from kpo_broker.security.jaas import (
+from kpo_broker.security.principal import SslPrincipalMapper
+from kpo_broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from kpo_kafka.security import (
     PLAIN_LOGIN_MODULE,
     SCRAM_LOGIN_MODULE,
     JaasEntry,
     JaasError,
+    SecurityProtocol,
     parse_jaas_config,
 )
-from kpo_broker.security.principal import SslPrincipalMapper
-from kpo_broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 
 __all__ = [
     "SUPPORTED_MECHANISMS",

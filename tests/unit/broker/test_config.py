@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from kpo_broker.config import BrokerConfig, ConfigError, Endpoint, SecurityProtocol
+from kpo_broker.config import BrokerConfig, ConfigError, Endpoint
+from kpo_kafka.security import SecurityProtocol
 
 ZK = {"zookeeper.connect": "127.0.0.1:2181/kafka"}
 

@@ -15,19 +15,18 @@ import pytest
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 
 from kpo_broker.protocol.client import BrokerClient
-from kpo_broker.protocol.endpoints import SecurityProtocol
 from kpo_broker.protocol.errors import BrokerConnectionError
 from kpo_broker.security.channel import ListenerAuthenticator
 from kpo_broker.security.client import SecureConnector
 from kpo_broker.security.config import ClientSecurity, ListenerSecurity, SaslSettings, SslSettings
 from kpo_broker.security.credentials import CredentialCache
-from kpo_broker.security.jaas import parse_jaas_config
 from kpo_broker.security.principal import SslPrincipalMapper
 from kpo_broker.security.scram import MECHANISMS, credential_to_string, generate_credential
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_devenv.kafka_security import pem_keystore
 from kpo_devenv.pki import generate_kafka_pki
+from kpo_kafka.security import SecurityProtocol, parse_jaas_config
 
 SUPPORTED = {3: (0, 12), 17: (0, 1), 18: (0, 3), 36: (0, 2)}
 PLAIN = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-pw";'

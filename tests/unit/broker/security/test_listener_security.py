@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kpo_broker.config import BrokerConfig, ConfigError
-from kpo_broker.protocol.endpoints import SecurityProtocol
 from kpo_broker.security.config import inter_broker_client_security, resolve_listener_security
+from kpo_kafka.security import SecurityProtocol
 
 SCRAM = (
     "org.apache.kafka.common.security.scram.ScramLoginModule required "

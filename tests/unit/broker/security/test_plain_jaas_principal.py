@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from kpo_broker.security.errors import SaslAuthenticationError
-from kpo_broker.security.jaas import JaasError, parse_jaas_config
 from kpo_broker.security.plain import PlainServer
 from kpo_broker.security.principal import NoMatchingRuleError, SslPrincipalMapper
+from kpo_kafka.security import JaasError, parse_jaas_config
 
 
 def test_plain_accepts_a_configured_user() -> None:

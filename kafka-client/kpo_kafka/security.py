@@ -1,16 +1,26 @@
-"""Parsing ``sasl.jaas.config`` values (Kafka's ``JaasConfig``).
+"""Kafka's security vocabulary, shared by clients and brokers.
 
-A value is one or more entries ``<LoginModuleClass> <flag> [key="value" ...];``, the
-flag being ``required``, ``requisite``, ``sufficient`` or ``optional``, option values
-quoted (``"..."`` with backslash escapes) or bare tokens.
+* :class:`SecurityProtocol`: ``security.protocol`` / ``listener.security.protocol.map`` values.
+* ``sasl.jaas.config`` values (Kafka's ``JaasConfig``): :func:`parse_jaas_config`. A value is
+  one or more entries ``<LoginModuleClass> <flag> [key="value" ...];``, the flag being
+  ``required``, ``requisite``, ``sufficient`` or ``optional``, option values quoted (``"..."``
+  with backslash escapes) or bare tokens.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 
-__all__ = ["JaasEntry", "JaasError", "parse_jaas_config"]
+__all__ = [
+    "PLAIN_LOGIN_MODULE",
+    "SCRAM_LOGIN_MODULE",
+    "JaasEntry",
+    "JaasError",
+    "SecurityProtocol",
+    "parse_jaas_config",
+]
 
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_LOGIN_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
@@ -19,6 +29,30 @@ _FLAGS = {"required", "requisite", "sufficient", "optional"}
 _TOKEN = re.compile(
     r'\s*(?:(?P<semi>;)|(?P<eq>=)|"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<word>[^\s=;"]+))'
 )
+
+
+class SecurityProtocol(StrEnum):
+    """Kafka security protocols; :attr:`id` is the int16 sent in UpdateMetadata endpoints."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+    @property
+    def id(self) -> int:
+        """Kafka's numeric id: 0 PLAINTEXT, 1 SSL, 2 SASL_PLAINTEXT, 3 SASL_SSL."""
+        return list(SecurityProtocol).index(self)
+
+    @property
+    def uses_tls(self) -> bool:
+        """Whether connections are wrapped in TLS (``SSL``, ``SASL_SSL``)."""
+        return self in (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+    @property
+    def uses_sasl(self) -> bool:
+        """Whether the client authenticates with SASL (``SASL_PLAINTEXT``, ``SASL_SSL``)."""
+        return self in (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 
 
 class JaasError(ValueError):
@@ -62,7 +96,7 @@ def parse_jaas_config(value: str) -> list[JaasEntry]:
     """Parse a ``sasl.jaas.config`` value.
 
     Raises:
-        JaasError: empty, missing ``;``, unknown flag, malformed option (never
+        JaasError: empty, missing ``;``, unknown flag, malformed or repeated option (never
             quoting the value, which may hold a password).
     """
     tokens = _tokens(value)
@@ -89,6 +123,8 @@ def parse_jaas_config(value: str) -> list[JaasEntry]:
                 or tokens[i + 2][0] not in ("word", "quoted")
             ):
                 raise JaasError(f"malformed option in the entry of {module}")
+            if tokens[i][1] in options:
+                raise JaasError(f"option {tokens[i][1]} given twice in the entry of {module}")
             options[tokens[i][1]] = tokens[i + 2][1]
             i += 3
         entries.append(JaasEntry(module, flag.lower(), options))

@@ -48,12 +48,11 @@ install_engine() {
 default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]
 
 [engine]
-runtime = \"runc\"
-"
+runtime = \"runc\""
   if [[ ! -f $conf || "$(cat "$conf")" != "$want" ]]; then
     log "writing $conf (runtime runc, nofile=$nofile, nproc=$nproc)"
     sudo_if_needed mkdir -p "$(dirname "$conf")"
-    printf '%s' "$want" | sudo_if_needed tee "$conf" >/dev/null
+    printf '%s\n' "$want" | sudo_if_needed tee "$conf" >/dev/null
   fi
 }
 

@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools lint format typecheck test test-unit test-integration demo demo-down bench image lock e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
@@ -48,8 +48,18 @@ test-unit: install
 test-integration: install tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-demo: install tools
+# Only what the demo runs: ZooKeeper, etcd, kube-apiserver, kubectl (a first run builds less).
+demo-tools:
+	bash tools/install.sh demo
+
+demo: install demo-tools
 	$(BIN)/python -m kpo_devenv demo $(DEMO_ARGS)
+
+# The main job with ZooKeeper, the brokers and the operator in podman containers of the images
+# (the control plane stays as processes); every container is stopped and removed at the end.
+demo-containers: install demo-tools
+	IMAGE=$(IMAGE) bash tools/build-images.sh kpo zookeeper
+	$(BIN)/python -m kpo_devenv demo --containers --image $(IMAGE) $(DEMO_ARGS)
 
 demo-down: install
 	$(BIN)/python -m kpo_devenv demo-down

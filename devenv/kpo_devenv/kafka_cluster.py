@@ -8,13 +8,13 @@ log dir, which is what the broker tests need.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
 from kpo_devenv.net import LOOPBACK, free_port, port_accepts
 from kpo_devenv.process import ManagedProcess
+from kpo_devenv.runner import LocalRunner, Runner
 
 
 class BrokerProcess:
@@ -29,6 +29,8 @@ class BrokerProcess:
         log_dir_count: number of log dirs (``data``, ``data-1``, ...; KIP-113 tests).
         metrics: serve Prometheus metrics on a free loopback port (``metrics.port``,
             :attr:`metrics_port`); off by default.
+        runner: how the broker runs: a local process (default) or a container
+            (:class:`kpo_devenv.runner.ContainerRunner`, the workdir mounted at its path).
     """
 
     #: Port of the Prometheus endpoint (``metrics.port``); None when metrics are off.
@@ -43,8 +45,10 @@ class BrokerProcess:
         rack: str | None = None,
         log_dir_count: int = 1,
         metrics: bool = False,
+        runner: Runner | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.runner: Runner = runner or LocalRunner()
         self.workdir = workdir
         self.port = free_port()
         self.metrics_port = free_port() if metrics else None
@@ -74,11 +78,13 @@ class BrokerProcess:
         self.process = self._new_process()
 
     def _new_process(self) -> ManagedProcess:
-        return ManagedProcess(
+        return self.runner.process(
             f"broker-{self.broker_id}",
-            [sys.executable, "-m", "kpo_broker", str(self.config_path)],
+            "broker",
+            ["python", "-m", "kpo_broker", str(self.config_path)],
             self.workdir / "broker.log",
             env={"PYTHONUNBUFFERED": "1"},
+            mounts=[self.workdir],
         )
 
     @property
@@ -140,6 +146,7 @@ class KafkaCluster:
         first_id: id of the first broker.
         log_dir_count: number of log dirs per broker.
         metrics: give every broker a Prometheus metrics port (:attr:`BrokerProcess.metrics_url`).
+        runner: how the brokers run (local processes by default; see :mod:`kpo_devenv.runner`).
     """
 
     def __init__(
@@ -152,6 +159,7 @@ class KafkaCluster:
         first_id: int = 0,
         log_dir_count: int = 1,
         metrics: bool = False,
+        runner: Runner | None = None,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -164,6 +172,7 @@ class KafkaCluster:
                 racks[i] if racks else None,
                 log_dir_count,
                 metrics,
+                runner,
             )
             for i in range(size)
         }

@@ -20,12 +20,13 @@ from tests.conftest import REPO_ROOT
 IMAGES = {
     "kpo": "localhost/kpo-test:current",
     "zookeeper": "localhost/kpo-zookeeper-test:current",
+    "placement": "localhost/kpo-placement-test:current",
 }
 
 
 @pytest.fixture(scope="session")
 def images() -> dict[str, str]:
-    """Build the kpo and zookeeper images of this tree with tools/build-images.sh."""
+    """Build the kpo, zookeeper and placement images of this tree with tools/build-images.sh."""
     if shutil.which("podman") is None:
         pytest.skip("podman is not installed (bash tools/containers.sh engine installs it)")
     reason = engine_available("podman")
@@ -36,9 +37,10 @@ def images() -> dict[str, str]:
         "ENGINE": "podman",
         "IMAGE": IMAGES["kpo"],
         "ZOOKEEPER_IMAGE": IMAGES["zookeeper"],
+        "PLACEMENT_IMAGE": IMAGES["placement"],
     }
     done = subprocess.run(
-        ["bash", str(REPO_ROOT / "tools" / "build-images.sh"), "kpo", "zookeeper"],
+        ["bash", str(REPO_ROOT / "tools" / "build-images.sh"), "kpo", "zookeeper", "placement"],
         env=env,
         capture_output=True,
         text=True,

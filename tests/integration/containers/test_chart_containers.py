@@ -7,11 +7,14 @@ with the rendered command, environment, mounts, security context (uid 10001, rea
 root filesystem, no capabilities) and becomes ready by its readiness probe, against the
 session's real ZooKeeper. A broker killed with ``podman kill`` and started again on the
 same volume rejoins the ISR with its data; ``podman stop`` (SIGTERM, as the kubelet sends
-it) is a controlled shutdown within the chart's ``terminationGracePeriodSeconds``.
+it) is a controlled shutdown within the chart's ``terminationGracePeriodSeconds``. The
+placement CronJob's pod runs its plan (local Spark) in the placement image against them.
 """
 
 from __future__ import annotations
 
+import random
+import socket
 import subprocess
 import time
 import uuid
@@ -33,6 +36,7 @@ from kpo_kafka.topic_partition import TopicPartition as KpoTopicPartition
 from tests.integration.broker.conftest import wait_for
 from tests.integration.charts.local_pods import LocalPod, Manifest, statefulset_pod
 from tests.integration.containers import pod_containers as pc
+from tests.integration.containers.conftest import IMAGES
 from tests.unit.charts.helm import CHART, helm
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3000)]
@@ -53,6 +57,8 @@ class Fleet:
     init_output: list[str]
     label: str
     zk_connect: str
+    objects: list[Manifest]
+    root: Path
 
     @property
     def bootstrap(self) -> str:
@@ -87,16 +93,51 @@ class Fleet:
         return self.pods[ordinal].paths["/var/lib/kafka"]
 
 
-def _render(zk_connect: str, root: Path, image: str) -> list[Manifest]:
+def _image_values(image: str) -> dict[str, str]:
+    repository, tag = image.rsplit(":", 1)
+    return {"repository": repository, "tag": tag}
+
+
+def _metrics_url_template() -> str:
+    """``http://127.0.0.1:<a><id><b>/metrics`` with ports free for broker ids 0..2.
+
+    Pods share the host network here, so each broker's metrics port must differ, and the
+    placement job finds them through the chart's ``placement.metricsUrlTemplate``.
+    """
+    while True:
+        a, b = random.randint(20, 59), random.randint(10, 99)
+        ports = [int(f"{a}{i}{b}") for i in range(3)]
+        if all(_bindable(port) for port in ports):
+            return f"http://{LOOPBACK}:{a}{{id}}{b}/metrics"
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
+
+
+def _render(
+    zk_connect: str, root: Path, images: dict[str, str], bootstrap: str, template: str
+) -> list[Manifest]:
     values = {
         "zookeeper": {"enabled": False, "externalConnect": zk_connect},
+        "operator": {"bootstrapServers": bootstrap},
         "broker": {
             "replicas": 3,
             "rack": {"source": "static", "racks": RACKS},
             "terminationGracePeriodSeconds": 60,
         },
         "metrics": {"port": METRICS_PORT},
-        "image": {"repository": image.rsplit(":", 1)[0], "tag": image.rsplit(":", 1)[1]},
+        "image": _image_values(images["kpo"]),
+        "placement": {
+            "image": _image_values(images["placement"]),
+            "metricsUrlTemplate": template,
+            "sparkMaster": "local[1]",
+        },
     }
     path = root / "values.yaml"
     path.write_text(yaml.safe_dump(values))
@@ -112,14 +153,17 @@ def fleet(
     """The rendered broker StatefulSet's three pods running in containers."""
     root = tmp_path_factory.mktemp("chart-containers")
     zk_connect = f"{zookeeper.connect_string}/containers-{uuid.uuid4().hex[:8]}"
-    objects = _render(zk_connect, root, images["kpo"])
+    ports = [free_port() for _ in range(3)]
+    bootstrap = ",".join(f"{LOOPBACK}:{port}" for port in ports)
+    template = _metrics_url_template()
+    objects = _render(zk_connect, root, images, bootstrap, template)
     (statefulset,) = [o for o in objects if o["kind"] == "StatefulSet"]
     label = f"kpo-chart-{uuid.uuid4().hex[:6]}"
     cleanup = ContainerRunner(images={}, prefix=label)
-    fleet = Fleet(statefulset, [], [], [], [], label, zk_connect)
+    fleet = Fleet(statefulset, [], [], [], [], label, zk_connect, objects, root)
     try:
-        for ordinal in range(3):
-            port, metrics = free_port(), free_port()
+        for ordinal, port in enumerate(ports):
+            metrics = int(template.split(":")[2].split("/")[0].replace("{id}", str(ordinal)))
             listener = f"PLAINTEXT://{LOOPBACK}:{port}"
             pod = statefulset_pod(
                 statefulset,
@@ -260,6 +304,35 @@ def test_killed_broker_container_rejoins_the_isr_with_its_data(fleet: Fleet) -> 
     finally:
         consumer.close()
     assert read == first + second
+
+
+def test_placement_cronjob_pod_plans_in_its_image(fleet: Fleet) -> None:
+    _create(fleet, "placement-input", [0, 1])
+    _produce(fleet, "placement-input", [b"x" * 1024] * 200)
+    (cronjob,) = [o for o in fleet.objects if o["kind"] == "CronJob"]
+    template = cronjob["spec"]["jobTemplate"]["spec"]["template"]
+    pod = LocalPod(
+        "placement",
+        template["spec"],
+        fleet.objects,
+        fleet.root / "placement",
+        labels=template["metadata"].get("labels", {}),
+        namespace=NAMESPACE,
+        in_place=True,
+    )
+    container = pc.main_container(pod)
+    assert container["image"] == IMAGES["placement"]  # the placement image, not the broker's
+    done = subprocess.run(
+        pc.run_argv(pod, container, f"{fleet.label}-placement", fleet.label),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "written under /tmp/kpo-plan" in done.stderr, done.stderr[-2000:]
+    written = pod.paths["/tmp"] / "kpo-plan"
+    assert (written / "snapshot").is_dir(), sorted(p.name for p in written.iterdir())
 
 
 def test_podman_stop_is_a_controlled_shutdown_within_the_grace_period(fleet: Fleet) -> None:

@@ -29,6 +29,7 @@ class OperatorProcess:
         poll_interval_s: ``KPO_POLL_INTERVAL_S``, seconds between progress checks.
         quota_interval_s: ``KPO_QUOTA_INTERVAL_S``, seconds between drift checks.
         rate_window_s: ``KPO_RATE_WINDOW_S``, seconds of samples behind the rate/ETA.
+        env: further variables, e.g. the Kafka client security ``KPO_KAFKA_*``.
         runner: how the operator runs: a local process (default) or a container
             (:class:`kpo_devenv.runner.ContainerRunner`), which gets a copy of the
             kubeconfig with its certificates inlined in its workdir.
@@ -43,6 +44,7 @@ class OperatorProcess:
         poll_interval_s: float = 1.0,
         quota_interval_s: float = 5.0,
         rate_window_s: float = 10.0,
+        env: dict[str, str] | None = None,
         runner: Runner | None = None,
     ) -> None:
         self.workdir = workdir
@@ -58,6 +60,7 @@ class OperatorProcess:
             "KPO_QUOTA_INTERVAL_S": str(quota_interval_s),
             "KPO_RATE_WINDOW_S": str(rate_window_s),
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         self.process = self._new_process()
 

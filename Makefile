@@ -9,14 +9,14 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools lint format typecheck test test-unit test-integration demo demo-down bench image e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
 $(INSTALLED): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,placement]'
 	touch $@
 
 install: $(INSTALLED)
@@ -48,8 +48,18 @@ test-unit: install
 test-integration: install tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-demo: install tools
+# Only what the demo runs: ZooKeeper, etcd, kube-apiserver, kubectl (a first run builds less).
+demo-tools:
+	bash tools/install.sh demo
+
+demo: install demo-tools
 	$(BIN)/python -m kpo_devenv demo $(DEMO_ARGS)
+
+# The main job with ZooKeeper, the brokers and the operator in podman containers of the images
+# (the control plane stays as processes); every container is stopped and removed at the end.
+demo-containers: install demo-tools
+	IMAGE=$(IMAGE) bash tools/build-images.sh kpo zookeeper
+	$(BIN)/python -m kpo_devenv demo --containers --image $(IMAGE) $(DEMO_ARGS)
 
 demo-down: install
 	$(BIN)/python -m kpo_devenv demo-down
@@ -61,12 +71,20 @@ bench: install
 	bash tools/install-kafka.sh >/dev/null
 	$(BIN)/python -m kpo_bench $(BENCH_ARGS)
 
-# The one image of the Python components (broker, operator, placement job), with docker or
-# podman where an engine exists (not on the CI machines). IMAGE=repo:tag to name it.
+# The images (broker-image/Dockerfile): IMAGE (broker, operator; no Java) and PLACEMENT_IMAGE
+# (PySpark and Java), with docker when its daemon answers, else podman (installed with apt
+# when missing, with runc and a Debian-made base when BASE_IMAGE is empty): tools/build-images.sh.
 IMAGE ?= ghcr.io/kpo-dev/kpo:dev
+PLACEMENT_IMAGE ?= ghcr.io/kpo-dev/kpo-placement:dev
+BASE_IMAGE ?=
 image:
-	@engine=$$(command -v docker || command -v podman) || { echo "make image needs docker or podman" >&2; exit 2; }; \
-	$$engine build -f broker-image/Dockerfile -t $(IMAGE) .
+	IMAGE=$(IMAGE) PLACEMENT_IMAGE=$(PLACEMENT_IMAGE) BASE_IMAGE=$(BASE_IMAGE) bash tools/build-images.sh kpo placement
+
+# requirements/*.lock: the images' Python dependencies with hashes, from pyproject.toml.
+lock: install
+	$(BIN)/pip install -q pip-tools
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links -o requirements/broker.lock pyproject.toml
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile -q --generate-hashes --strip-extras --allow-unsafe --no-emit-index-url --no-emit-find-links --extra placement -o requirements/placement.lock pyproject.toml
 
 # The main job against the chart installed in a kind cluster (needs docker/podman and kind).
 e2e-kind:

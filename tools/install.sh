@@ -23,12 +23,17 @@ stamp_ok() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
 stamp_set() { printf '%s' "$2" >"$STAMPS/$1"; }
 
 # --- Kubernetes: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
+# Arguments: the commands to build (default: all four); each has its own stamp
+# (kubernetes-<command>), and the stamp of a full build (kubernetes) covers all four.
 build_kubernetes() {
   local v="$KUBERNETES_VERSION" want="$KUBERNETES_VERSION"
   local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  (($#)) && bins=("$@")
   local all=1 b
-  for b in "${bins[@]}"; do [[ -x "$BIN/$b" ]] || all=0; done
-  if [[ $all == 1 ]] && stamp_ok kubernetes "$want"; then log "kubernetes $v: cached"; return; fi
+  for b in "${bins[@]}"; do
+    [[ -x "$BIN/$b" ]] && { stamp_ok kubernetes "$want" || stamp_ok "kubernetes-$b" "$want"; } || all=0
+  done
+  if [[ $all == 1 ]]; then log "kubernetes $v: ${bins[*]} cached"; return; fi
   log "kubernetes $v: building ${bins[*]} from the Go module proxy"
   local minor patch staging_v dir="$SRC/kubernetes-$v"
   minor="$(cut -d. -f2 <<<"$v")"; patch="$(cut -d. -f3 <<<"$v")"
@@ -88,8 +93,10 @@ GO
     log "  go build $b"
     (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
     mv "$BIN/$b.tmp" "$BIN/$b"
+    stamp_set "kubernetes-$b" "$want"
   done
-  stamp_set kubernetes "$want"
+  (($# == 0)) && stamp_set kubernetes "$want"
+  return 0
 }
 
 # --- etcd: a wrapper module whose main calls etcdmain, as etcd's own root does.
@@ -154,11 +161,18 @@ case "$want" in
     build_kubernetes
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
     ;;
+  # What `make demo` needs: ZooKeeper, etcd, kube-apiserver and kubectl (not the
+  # scheduler, controller manager, helm or kwok of the chart tests).
+  demo)
+    install_zookeeper
+    build_etcd
+    build_kubernetes kube-apiserver kubectl
+    ;;
   zookeeper) install_zookeeper ;;
   etcd) build_etcd ;;
   kubernetes) build_kubernetes ;;
   helm) go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" ;;
   kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
-  *) echo "usage: $0 [all|zookeeper|etcd|kubernetes|helm|kwok]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|demo|zookeeper|etcd|kubernetes|helm|kwok]" >&2; exit 2 ;;
 esac
 log "tools ready in $BIN"

@@ -49,8 +49,22 @@ def demo(
     ] = False,
     workdir: WorkdirOption = None,
     crds: Annotated[Path, typer.Option(help="Folder of CRD manifests.")] = REPO_ROOT / "crds",
+    containers: Annotated[
+        bool,
+        typer.Option(
+            help="Run ZooKeeper, the brokers and the operator in podman containers of "
+            "kpo's images (make image) rather than as processes."
+        ),
+    ] = False,
+    image: Annotated[
+        str, typer.Option(help="With --containers: image of the brokers and the operator.")
+    ] = "ghcr.io/kpo-dev/kpo:dev",
+    zookeeper_image: Annotated[
+        str, typer.Option(help="With --containers: image of ZooKeeper.")
+    ] = "localhost/kpo-zookeeper:dev",
 ) -> None:
     """Run the main job: stack up, topic, data, a throttled PartitionReassignment, verify, stop."""
+    images = {"zookeeper": zookeeper_image, "broker": image, "operator": image}
     options = DemoOptions(
         workdir=workdir or Path(tempfile.mkdtemp(prefix="kpo-demo-")),
         megabytes=megabytes,
@@ -58,6 +72,7 @@ def demo(
         timeout_s=timeout,
         hold=hold,
         crds_dir=crds,
+        images=images if containers else None,
     )
     install_signal_handlers()
     try:

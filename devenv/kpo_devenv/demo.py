@@ -42,6 +42,7 @@ from kpo_devenv.demo_watch import GROUP, PLURAL, VERSION, mib, summary, watch_re
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
 from kpo_devenv.process import ManagedProcess
+from kpo_devenv.runner import ContainerRunner
 from kpo_devenv.zookeeper import ZooKeeperServer
 from kpo_kafka.admin import KafkaPythonAdmin
 
@@ -74,6 +75,8 @@ class DemoOptions:
         namespace: Namespace of the PartitionReassignment (the only one the operator watches).
         crds_dir: Folder of the CRD manifests.
         state_dir: Where ``current`` points at the running demo (default ``~/.cache/kpo-demo``).
+        images: Run ZooKeeper, the brokers and the operator in containers of these images
+            (kind -> image, see :class:`kpo_devenv.runner.ContainerRunner`); None: as processes.
     """
 
     workdir: Path
@@ -84,6 +87,7 @@ class DemoOptions:
     namespace: str = "kpo-demo"
     crds_dir: Path = REPO_ROOT / "crds"
     state_dir: Path = field(default_factory=default_state_dir)
+    images: dict[str, str] | None = None
 
 
 @dataclass
@@ -116,7 +120,8 @@ class DemoStack:
     def __init__(self, options: DemoOptions) -> None:
         self.options = options
         base = options.workdir
-        self.zookeeper = ZooKeeperServer(base / "zookeeper")
+        self.containers = ContainerRunner(options.images) if options.images else None
+        self.zookeeper = ZooKeeperServer(base / "zookeeper", runner=self.containers)
         self.plane = ControlPlane(base / "control-plane", crds_dir=options.crds_dir)
         self.kafka = KafkaCluster(
             base / "kafka",
@@ -124,6 +129,7 @@ class DemoStack:
             len(RACKS),
             BROKER_PROPERTIES,
             list(RACKS),
+            runner=self.containers,
         )
         self.operator: OperatorProcess | None = None
         self._owner = record("demo", os.getpid(), group=False)
@@ -170,6 +176,7 @@ class DemoStack:
             self.plane.kubeconfig,
             self.kafka.bootstrap_servers,
             namespaces=[self.options.namespace],
+            runner=self.containers,
         )
         self.operator.start()
         self.record_state()
@@ -192,6 +199,8 @@ class DemoStack:
         self.kafka.stop()
         self.plane.stop()
         self.zookeeper.stop()
+        if self.containers is not None:
+            self.containers.remove_all()
         clear_state(self.options.workdir, self.options.state_dir)
 
 

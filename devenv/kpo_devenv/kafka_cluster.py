@@ -13,13 +13,13 @@ and the one start-up waits for); TLS and SASL settings go in ``properties``
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
 from kpo_devenv.net import LOOPBACK, free_port, port_accepts
 from kpo_devenv.process import ManagedProcess
+from kpo_devenv.runner import LocalRunner, Runner
 
 
 class BrokerProcess:
@@ -37,6 +37,8 @@ class BrokerProcess:
         listeners: listener name -> security protocol (``PLAINTEXT``, ``SSL``,
             ``SASL_PLAINTEXT``, ``SASL_SSL``), each on a free loopback port; default one
             ``PLAINTEXT`` listener.
+        runner: how the broker runs: a local process (default) or a container
+            (:class:`kpo_devenv.runner.ContainerRunner`, the workdir mounted at its path).
     """
 
     #: Port of the Prometheus endpoint (``metrics.port``); None when metrics are off.
@@ -52,8 +54,10 @@ class BrokerProcess:
         log_dir_count: int = 1,
         metrics: bool = False,
         listeners: Mapping[str, str] | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.runner: Runner = runner or LocalRunner()
         self.workdir = workdir
         self.listener_protocols = dict(listeners or {"PLAINTEXT": "PLAINTEXT"})
         #: listener name -> port.
@@ -91,11 +95,13 @@ class BrokerProcess:
         self.process = self._new_process()
 
     def _new_process(self) -> ManagedProcess:
-        return ManagedProcess(
+        return self.runner.process(
             f"broker-{self.broker_id}",
-            [sys.executable, "-m", "kpo_broker", str(self.config_path)],
+            "broker",
+            ["python", "-m", "kpo_broker", str(self.config_path)],
             self.workdir / "broker.log",
             env={"PYTHONUNBUFFERED": "1"},
+            mounts=[self.workdir],
         )
 
     @property
@@ -165,6 +171,7 @@ class KafkaCluster:
             :class:`BrokerProcess`).
         broker_properties: broker id -> properties of that broker only (its keystore...),
             over ``properties``.
+        runner: how the brokers run (local processes by default; see :mod:`kpo_devenv.runner`).
     """
 
     def __init__(
@@ -179,6 +186,7 @@ class KafkaCluster:
         metrics: bool = False,
         listeners: Mapping[str, str] | None = None,
         broker_properties: Callable[[int], Mapping[str, str]] | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -195,6 +203,7 @@ class KafkaCluster:
                 log_dir_count,
                 metrics,
                 listeners,
+                runner,
             )
             for i in range(size)
         }

@@ -7,12 +7,12 @@ their bootstrap servers, configured with the ``KPO_*`` variables of
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
 from kpo_devenv.process import ManagedProcess
+from kpo_devenv.runner import LocalRunner, Runner, inline_kubeconfig
 
 READY_LINE = "kpo operator started"
 """What the operator logs once its handlers are registered and it is watching."""
@@ -30,6 +30,9 @@ class OperatorProcess:
         quota_interval_s: ``KPO_QUOTA_INTERVAL_S``, seconds between drift checks.
         rate_window_s: ``KPO_RATE_WINDOW_S``, seconds of samples behind the rate/ETA.
         env: further variables, e.g. the Kafka client security ``KPO_KAFKA_*``.
+        runner: how the operator runs: a local process (default) or a container
+            (:class:`kpo_devenv.runner.ContainerRunner`), which gets a copy of the
+            kubeconfig with its certificates inlined in its workdir.
     """
 
     def __init__(
@@ -42,9 +45,13 @@ class OperatorProcess:
         quota_interval_s: float = 5.0,
         rate_window_s: float = 10.0,
         env: dict[str, str] | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.workdir = workdir
         self.log_path = workdir / "operator.log"
+        self.runner: Runner = runner or LocalRunner()
+        if not isinstance(self.runner, LocalRunner):
+            kubeconfig = inline_kubeconfig(kubeconfig, workdir / "kubeconfig")
         self.env = {
             "KUBECONFIG": str(kubeconfig),
             "KPO_BOOTSTRAP_SERVERS": bootstrap_servers,
@@ -58,12 +65,14 @@ class OperatorProcess:
         self.process = self._new_process()
 
     def _new_process(self) -> ManagedProcess:
-        return ManagedProcess(
+        return self.runner.process(
             "kpo-operator",
-            [sys.executable, "-m", "kpo_operator"],
+            "operator",
+            ["python", "-m", "kpo_operator"],
             self.log_path,
             env=self.env,
             cwd=self.workdir,
+            mounts=[self.workdir],
         )
 
     def start(self, timeout_s: float = 60.0) -> OperatorProcess:

@@ -9,7 +9,8 @@ from types import TracebackType
 
 from kpo_devenv.net import LOOPBACK, free_port, port_accepts
 from kpo_devenv.process import ManagedProcess, ProcessStartError
-from kpo_devenv.tools import java_path, zookeeper_classpath
+from kpo_devenv.runner import Runner
+from kpo_devenv.tools import ZOOKEEPER_JARS, java_path, zookeeper_classpath
 
 #: ZooKeeper's standalone entry point (the one zkServer.sh starts).
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
@@ -38,6 +39,9 @@ class ZooKeeperServer:
         tick_time_ms: ZooKeeper's ``tickTime`` (ms); session timeouts are
             bounded to 2..20 ticks.
         extra_config: further ``zoo.cfg`` settings, overriding the defaults.
+        runner: how the server runs: a local process with the machine's Java and Debian's
+            jars (default), or e.g. a container of the ``zookeeper`` image
+            (:class:`kpo_devenv.runner.ContainerRunner`; the same jars at the same paths).
     """
 
     def __init__(
@@ -46,6 +50,7 @@ class ZooKeeperServer:
         port: int | None = None,
         tick_time_ms: int = 500,
         extra_config: Mapping[str, str] | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.workdir = workdir
         self.port = port if port is not None else free_port()
@@ -53,21 +58,30 @@ class ZooKeeperServer:
         self.extra_config = dict(extra_config or {})
         self.config_path = workdir / "zoo.cfg"
         self.data_dir = workdir / "data"
-        self.process = ManagedProcess(
-            "zookeeper",
-            [
-                str(java_path()),
-                "-Xmx256m",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-                "-Dorg.slf4j.simpleLogger.showDateTime=true",
-                "-Dzookeeper.jmx.log4j.disable=true",
-                "-cp",
-                zookeeper_classpath(),
-                MAIN_CLASS,
-                str(self.config_path),
-            ],
-            workdir / "zookeeper.log",
-        )
+        options = [
+            "-Xmx256m",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dzookeeper.jmx.log4j.disable=true",
+        ]
+        log = workdir / "zookeeper.log"
+        config = str(self.config_path)
+        self.process: ManagedProcess
+        if runner is None:
+            self.process = ManagedProcess(
+                "zookeeper",
+                [str(java_path()), *options, "-cp", zookeeper_classpath(), MAIN_CLASS, config],
+                log,
+            )
+        else:
+            classpath = ":".join(str(jar) for jar in ZOOKEEPER_JARS)
+            self.process = runner.process(
+                "zookeeper",
+                "zookeeper",
+                ["java", *options, "-cp", classpath, MAIN_CLASS, config],
+                log,
+                mounts=[workdir],
+            )
 
     @property
     def connect_string(self) -> str:

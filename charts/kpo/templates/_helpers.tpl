@@ -50,6 +50,10 @@ app.kubernetes.io/component: {{ .component }}
 {{ include "kpo.imageRef" (dict "image" .Values.image "default" .Chart.AppVersion) }}
 {{- end -}}
 
+{{- define "kpo.placementImage" -}}
+{{ include "kpo.imageRef" (dict "image" .Values.placement.image "default" .Chart.AppVersion) }}
+{{- end -}}
+
 {{/* Pod-level secure defaults: non-root, RuntimeDefault seccomp. */}}
 {{- define "kpo.podSecurityContext" -}}
 runAsNonRoot: true

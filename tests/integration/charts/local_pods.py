@@ -51,6 +51,8 @@ class LocalPod:
         node_name: ``spec.nodeName`` as a scheduler would set it.
         overrides: environment variables set over the rendered ones (the pod's network).
         claims: volume names bound to PersistentVolumeClaims (a StatefulSet's templates).
+        in_place: the pod runs in containers with its volumes mounted at their mount paths
+            (:mod:`tests.integration.containers.pod_containers`): paths are not rewritten.
     """
 
     name: str
@@ -62,6 +64,7 @@ class LocalPod:
     node_name: str = "local"
     overrides: dict[str, str] = field(default_factory=dict)
     claims: tuple[str, ...] = ()
+    in_place: bool = False
 
     def __post_init__(self) -> None:
         self.paths = self._mount_paths()
@@ -92,7 +95,7 @@ class LocalPod:
 
     def rewrite(self, text: str) -> str:
         """``text`` with every mount path of the pod replaced by its local folder."""
-        if not self.paths:
+        if not self.paths or self.in_place:
             return text
         # One pass, longest path first, so a replacement is never rewritten again.
         choices = "|".join(re.escape(p) for p in sorted(self.paths, key=len, reverse=True))
@@ -191,6 +194,7 @@ def statefulset_pod(
     root: Path,
     namespace: str,
     overrides: dict[str, str] | None = None,
+    in_place: bool = False,
 ) -> LocalPod:
     """The pod ``<name>-<ordinal>`` of a rendered StatefulSet, as its controller would make it.
 
@@ -216,4 +220,5 @@ def statefulset_pod(
         namespace=namespace,
         overrides=dict(overrides or {}),
         claims=claims,
+        in_place=in_place,
     )

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kpo_broker.config import BrokerConfig
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
-from kpo_broker.log.config import LogConfig
+from kpo_broker.log.config import LogConfig, parse_cleanup_policy
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
@@ -92,6 +92,11 @@ class KafkaServer:
             retention_bytes=c.log_retention_bytes,
             index_interval_bytes=c.log_index_interval_bytes,
             max_message_bytes=c.message_max_bytes,
+            cleanup_policy=parse_cleanup_policy(",".join(c.log_cleanup_policy)),
+            delete_retention_ms=c.log_cleaner_delete_retention_ms,
+            min_cleanable_dirty_ratio=c.log_cleaner_min_cleanable_ratio,
+            min_compaction_lag_ms=c.log_cleaner_min_compaction_lag_ms,
+            max_compaction_lag_ms=c.log_cleaner_max_compaction_lag_ms,
         )
 
     async def startup(self) -> None:

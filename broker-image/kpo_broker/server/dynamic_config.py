@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kpo_broker.log.config import CREATE_TIME, TIMESTAMP_TYPES, LogConfig
+from kpo_broker.log.config import CREATE_TIME, TIMESTAMP_TYPES, LogConfig, parse_cleanup_policy
+from kpo_broker.log.errors import InvalidLogConfigError
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,12 @@ def _const(value: str) -> Callable[[object], str]:
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
-        TopicConfigDef("cleanup.policy", "str", _const("delete"), "Only 'delete' is supported."),
+        TopicConfigDef(
+            "cleanup.policy",
+            "list",
+            lambda c: ",".join(getattr(c, "log_cleanup_policy")),
+            "delete (retention), compact (log cleaner) or compact,delete.",
+        ),
         TopicConfigDef("compression.type", "str", _const("producer"), "Batches are kept as sent."),
         TopicConfigDef(
             "min.insync.replicas",
@@ -107,6 +113,30 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             _const(""),
             "Replicas throttled on the follower side: '*' or partition:broker pairs (KIP-73).",
         ),
+        TopicConfigDef(
+            "delete.retention.ms",
+            "int",
+            _attr("log_cleaner_delete_retention_ms"),
+            "How long tombstones of a compacted topic are kept, ms.",
+        ),
+        TopicConfigDef(
+            "min.cleanable.dirty.ratio",
+            "double",
+            _attr("log_cleaner_min_cleanable_ratio"),
+            "Dirty ratio above which the log cleaner compacts a log.",
+        ),
+        TopicConfigDef(
+            "min.compaction.lag.ms",
+            "int",
+            _attr("log_cleaner_min_compaction_lag_ms"),
+            "Records stay uncompacted at least this long, ms.",
+        ),
+        TopicConfigDef(
+            "max.compaction.lag.ms",
+            "int",
+            _attr("log_cleaner_max_compaction_lag_ms"),
+            "Records are compacted at most this long after being written, ms.",
+        ),
     )
 }
 
@@ -130,12 +160,31 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
                 int(value)
             except ValueError:
                 raise InvalidTopicConfigError(f"{name} must be an integer, got {value!r}") from None
+        elif definition.kind == "double":
+            try:
+                float(value)
+            except ValueError:
+                raise InvalidTopicConfigError(f"{name} must be a number, got {value!r}") from None
         elif definition.kind == "bool" and value.lower() not in ("true", "false"):
             raise InvalidTopicConfigError(f"{name} must be true or false, got {value!r}")
         elif definition.choices and value not in definition.choices:
             raise InvalidTopicConfigError(
                 f"{name} must be one of {', '.join(definition.choices)}, got {value!r}"
             )
+    compaction = {n: v for n, v in config.items() if n in _COMPACTION_CONFIGS}
+    try:
+        LogConfig.from_topic_config(compaction)  # cleanup.policy values, ranges, lag order
+    except InvalidLogConfigError as exc:
+        raise InvalidTopicConfigError(str(exc)) from None
+
+
+_COMPACTION_CONFIGS = (
+    "cleanup.policy",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+)
 
 
 class TopicConfigs:
@@ -199,4 +248,9 @@ class TopicConfigs:
             index_interval_bytes=int(self.value(topic, "index.interval.bytes")),
             max_message_bytes=int(self.value(topic, "max.message.bytes")),
             message_timestamp_type=self.value(topic, "message.timestamp.type"),
+            cleanup_policy=parse_cleanup_policy(self.value(topic, "cleanup.policy")),
+            delete_retention_ms=int(self.value(topic, "delete.retention.ms")),
+            min_cleanable_dirty_ratio=float(self.value(topic, "min.cleanable.dirty.ratio")),
+            min_compaction_lag_ms=int(self.value(topic, "min.compaction.lag.ms")),
+            max_compaction_lag_ms=int(self.value(topic, "max.compaction.lag.ms")),
         )

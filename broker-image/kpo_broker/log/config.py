@@ -268,7 +268,11 @@ def _parse_float(name: str, value: str) -> float:
 def _compaction_changes(
     props: Mapping[str, str], fields: Mapping[str, tuple[str, int]]
 ) -> dict[str, Any]:
-    return {field: _parse_int(name, props[name]) for name, (field, _m) in fields.items() if name in props}
+    return {
+        field: _parse_int(name, props[name])
+        for name, (field, _m) in fields.items()
+        if name in props
+    }
 
 
 def parse_cleanup_policy(value: str) -> tuple[str, ...]:

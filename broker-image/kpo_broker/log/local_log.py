@@ -147,7 +147,7 @@ class LocalLog:
     def replace_segments(
         self, new_segments: list[LogSegment], old_segments: list[LogSegment], now_ms: int
     ) -> None:
-        """Swap cleaned segments in for ``old_segments``, crash-safely (Kafka's ``replaceSegments``).
+        """Swap cleaned segments in for ``old_segments`` crash-safely (``replaceSegments``).
 
         ``new_segments`` are open under ``.cleaned`` names. Steps, each recoverable by
         ``loader.load_segments`` after a crash: rename the new segments' files to

@@ -428,7 +428,7 @@ class Log:
 
     @_locked
     def last_offsets_of_active_producers(self) -> dict[int, int]:
-        """Producer id -> last offset of its latest batch (Kafka's ``lastRecordsOfActiveProducers``).
+        """Map producer id -> last offset of its latest batch (``lastRecordsOfActiveProducers``).
 
         The cleaner keeps those batches, emptied if need be, so the producers' sequence
         numbers and epochs survive compaction and the producer state rebuilt on open.

@@ -70,7 +70,7 @@ _ENCODERS: dict[int, Callable[[bytes], bytes]] = {
 
 
 def has_delete_horizon(header: BatchHeader) -> bool:
-    """True if the batch's ``baseTimestamp`` is a delete horizon (attribute bit 6)."""
+    """Tell whether the batch's ``baseTimestamp`` is a delete horizon (attribute bit 6)."""
     return bool(header.attributes & DELETE_HORIZON_MASK)
 
 
@@ -115,9 +115,7 @@ def decode_records(
         RecordTooLargeError: it inflates beyond ``max_decompressed_bytes``.
         UnsupportedCompressionTypeError: the codec's library is missing.
     """
-    body = decompress_records(
-        header.compression_type, batch[HEADER_SIZE:], max_decompressed_bytes
-    )
+    body = decompress_records(header.compression_type, batch[HEADER_SIZE:], max_decompressed_bytes)
     log_append_time = header.is_log_append_time
     records: list[Record] = []
     position = 0
@@ -134,8 +132,10 @@ def decode_records(
             value, cursor = _read_bytes(body, cursor)
             if cursor > end:
                 raise CorruptRecordError("record fields run past the record's length")
-            timestamp = header.max_timestamp if log_append_time else (
-                header.base_timestamp + timestamp_delta
+            timestamp = (
+                header.max_timestamp
+                if log_append_time
+                else (header.base_timestamp + timestamp_delta)
             )
             records.append(Record(offset_delta, timestamp, key, value, body[cursor:end]))
             position = end
@@ -165,8 +165,12 @@ def _encode_record(record: Record, base_timestamp: int) -> bytes:
 
 
 def _write_batch(
-    header: BatchHeader, attributes: int, base_timestamp: int, max_timestamp: int,
-    records_count: int, section: bytes,
+    header: BatchHeader,
+    attributes: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    records_count: int,
+    section: bytes,
 ) -> tuple[bytes, BatchHeader]:
     """Assemble a batch from ``header``'s offsets and producer fields; compute its CRC."""
     size = HEADER_SIZE + len(section)
@@ -192,9 +196,9 @@ def _write_batch(
     return bytes(out), dataclasses.replace(new_header, crc=crc)
 
 
-def build_batch(header: BatchHeader, records: list[Record], delete_horizon_ms: int) -> tuple[
-    bytes, BatchHeader
-]:
+def build_batch(
+    header: BatchHeader, records: list[Record], delete_horizon_ms: int
+) -> tuple[bytes, BatchHeader]:
     """Rebuild ``header``'s batch holding only ``records`` (Kafka's ``buildRetainedRecordsInto``).
 
     The base offset, last offset delta, leader epoch, producer fields, timestamp type,

@@ -26,6 +26,7 @@ from pathlib import Path
 from kpo_broker.config import BrokerConfig
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
 from kpo_broker.log.config import LogConfig, parse_cleanup_policy
+from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
@@ -52,6 +53,7 @@ from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError, ZkConnectionLossError
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
 from kpo_broker.zk.session import ZkSessionState
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,7 @@ class KafkaServer:
             c.replica_lag_time_max_ms,
             topic_configs.log_config,
         )
+        log_manager.attach_cleaner(_new_log_cleaner(c, log_dirs, log_manager, replica_manager))
         fetchers = ReplicaFetcherManager(
             self.broker_id,
             replica_manager,
@@ -202,6 +205,8 @@ class KafkaServer:
         components.controller = self._start_controller(components)
         if components.log_dir_mover is not None:
             components.log_dir_mover.start()
+        if log_manager.cleaner is not None:
+            log_manager.cleaner.startup()
         self._config_watch = zk.watch_config_changes(self._on_config_change_event)
         self._tasks = [
             self._every(
@@ -436,6 +441,32 @@ class KafkaServer:
             await asyncio.to_thread(self.zk.close)
         self.components = None
         self.zk = None
+
+
+def _new_log_cleaner(
+    config: BrokerConfig, log_dirs: list[Path], logs: LogManager, replicas: ReplicaManager
+) -> LogCleaner:
+    """Build the log cleaner of compacted topics (``log.cleaner.*``), cleaning up to each HW."""
+
+    def high_watermark(tp: TopicPartition) -> int | None:
+        partition = replicas.partitions.get(tp)
+        return partition.high_watermark if partition is not None else None
+
+    return LogCleaner(
+        CleanerConfig(
+            num_threads=config.log_cleaner_threads,
+            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+            dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+            io_buffer_size=config.log_cleaner_io_buffer_size,
+            max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            enable=config.log_cleaner_enable,
+        ),
+        log_dirs,
+        logs.current_logs,
+        high_watermark,
+        skip=lambda tp: logs.get_future_log(tp.topic, tp.partition) is not None,
+    )
 
 
 def _new_cluster_id() -> str:

@@ -44,6 +44,13 @@ def _attr(name: str) -> Callable[[object], str]:
     return read
 
 
+def _list_attr(name: str) -> Callable[[object], str]:
+    def read(config: object) -> str:
+        return ",".join(getattr(config, name))
+
+    return read
+
+
 def _const(value: str) -> Callable[[object], str]:
     return lambda _config: value
 
@@ -55,7 +62,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
         TopicConfigDef(
             "cleanup.policy",
             "list",
-            lambda c: ",".join(getattr(c, "log_cleanup_policy")),
+            _list_attr("log_cleanup_policy"),
             "delete (retention), compact (log cleaner) or compact,delete.",
         ),
         TopicConfigDef("compression.type", "str", _const("producer"), "Batches are kept as sent."),

@@ -417,7 +417,7 @@ class Cleaner:
                 cleanable.topic_partition,
             )
             log.replace_segments([cleaned], segments, cleanable.fence)
-        except BaseException:
+        except Exception:
             cleaned.delete()
             raise
 

@@ -234,7 +234,7 @@ class Log:
             RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
         """
         now = _now_ms() if now_ms is None else now_ms
-        validated = validate_producer_batches(records, self.config, now)
+        validated = validate_producer_batches(records, self.config, now, str(self._tp))
         if not validated.headers:
             return summarize_append((), 0)
         duplicate = self._producer_state.check_leader_append(validated.headers)

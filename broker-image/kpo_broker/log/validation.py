@@ -112,6 +112,7 @@ def validate_producer_batches(
         records: the partition's records from a Produce request.
         config: the topic's log config (``max.message.bytes``, ``message.timestamp.type``).
         now_ms: the leader's clock, ms.
+        topic_partition: ``<topic>-<partition>``, named in the keyless-record error.
 
     Returns:
         The validated batches; empty when ``records`` is empty.

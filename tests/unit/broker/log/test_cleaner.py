@@ -36,7 +36,8 @@ from kpo_broker.log.record_filter import (
     filter_batches,
 )
 from kpo_broker.log.records import iter_batches
-from tests.unit.broker.log.batches import CODEC_GZIP, decode_records as kp_decode, make_batch
+from tests.unit.broker.log.batches import CODEC_GZIP, make_batch
+from tests.unit.broker.log.batches import decode_records as kp_decode
 from tests.unit.broker.log.conftest import NOW_MS, OpenLog
 
 COMPACT = LogConfig(

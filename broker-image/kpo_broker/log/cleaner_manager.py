@@ -72,7 +72,7 @@ class OffsetsToClean:
 
 def _non_active_segments_from(segments: tuple[LogSegment, ...], offset: int) -> list[LogSegment]:
     """Return the segments from the one holding ``offset``, active excluded (Kafka's name)."""
-    return segments_in_range(segments[:-1], offset, 2**63 - 1)
+    return [s for s in segments_in_range(segments, offset, 2**63 - 1) if s is not segments[-1]]
 
 
 def cleanable_offsets(
@@ -158,8 +158,9 @@ class LogCleanerManager:
         high_watermark: Callable[[TopicPartition], int | None],
         skip: Callable[[TopicPartition], bool] = lambda _tp: False,
     ) -> None:
+        self.log_dirs = [Path(d) for d in log_dirs]
         self._checkpoints = {
-            Path(d): OffsetCheckpointFile(Path(d) / CLEANER_OFFSET_CHECKPOINT) for d in log_dirs
+            d: OffsetCheckpointFile(d / CLEANER_OFFSET_CHECKPOINT) for d in self.log_dirs
         }
         self._logs = logs
         self._high_watermark = high_watermark

@@ -151,6 +151,14 @@ class LogCleaner:
         thread.last_pre_clean_stats = stats
         end_offset: int | None = None
         tp = cleanable.topic_partition
+        _log.info(
+            "cleaner %d: cleaning %s, dirty range [%d, %d), cleanable ratio %.2f",
+            thread.cleaner.cleaner_id,
+            tp,
+            cleanable.first_dirty_offset,
+            cleanable.first_uncleanable_offset,
+            cleanable.cleanable_ratio,
+        )
         try:
             end_offset, clean_stats = thread.cleaner.clean(cleanable, now_ms)
             thread.last_stats = clean_stats
@@ -213,3 +221,42 @@ class LogCleaner:
     def dead_thread_count(self) -> int:
         """``DeadThreadCount``: cleaner threads that died of an unexpected error."""
         return sum(1 for t in self.threads if t.failed or not t.is_alive())
+
+    def gauges(self) -> list[tuple[str, str, dict[str, str], float]]:
+        """Return ``(MBean type, name, tags, value)`` of Kafka's cleaner gauges."""
+        manager = self.manager
+        now_ms = time.time_ns() // 1_000_000
+        values: list[tuple[str, str, dict[str, str], float]] = [
+            (
+                "LogCleaner",
+                "max-buffer-utilization-percent",
+                {},
+                self.max_buffer_utilization_percent(),
+            ),
+            ("LogCleaner", "cleaner-recopy-percent", {}, self.cleaner_recopy_percent()),
+            ("LogCleaner", "max-clean-time-secs", {}, self.max_clean_time_secs()),
+            ("LogCleaner", "max-compaction-delay-secs", {}, self.max_compaction_delay_secs()),
+            ("LogCleaner", "DeadThreadCount", {}, self.dead_thread_count()),
+            (
+                "LogCleanerManager",
+                "max-dirty-percent",
+                {},
+                int(100 * manager.dirtiest_log_cleanable_ratio),
+            ),
+            (
+                "LogCleanerManager",
+                "time-since-last-run-ms",
+                {},
+                now_ms - manager.time_of_last_run_ms,
+            ),
+        ]
+        for log_dir in manager.log_dirs:
+            values.append(
+                (
+                    "LogCleanerManager",
+                    "uncleanable-partitions-count",
+                    {"logDirectory": str(log_dir)},
+                    len(manager.uncleanable_partitions(log_dir)),
+                )
+            )
+        return values

@@ -1,0 +1,76 @@
+"""The cleaner threads on a real log manager: background cleaning, deletion, metrics."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import generate_latest
+
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
+from kpo_broker.log.manager import LogManager
+from kpo_broker.server.metrics import BrokerState, BrokerTopicStats, RequestStats
+from kpo_broker.server.metrics_collector import BrokerMetricsCollector
+from tests.unit.broker.log.batches import decode_records, make_batch
+from tests.unit.broker.log.conftest import NOW_MS
+
+COMPACT = LogConfig(
+    segment_bytes=600,
+    file_delete_delay_ms=0,
+    cleanup_policy=("compact",),
+    min_cleanable_dirty_ratio=0.01,
+)
+
+
+def _wait(condition, timeout_s: float = 20) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_threads_clean_in_the_background_and_report_metrics(tmp_path: Path) -> None:
+    manager = LogManager([tmp_path], COMPACT)
+    manager.startup()
+    cleaner = LogCleaner(
+        CleanerConfig(num_threads=2, dedupe_buffer_size=24 * 2000, backoff_ms=50),
+        manager.log_dirs,
+        manager.current_logs,
+        lambda tp: 10**9,  # every appended offset is below the high watermark
+    )
+    manager.attach_cleaner(cleaner)
+    log = manager.get_or_create_log("keyed", 0)
+    for r in range(20):
+        batch = make_batch([b"v%d" % r] * 3, keys=[b"a", b"b", b"c"])
+        log.append_as_leader(batch, 0, now_ms=NOW_MS)
+    log.roll()
+    cleaner.startup()
+    try:
+        _wait(lambda: len(decode_records(log.read(0, 10**9).to_bytes())) == 3)
+        records = decode_records(log.read(0, 10**9).to_bytes())
+        assert [(r.offset, r.key, r.value) for r in records] == [
+            (57, b"a", b"v19"),
+            (58, b"b", b"v19"),
+            (59, b"c", b"v19"),
+        ]
+        _wait(lambda: cleaner.manager.all_cleaner_checkpoints() != {})
+        assert cleaner.manager.all_cleaner_checkpoints() == {log.topic_partition: 60}
+        registry = CollectorRegistry(auto_describe=False)
+        state = BrokerState(
+            logs=[], partitions=[], topic_stats=BrokerTopicStats(), log_cleaner=cleaner
+        )
+        registry.register(BrokerMetricsCollector(lambda: state, RequestStats()))
+        text = generate_latest(registry).decode()
+        assert "kafka_log_logcleaner_cleaner_recopy_percent " in text
+        assert "kafka_log_logcleaner_deadthreadcount 0.0" in text
+        assert (
+            f'kafka_log_logcleanermanager_uncleanable_partitions_count{{logDirectory="{tmp_path}"}} 0.0'
+            in text
+        )
+        manager.delete_log("keyed", 0)
+        assert cleaner.manager.all_cleaner_checkpoints() == {}
+    finally:
+        manager.shutdown()
+    assert cleaner.threads == []

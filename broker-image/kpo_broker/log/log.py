@@ -409,7 +409,7 @@ class Log:
 
     @property
     def cleaner_fence(self) -> int:
-        """Changes whenever the log is truncated, renamed or closed.
+        """Changes whenever the log is truncated, renamed, closed or loses segments to retention.
 
         A cleaning that began under another value is aborted (Kafka aborts the cleaning of
         a log being truncated or deleted, ``LogCleanerManager.abortCleaning``).
@@ -503,6 +503,7 @@ class Log:
         )
         if count == 0:
             return 0
+        self._cleaner_fence += 1
         self._local.remove_segments(list(segments[:count]), now_ms)
         new_start = max(self._log_start_offset, segments[count].base_offset)
         if new_start > self._log_start_offset:

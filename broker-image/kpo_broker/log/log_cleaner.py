@@ -119,9 +119,15 @@ class LogCleaner:
     ) -> None:
         self.config = config
         self.manager = LogCleanerManager(log_dirs, logs, high_watermark, skip)
-        self.throttler = Throttler(config.max_io_bytes_per_second)
         self.stopping = threading.Event()
+        self.throttler = Throttler(
+            config.max_io_bytes_per_second, sleep=lambda seconds: self._pause(seconds)
+        )
         self.threads: list[_CleanerThread] = []
+
+    def _pause(self, seconds: float) -> None:
+        """Throttle sleep that ends early at shutdown."""
+        self.stopping.wait(seconds)
 
     def startup(self) -> None:
         """Start ``log.cleaner.threads`` threads (none when ``log.cleaner.enable`` is false)."""
@@ -177,8 +183,12 @@ class LogCleaner:
         except LogCleaningAbortedError as exc:
             _log.info("cleaning of %s aborted: %s", tp, exc)
         except Exception:
-            _log.exception("cleaning of %s failed; marking it uncleanable", tp)
-            self.manager.mark_partition_uncleanable(cleanable.log.dir.parent, tp)
+            if cleanable.log.cleaner_fence != cleanable.fence:
+                # the log was truncated, deleted or lost segments to retention under it
+                _log.info("cleaning of %s aborted: the log changed", tp, exc_info=True)
+            else:
+                _log.exception("cleaning of %s failed; marking it uncleanable", tp)
+                self.manager.mark_partition_uncleanable(cleanable.log.dir.parent, tp)
         finally:
             self.manager.done_cleaning(tp, cleanable.log.dir.parent, end_offset)
         return True

@@ -74,3 +74,23 @@ def test_threads_clean_in_the_background_and_report_metrics(tmp_path: Path) -> N
     finally:
         manager.shutdown()
     assert cleaner.threads == []
+
+
+def test_a_finished_log_dir_move_takes_the_cleaner_checkpoint_along(tmp_path: Path) -> None:
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = LogManager(dirs, COMPACT)
+    manager.startup()
+    cleaner = LogCleaner(CleanerConfig(enable=False), dirs, manager.current_logs, lambda tp: 0)
+    manager.attach_cleaner(cleaner)
+    try:
+        log = manager.get_or_create_log("keyed", 0, log_dir=dirs[0])
+        log.append_as_leader(make_batch([b"v"], keys=[b"k"]), 0, now_ms=NOW_MS)
+        cleaner.manager.update_checkpoints(dirs[0], update=(log.topic_partition, 1))
+        future = manager.create_future_log("keyed", 0, dirs[1])
+        future.append_as_follower(log.read(0, 10**9).to_bytes())
+        moved = manager.replace_current_with_future_log("keyed", 0)
+        assert moved.dir.parent == dirs[1]
+        assert (dirs[1] / "cleaner-offset-checkpoint").read_text().split("\n")[2] == "keyed 0 1"
+        assert (dirs[0] / "cleaner-offset-checkpoint").read_text().split("\n")[1] == "0"
+    finally:
+        manager.shutdown()

@@ -65,10 +65,8 @@ def test_threads_clean_in_the_background_and_report_metrics(tmp_path: Path) -> N
         text = generate_latest(registry).decode()
         assert "kafka_log_logcleaner_cleaner_recopy_percent " in text
         assert "kafka_log_logcleaner_deadthreadcount 0.0" in text
-        assert (
-            f'kafka_log_logcleanermanager_uncleanable_partitions_count{{logDirectory="{tmp_path}"}} 0.0'
-            in text
-        )
+        uncleanable = "kafka_log_logcleanermanager_uncleanable_partitions_count"
+        assert f'{uncleanable}{{logDirectory="{tmp_path}"}} 0.0' in text
         manager.delete_log("keyed", 0)
         assert cleaner.manager.all_cleaner_checkpoints() == {}
     finally:

@@ -15,6 +15,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer
 from confluent_kafka import TopicPartition as CkTopicPartition
 from kafka import KafkaProducer, TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType
 from kafka.errors import InvalidRecordError
 
 from kpo_broker.log.records import iter_batches
@@ -80,12 +81,13 @@ def latest_by_key(entries: list[Entry]) -> dict[bytes | None, Entry]:
 
 
 def produce(producer: KafkaProducer, records: list[tuple[bytes, bytes | None]]) -> list[Entry]:
-    """Send keyed records to partition 0 one by one; return them with their offsets."""
-    sent = []
-    for key, value in records:
-        metadata = producer.send(TOPIC, key=key, value=value, partition=0).get(30)
-        sent.append((metadata.offset, key, value))
-    return sent
+    """Send keyed records to partition 0 (batched by the producer); return their offsets."""
+    futures = [
+        (producer.send(TOPIC, key=key, value=value, partition=0), key, value)
+        for key, value in records
+    ]
+    producer.flush(30)
+    return [(future.get(30).offset, key, value) for future, key, value in futures]
 
 
 def padding(tag: str, count: int = 40) -> list[tuple[bytes, bytes | None]]:
@@ -104,7 +106,13 @@ def test_keyed_topic_compacts_replicates_and_survives_restart(
 ) -> None:
     cluster = kafka_cluster_factory(3, CLEANER_PROPS)
     create_topic(cluster, TOPIC, configs=COMPACT_CONFIGS, assignment={0: [0]})
-    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    # batches of several records, lz4-compressed: the cleaner rewrites them with lz4
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        acks="all",
+        linger_ms=20,
+        compression_type="lz4",
+    )
     sent: list[Entry] = []
     for round_ in range(10):
         sent += produce(producer, [(b"k%d" % k, b"v%d-%d" % (k, round_) * 5) for k in range(20)])
@@ -116,6 +124,13 @@ def test_keyed_topic_compacts_replicates_and_survives_restart(
 
     with pytest.raises(InvalidRecordError):
         producer.send(TOPIC, value=b"no key", partition=0).get(30)
+    admin = admin_client(cluster)
+    try:
+        bad = ConfigResource(ConfigResourceType.TOPIC, TOPIC, {"cleanup.policy": "compact,shred"})
+        result = admin.alter_configs([bad], incremental=True, raise_on_unknown=False)
+        assert "InvalidConfigurationError" in str(next(iter(result.values()))[TOPIC])
+    finally:
+        admin.close()
 
     # replicas added by reassignment fetch the compacted log from the start
     tp = TopicPartition(TOPIC, 0)

@@ -92,3 +92,52 @@ def test_a_finished_log_dir_move_takes_the_cleaner_checkpoint_along(tmp_path: Pa
         assert (dirs[0] / "cleaner-offset-checkpoint").read_text().split("\n")[1] == "0"
     finally:
         manager.shutdown()
+
+
+def test_appends_on_the_event_loop_go_on_while_a_log_is_cleaned(tmp_path: Path) -> None:
+    """The cleaning runs in its thread: the loop keeps appending to the same log meanwhile."""
+    import asyncio
+
+    config = LogConfig(
+        segment_bytes=64 * 1024,
+        file_delete_delay_ms=0,
+        cleanup_policy=("compact",),
+        min_cleanable_dirty_ratio=0.01,
+    )
+    manager = LogManager([tmp_path], config)
+    manager.startup()
+    cleaner = LogCleaner(
+        CleanerConfig(backoff_ms=50), manager.log_dirs, manager.current_logs, lambda tp: 10**12
+    )
+    manager.attach_cleaner(cleaner)
+    log = manager.get_or_create_log("busy", 0)
+    for r in range(300):
+        keys = [b"key-%d" % k for k in range(50)]
+        log.append_as_leader(make_batch([b"%d" % r * 20] * 50, keys=keys), 0, now_ms=NOW_MS)
+    log.roll()
+    cleaned_before = len(decode_records(log.read(0, 10**9).to_bytes()))
+
+    async def append_while_cleaning() -> tuple[int, float]:
+        appends, worst_gap = 0, 0.0
+        cleaner.startup()
+        last = time.monotonic()
+        while not cleaner.manager.all_cleaner_checkpoints():
+            batch = make_batch([b"new-%d" % appends], keys=[b"fresh-%d" % appends])
+            log.append_as_leader(batch, 0)
+            appends += 1
+            await asyncio.sleep(0.001)
+            now = time.monotonic()
+            worst_gap, last = max(worst_gap, now - last), now
+            assert now - last < 60
+        return appends, worst_gap
+
+    try:
+        appends, worst_gap = asyncio.run(asyncio.wait_for(append_while_cleaning(), 60))
+        records = decode_records(log.read(0, 10**9).to_bytes())
+        latest = {r.key: r.value for r in records}
+        assert appends > 10 and worst_gap < 1.0
+        assert all(latest[b"key-%d" % k] == b"299" * 20 for k in range(50))
+        assert all(latest[b"fresh-%d" % i] == b"new-%d" % i for i in range(appends))
+        assert len(records) < cleaned_before
+    finally:
+        manager.shutdown()

@@ -147,6 +147,36 @@ class LogCleaner:
             thread.join(timeout_s)
         self.threads = []
 
+    def reconfigure(self, config: CleanerConfig) -> None:
+        """Apply changed dynamic ``log.cleaner.*`` broker configs (Kafka's ``reconfigure``).
+
+        The throttle takes the new rate at once; the threads are stopped and new ones
+        started with the new settings (a cleaning in progress is aborted and redone).
+
+        Raises:
+            ValueError: ``log.cleaner.threads`` below 1, below half or above double the
+                current count (Kafka's ``validateReconfiguration``).
+        """
+        current = self.config.num_threads
+        if config.num_threads < 1:
+            raise ValueError("Log cleaner threads should be at least 1")
+        if config.num_threads < current / 2:
+            raise ValueError(
+                "Log cleaner threads cannot be reduced to less than half the current value "
+                f"{current}"
+            )
+        if config.num_threads > current * 2:
+            raise ValueError(
+                f"Log cleaner threads cannot be increased to more than double the current value "
+                f"{current}"
+            )
+        running = bool(self.threads)
+        self.shutdown()
+        self.config = config
+        self.throttler.rate = config.max_io_bytes_per_second
+        if running:
+            self.startup()
+
     def clean_filthiest_log(self, thread: _CleanerThread) -> bool:
         """One round of a thread: clean the dirtiest log if any; True if one was cleaned."""
         stats = PreCleanStats()

@@ -141,3 +141,24 @@ def test_appends_on_the_event_loop_go_on_while_a_log_is_cleaned(tmp_path: Path) 
         assert len(records) < cleaned_before
     finally:
         manager.shutdown()
+
+
+def test_reconfigure_restarts_the_threads_within_kafkas_bounds(tmp_path: Path) -> None:
+    import dataclasses
+
+    import pytest
+
+    cleaner = LogCleaner(CleanerConfig(num_threads=2, backoff_ms=50), [tmp_path], list, lambda _: 0)
+    cleaner.startup()
+    try:
+        first = list(cleaner.threads)
+        new = dataclasses.replace(cleaner.config, num_threads=3, max_io_bytes_per_second=1e6)
+        cleaner.reconfigure(new)
+        assert len(cleaner.threads) == 3 and cleaner.throttler.rate == 1e6
+        assert not any(thread.is_alive() for thread in first)
+        for bad in (0, 1, 7):
+            with pytest.raises(ValueError, match="Log cleaner threads"):
+                cleaner.reconfigure(dataclasses.replace(new, num_threads=bad))
+        assert len(cleaner.threads) == 3
+    finally:
+        cleaner.shutdown()

@@ -255,7 +255,11 @@ class Log:
             CorruptRecordError, RecordTooLargeError, OffsetsOutOfOrderError: see
                 ``validate_replicated_batches``.
             UnexpectedAppendOffsetError: the first offset is below the LEO.
-            RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
+            RecordBatchTooLargeError: one batch is larger than ``segment.bytes``.
+
+        A fetch may return more than ``segment.bytes`` (the leader's read continues into
+        later segments, unlike Kafka's); such an append is split into runs of whole
+        batches that each fit a segment, so the follower rolls as the leader did.
         """
         headers = validate_replicated_batches(records, self.config.max_message_bytes)
         if not headers:
@@ -267,7 +271,20 @@ class Log:
                 headers[0].base_offset,
                 headers[-1].last_offset,
             )
-        return self._append(bytes(records), headers, now_ms)
+        data = bytes(records)
+        if len(data) <= self.config.segment_bytes:
+            return self._append(data, headers, now_ms)
+        runs: list[tuple[int, int, int, int]] = []  # byte start, byte end, header range
+        start = end = first = 0
+        for index, header in enumerate(headers):
+            if end - start + header.size_in_bytes > self.config.segment_bytes and end > start:
+                runs.append((start, end, first, index))
+                start, first = end, index
+            end += header.size_in_bytes
+        runs.append((start, end, first, len(headers)))
+        for low, high, first_header, last_header in runs:
+            self._append(data[low:high], headers[first_header:last_header], now_ms)
+        return summarize_append(headers, len(data))
 
     def _append(
         self, data: bytes, headers: tuple[BatchHeader, ...], now_ms: int | None

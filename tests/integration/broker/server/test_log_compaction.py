@@ -8,6 +8,7 @@ tombstones go after ``delete.retention.ms``; records without a key are refused.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -86,13 +87,15 @@ def produce(producer: KafkaProducer, records: list[tuple[bytes, bytes | None]]) 
         (producer.send(TOPIC, key=key, value=value, partition=0), key, value)
         for key, value in records
     ]
-    producer.flush(30)
     return [(future.get(30).offset, key, value) for future, key, value in futures]
 
 
 def padding(tag: str, count: int = 40) -> list[tuple[bytes, bytes | None]]:
-    """Records of new keys that push earlier ones out of the active segment."""
-    return [(f"pad-{tag}-{i}".encode(), b"p" * 60) for i in range(count)]
+    """Records of new keys that push earlier ones out of the active segment.
+
+    Their values are random, so they take their size in the log even when compressed.
+    """
+    return [(f"pad-{tag}-{i}".encode(), os.urandom(200)) for i in range(count)]
 
 
 def compacted(cluster: KafkaCluster, expected: dict[bytes | None, Entry]) -> bool:

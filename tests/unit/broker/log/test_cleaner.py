@@ -404,3 +404,17 @@ def test_throttler_sleeps_to_the_configured_rate() -> None:
     throttler.maybe_throttle(2000)  # 2000 B in 0.5 s at 1000 B/s: wait 1.5 s
     assert slept == [pytest.approx(1.5)]
     assert Throttler(float("inf")).maybe_throttle(10**9) == 0.0
+
+
+def test_a_follower_append_larger_than_a_segment_is_split_across_segments(
+    open_log: OpenLog,
+) -> None:
+    leader = open_log(COMPACT, name="leader-0")
+    _fill(leader, 12)
+    data = leader.read(0, 10**9).to_bytes()
+    assert len(data) > COMPACT.segment_bytes
+    follower = open_log(COMPACT, name="follower-0")
+    info = follower.append_as_follower(data)
+    assert (info.first_offset, info.last_offset) == (0, leader.log_end_offset - 1)
+    assert follower.read(0, 10**9).to_bytes() == data
+    assert len(follower.segments) > 1

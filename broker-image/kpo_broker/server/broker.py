@@ -26,6 +26,7 @@ from pathlib import Path
 from kpo_broker.config import BrokerConfig
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
 from kpo_broker.log.config import LogConfig, parse_cleanup_policy
+from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import kafka_apis
@@ -119,6 +120,7 @@ class KafkaServer:
         # meta.properties before the logs are loaded: never touch another broker's data.
         await asyncio.to_thread(checkpoint_broker_metadata, log_dirs, self.broker_id, cluster_id)
         log_manager = LogManager(log_dirs, self._default_log_config(), topic_configs.log_config)
+        topic_configs.add_listener(_log_config_applier(topic_configs, log_manager))
         await asyncio.to_thread(log_manager.startup)
         await asyncio.to_thread(self._load_topic_configs, topic_configs)
         await asyncio.to_thread(self._load_throttle_rates, quotas)
@@ -441,6 +443,27 @@ class KafkaServer:
             await asyncio.to_thread(self.zk.close)
         self.components = None
         self.zk = None
+
+
+def _log_config_applier(
+    topic_configs: TopicConfigs, log_manager: LogManager
+) -> Callable[[str, dict[str, str] | None], None]:
+    """Return a TopicConfigs listener giving a topic's logs its new effective LogConfig.
+
+    Kafka's ``TopicConfigHandler.processConfigChanges`` / ``LogManager.updateTopicConfig``:
+    overrides loaded at start-up and changed later (``cleanup.policy``, segment and
+    retention settings, ...) reach the logs already open.
+    """
+
+    def apply(topic: str, overrides: dict[str, str] | None) -> None:
+        if overrides is None:
+            return
+        try:
+            log_manager.update_topic_config(topic, topic_configs.log_config(topic))
+        except LogError as exc:
+            log.warning("topic %s: config not applied to its logs: %s", topic, exc)
+
+    return apply
 
 
 def _new_log_cleaner(

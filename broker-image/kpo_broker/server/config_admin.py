@@ -38,6 +38,7 @@ TYPE_BOOLEAN = 1
 TYPE_STRING = 2
 TYPE_INT = 3
 TYPE_LONG = 5
+TYPE_DOUBLE = 6
 TYPE_LIST = 7
 
 # IncrementalAlterConfigs operations (KIP-339).
@@ -88,7 +89,13 @@ class ConfigEntry:
     documentation: str | None = None
 
 
-_TYPE_OF_KIND = {"int": TYPE_LONG, "bool": TYPE_BOOLEAN, "str": TYPE_STRING, "list": TYPE_LIST}
+_TYPE_OF_KIND = {
+    "int": TYPE_LONG,
+    "bool": TYPE_BOOLEAN,
+    "str": TYPE_STRING,
+    "list": TYPE_LIST,
+    "double": TYPE_DOUBLE,
+}
 
 
 def validate_broker_dynamic(config: Mapping[str, str]) -> None:

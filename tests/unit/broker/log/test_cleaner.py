@@ -418,3 +418,22 @@ def test_a_follower_append_larger_than_a_segment_is_split_across_segments(
     assert (info.first_offset, info.last_offset) == (0, leader.log_end_offset - 1)
     assert follower.read(0, 10**9).to_bytes() == data
     assert len(follower.segments) > 1
+
+
+def test_max_compaction_lag_forces_a_clean_below_the_dirty_ratio(
+    open_log: OpenLog, tmp_path: Path
+) -> None:
+    lazy = LogConfig(
+        segment_bytes=600,
+        file_delete_delay_ms=0,
+        cleanup_policy=("compact",),
+        min_cleanable_dirty_ratio=1.0,  # never reached by the ratio alone
+        max_compaction_lag_ms=60_000,
+    )
+    log = open_log(lazy)
+    _fill(log, 12)
+    log.roll(NOW_MS)
+    manager = LogCleanerManager([tmp_path], lambda: [log], lambda tp: 10**9)
+    assert manager.grab_filthiest_compacted_log(NOW_MS + 1_000) is None
+    chosen = manager.grab_filthiest_compacted_log(NOW_MS + 120_000)
+    assert chosen is not None and chosen.need_compaction_now

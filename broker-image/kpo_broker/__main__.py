@@ -43,6 +43,9 @@ async def _run(config: BrokerConfig) -> int:
         loop.add_signal_handler(sig, server.shutdown_requested.set)
     try:
         await server.run()
+    except ConfigError as exc:
+        print(f"invalid configuration: {exc}", file=sys.stderr)
+        return 2
     except Exception:
         logging.getLogger("kpo_broker").exception("broker %d failed", config.broker_id)
         return 1

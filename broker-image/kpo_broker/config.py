@@ -319,6 +319,11 @@ class BrokerConfig(BaseModel):
         {},
         f"Per host name or IP limits, host:count,... {_H} empty.",
     )
+    connection_failed_authentication_delay_ms: KafkaInt = _int(
+        "connection.failed.authentication.delay.ms",
+        100,
+        f"Delay before closing a connection whose authentication failed, ms. {_H} 100.",
+    )
     request_timeout_ms: KafkaInt = _int(
         "request.timeout.ms", 30000, f"Request timeout, ms. {_H} 30000."
     )
@@ -334,6 +339,78 @@ class BrokerConfig(BaseModel):
     )
     follower_replication_throttled_rate: KafkaInt = _long(
         "follower.replication.throttled.rate", _LONG_MAX, f"Follower throttle, B/s. {_H} Long.MAX."
+    )
+    # Group coordinator and __consumer_offsets (Kafka's GroupCoordinatorConfig, OffsetConfig).
+    offsets_topic_num_partitions: KafkaInt = _int(
+        "offsets.topic.num.partitions", 50, f"__consumer_offsets partitions. {_H} 50.", ge=1
+    )
+    offsets_topic_replication_factor: KafkaInt = _int(
+        "offsets.topic.replication.factor",
+        3,
+        f"__consumer_offsets replicas; created once this many brokers are alive. {_H} 3.",
+        ge=1,
+        le=32767,
+    )
+    offsets_topic_segment_bytes: KafkaInt = _int(
+        "offsets.topic.segment.bytes",
+        104857600,
+        f"__consumer_offsets segment size, bytes. {_H} 100 MiB.",
+        ge=1,
+    )
+    offsets_topic_compression_codec: KafkaInt = _int(
+        "offsets.topic.compression.codec",
+        0,
+        "Codec of __consumer_offsets batches: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd; "
+        f"a batch that would not shrink is written uncompressed. {_H} 0.",
+        le=4,
+    )
+    offsets_commit_timeout_ms: KafkaInt = _int(
+        "offsets.commit.timeout.ms",
+        5000,
+        f"Wait for an offset commit's replication, ms. {_H} 5000.",
+        ge=1,
+    )
+    offsets_commit_required_acks: KafkaInt = _int(
+        "offsets.commit.required.acks",
+        -1,
+        f"acks of offset commit appends (-1 all ISR, 1 leader). {_H} -1.",
+        ge=-1,
+        le=32767,
+    )
+    offsets_retention_minutes: KafkaInt = _int(
+        "offsets.retention.minutes",
+        10080,
+        f"Committed offsets of an empty group (or unsubscribed topics) expire after. {_H} 7 days.",
+        ge=1,
+    )
+    offsets_retention_check_interval_ms: KafkaInt = _long(
+        "offsets.retention.check.interval.ms",
+        600000,
+        f"How often expired offsets are removed, ms. {_H} 600000.",
+        ge=1,
+    )
+    offsets_load_buffer_size: KafkaInt = _int(
+        "offsets.load.buffer.size",
+        5242880,
+        f"Bytes read per step when loading __consumer_offsets. {_H} 5 MiB.",
+        ge=1,
+    )
+    offset_metadata_max_bytes: KafkaInt = _int(
+        "offset.metadata.max.bytes", 4096, f"Longest commit metadata string. {_H} 4096."
+    )
+    group_min_session_timeout_ms: KafkaInt = _int(
+        "group.min.session.timeout.ms", 6000, f"Smallest session.timeout.ms. {_H} 6000."
+    )
+    group_max_session_timeout_ms: KafkaInt = _int(
+        "group.max.session.timeout.ms", 1800000, f"Largest session.timeout.ms. {_H} 1800000."
+    )
+    group_initial_rebalance_delay_ms: KafkaInt = _int(
+        "group.initial.rebalance.delay.ms",
+        3000,
+        f"Wait for more members before an empty group's first rebalance, ms. {_H} 3000.",
+    )
+    group_max_size: KafkaInt = _int(
+        "group.max.size", _INT_MAX, f"Most members of one group. {_H} Int.MAX.", ge=1
     )
     # kpo's own (no Kafka equivalent): Prometheus metrics, see broker-image/METRICS.md.
     metrics_port: KafkaInt = _int(

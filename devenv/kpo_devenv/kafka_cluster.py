@@ -4,12 +4,17 @@ Each broker runs in its own process with a fresh log dir and a ``server.properti
 written here, listening on a free loopback port. Brokers can be stopped cleanly
 (SIGTERM: controlled shutdown), killed (SIGKILL) and restarted on the same port and
 log dir, which is what the broker tests need.
+
+By default a broker has one ``PLAINTEXT`` listener. ``listeners`` (name -> security
+protocol) gives it several, each on its own free port (the first is :attr:`BrokerProcess.port`
+and the one start-up waits for); TLS and SASL settings go in ``properties``
+(see :mod:`kpo_devenv.kafka_security` for PEM keystores and SCRAM users).
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -29,6 +34,9 @@ class BrokerProcess:
         log_dir_count: number of log dirs (``data``, ``data-1``, ...; KIP-113 tests).
         metrics: serve Prometheus metrics on a free loopback port (``metrics.port``,
             :attr:`metrics_port`); off by default.
+        listeners: listener name -> security protocol (``PLAINTEXT``, ``SSL``,
+            ``SASL_PLAINTEXT``, ``SASL_SSL``), each on a free loopback port; default one
+            ``PLAINTEXT`` listener.
     """
 
     #: Port of the Prometheus endpoint (``metrics.port``); None when metrics are off.
@@ -43,18 +51,23 @@ class BrokerProcess:
         rack: str | None = None,
         log_dir_count: int = 1,
         metrics: bool = False,
+        listeners: Mapping[str, str] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self.workdir = workdir
-        self.port = free_port()
+        self.listener_protocols = dict(listeners or {"PLAINTEXT": "PLAINTEXT"})
+        #: listener name -> port.
+        self.ports = {name: free_port() for name in self.listener_protocols}
+        self.port = next(iter(self.ports.values()))
         self.metrics_port = free_port() if metrics else None
         self.log_dir = workdir / "data"
         self.log_dirs = [self.log_dir] + [workdir / f"data-{i}" for i in range(1, log_dir_count)]
         self.config_path = workdir / "server.properties"
+        endpoints = ",".join(f"{name}://{LOOPBACK}:{port}" for name, port in self.ports.items())
         settings = {
             "broker.id": str(broker_id),
-            "listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "listeners": endpoints,
+            "advertised.listeners": endpoints,
             "log.dirs": ",".join(str(d) for d in self.log_dirs),
             "zookeeper.connect": zookeeper_connect,
             "zookeeper.session.timeout.ms": "6000",
@@ -64,6 +77,10 @@ class BrokerProcess:
             "controlled.shutdown.retry.backoff.ms": "200",
             "leader.imbalance.check.interval.seconds": "5",
         }
+        if any(name != protocol for name, protocol in self.listener_protocols.items()):
+            settings["listener.security.protocol.map"] = ",".join(
+                f"{name}:{protocol}" for name, protocol in self.listener_protocols.items()
+            )
         if rack is not None:
             settings["broker.rack"] = rack
         if self.metrics_port is not None:
@@ -85,6 +102,10 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         """``host:port`` of this broker's listener."""
         return f"{LOOPBACK}:{self.port}"
+
+    def bootstrap_for(self, listener: str) -> str:
+        """``host:port`` of this broker's listener ``listener``."""
+        return f"{LOOPBACK}:{self.ports[listener]}"
 
     @property
     def metrics_url(self) -> str | None:
@@ -140,6 +161,10 @@ class KafkaCluster:
         first_id: id of the first broker.
         log_dir_count: number of log dirs per broker.
         metrics: give every broker a Prometheus metrics port (:attr:`BrokerProcess.metrics_url`).
+        listeners: listener name -> security protocol, for every broker (see
+            :class:`BrokerProcess`).
+        broker_properties: broker id -> properties of that broker only (its keystore...),
+            over ``properties``.
     """
 
     def __init__(
@@ -152,6 +177,8 @@ class KafkaCluster:
         first_id: int = 0,
         log_dir_count: int = 1,
         metrics: bool = False,
+        listeners: Mapping[str, str] | None = None,
+        broker_properties: Callable[[int], Mapping[str, str]] | None = None,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -160,10 +187,14 @@ class KafkaCluster:
                 first_id + i,
                 workdir / f"broker-{first_id + i}",
                 zookeeper_connect,
-                properties,
+                {
+                    **(properties or {}),
+                    **(broker_properties(first_id + i) if broker_properties else {}),
+                },
                 racks[i] if racks else None,
                 log_dir_count,
                 metrics,
+                listeners,
             )
             for i in range(size)
         }
@@ -172,6 +203,10 @@ class KafkaCluster:
     def bootstrap_servers(self) -> str:
         """Comma-separated ``host:port`` of the running brokers."""
         return ",".join(b.bootstrap for b in self.brokers.values() if b.is_running())
+
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """Comma-separated ``host:port`` of the running brokers' listener ``listener``."""
+        return ",".join(b.bootstrap_for(listener) for b in self.brokers.values() if b.is_running())
 
     def start(self) -> KafkaCluster:
         """Start every broker (stopping all of them if one fails)."""

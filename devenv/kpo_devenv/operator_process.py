@@ -29,6 +29,7 @@ class OperatorProcess:
         poll_interval_s: ``KPO_POLL_INTERVAL_S``, seconds between progress checks.
         quota_interval_s: ``KPO_QUOTA_INTERVAL_S``, seconds between drift checks.
         rate_window_s: ``KPO_RATE_WINDOW_S``, seconds of samples behind the rate/ETA.
+        env: further variables, e.g. the Kafka client security ``KPO_KAFKA_*``.
     """
 
     def __init__(
@@ -40,6 +41,7 @@ class OperatorProcess:
         poll_interval_s: float = 1.0,
         quota_interval_s: float = 5.0,
         rate_window_s: float = 10.0,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.workdir = workdir
         self.log_path = workdir / "operator.log"
@@ -51,6 +53,7 @@ class OperatorProcess:
             "KPO_QUOTA_INTERVAL_S": str(quota_interval_s),
             "KPO_RATE_WINDOW_S": str(rate_window_s),
             "PYTHONUNBUFFERED": "1",
+            **(env or {}),
         }
         self.process = self._new_process()
 

@@ -12,6 +12,9 @@ use an in-memory fake instead.
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import ssl
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -23,7 +26,15 @@ from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
 from kafka.structs import TopicPartitionReplica
 
-from kpo_kafka.admin_errors import api_error, error_of_class, parse_alter_result, translated
+from kpo_kafka.acls import decode_operations
+from kpo_kafka.admin_errors import (
+    api_error,
+    authorization_error,
+    error_of_class,
+    parse_alter_result,
+    tls_refused,
+    translated,
+)
 from kpo_kafka.admin_types import (
     ERROR_ELECTION_NOT_NEEDED,
     NO_LEADER,
@@ -31,6 +42,7 @@ from kpo_kafka.admin_types import (
     ClusterInfo,
     ConfigResource,
     ConfigResourceKind,
+    KafkaAuthenticationError,
     KafkaRequestError,
     KafkaUnavailableError,
     PartitionInfo,
@@ -38,6 +50,7 @@ from kpo_kafka.admin_types import (
     ReplicaDirInfo,
     ReplicaKey,
 )
+from kpo_kafka.client_config import ClientSecurity
 from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
@@ -136,6 +149,8 @@ class KafkaAdmin(Protocol):
         ...
 
 
+_TOPIC_AUTHORIZATION = 29
+"""TOPIC_AUTHORIZATION_FAILED: Metadata answers it per topic the client may not Describe."""
 _DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"}
 _KINDS = {
     ConfigResourceKind.TOPIC: ConfigResourceType.TOPIC,
@@ -153,6 +168,7 @@ class KafkaPythonAdmin:
         client_id: the client id the brokers see (quotas, logs), e.g. ``kpo-operator``,
             ``kpo-bench``, ``kpo-demo``.
         request_timeout_ms: timeout of each request and of the first bootstrap, in ms.
+        security: TLS and SASL settings (:mod:`kpo_kafka.client_config`); default PLAINTEXT.
     """
 
     def __init__(
@@ -160,21 +176,36 @@ class KafkaPythonAdmin:
         bootstrap_servers: str,
         client_id: str = "kpo-operator",
         request_timeout_ms: int = 30000,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
+        self.security = security or ClientSecurity()
         self._admin: Any = None
 
     def _client(self) -> Any:
         if self._admin is None:
-            with translated("connect"):
-                self._admin = KafkaAdminClient(
-                    bootstrap_servers=self.bootstrap_servers,
-                    client_id=self.client_id,
-                    request_timeout_ms=self.request_timeout_ms,
-                    bootstrap_timeout_ms=self.request_timeout_ms,
-                )
+            try:
+                with translated("connect"):
+                    self._admin = KafkaAdminClient(
+                        bootstrap_servers=self.bootstrap_servers,
+                        client_id=self.client_id,
+                        request_timeout_ms=self.request_timeout_ms,
+                        bootstrap_timeout_ms=self.request_timeout_ms,
+                        **self.security.kafka_python_kwargs(),
+                    )
+            except KafkaUnavailableError as exc:
+                # kafka-python logs why each bootstrap attempt failed but raises only a
+                # timeout: a refused TLS handshake (no client certificate, an untrusted
+                # broker) is found by trying one, so that it is reported as such.
+                context = self.security.ssl_context()
+                problem = tls_refusal(self.bootstrap_servers, context) if context else None
+                if problem is not None:
+                    raise KafkaAuthenticationError(
+                        f"connect: TLS handshake failed: {problem}"
+                    ) from exc
+                raise
         return self._admin
 
     def describe_cluster(self) -> ClusterInfo:
@@ -186,6 +217,7 @@ class KafkaPythonAdmin:
             brokers={int(b["broker_id"]): b.get("rack") for b in info["brokers"]},
             controller_id=controller if controller is not None and controller >= 0 else None,
             cluster_id=info.get("cluster_id"),
+            authorized_operations=decode_operations(info.get("authorized_operations")),
         )
 
     def create_topic(
@@ -242,6 +274,11 @@ class KafkaPythonAdmin:
         with translated("Metadata"):
             described = self._client().describe_topics(None if topics is None else list(topics))
         result: dict[str, dict[int, PartitionInfo]] = {}
+        refused = sorted(t["name"] for t in described if t["error_code"] == _TOPIC_AUTHORIZATION)
+        if refused:
+            error = api_error(_TOPIC_AUTHORIZATION)
+            assert error is not None
+            raise authorization_error("Metadata", error, tuple(refused))
         for topic in described:
             if topic["error_code"] == kafka_errors.UnknownTopicOrPartitionError.errno:
                 continue
@@ -439,6 +476,39 @@ class KafkaPythonAdmin:
         if self._admin is not None:
             admin, self._admin = self._admin, None
             admin.close()
+
+
+def tls_refusal(
+    bootstrap_servers: str, context: ssl.SSLContext, timeout_s: float = 5.0
+) -> str | None:
+    """Try a TLS handshake with each bootstrap server; say why TLS was refused.
+
+    With TLS 1.3 a broker requiring a client certificate (``ssl.client.auth=required``)
+    refuses it after the handshake, with an alert (``certificate_required``) that the client
+    reads next; hence the handshake is followed by a short read (a broker that accepted
+    sends nothing until asked).
+
+    Returns:
+        ``"host:port: <TLS error>"`` for the first server that refused TLS, ``None`` when
+        every reachable server accepted it (or none was reachable).
+    """
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with (
+                socket.create_connection((host, int(port)), timeout_s) as raw,
+                context.wrap_socket(raw, server_hostname=host) as tls,
+            ):
+                tls.settimeout(min(timeout_s, 2.0))
+                with contextlib.suppress(TimeoutError):
+                    tls.recv(4)
+            return None
+        except ssl.SSLError as exc:
+            if tls_refused(exc):
+                return f"{server.strip()}: {exc}"
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def _conforms(admin: KafkaPythonAdmin) -> KafkaAdmin:

@@ -9,20 +9,31 @@ module turns each into :class:`~kpo_kafka.admin_types.ApiError` values or the
 from __future__ import annotations
 
 import re
+import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import kafka.errors as kafka_errors
 
+from kpo_kafka.acls import AUTHORIZATION_ERRORS, refusal
 from kpo_kafka.admin_types import (
     ApiError,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
     KafkaRequestError,
     KafkaUnavailableError,
     KafkaUnsupportedError,
 )
 
-__all__ = ["api_error", "error_of_class", "parse_alter_result", "translated"]
+__all__ = [
+    "api_error",
+    "authorization_error",
+    "error_of_class",
+    "parse_alter_result",
+    "tls_refused",
+    "translated",
+]
 
 
 _ERROR_TEXT = re.compile(r"^\[Error (-?\d+)\] (\w+)(?::\s*(.*))?$", re.DOTALL)
@@ -67,11 +78,33 @@ def parse_alter_result(text: str) -> ApiError | None:
     return api_error(int(match.group(1)), (match.group(3) or "").strip() or None)
 
 
+def authorization_error(
+    call: str, error: ApiError, resources: tuple[str, ...] = ()
+) -> KafkaAuthorizationError:
+    """Return the exception for a call refused for lack of an ACL (codes 29, 30, 31).
+
+    Its message names the operation and resource refused (:func:`kpo_kafka.acls.refusal`),
+    then Kafka's error, e.g. ``AlterPartitionReassignments needs Alter on
+    Cluster:kafka-cluster (CLUSTER_AUTHORIZATION_FAILED, 31)``.
+    """
+    text = f"{refusal(call, error.code, resources)} ({error.name}, {error.code})"
+    return KafkaAuthorizationError(text, error, call)
+
+
 @contextmanager
 def translated(call: str) -> Iterator[None]:
-    """Turn kafka-python's exceptions into the ``KafkaAdminError`` family."""
+    """Turn kafka-python's exceptions into the ``KafkaAdminError`` family.
+
+    A missing ACL becomes :class:`KafkaAuthorizationError`, refused SASL credentials or a
+    failed TLS handshake :class:`KafkaAuthenticationError` (neither is worth a quick retry).
+    """
     try:
         yield
+    except kafka_errors.SaslAuthenticationFailedError as exc:
+        raise KafkaAuthenticationError(
+            f"{call}: SASL authentication failed (SASL_AUTHENTICATION_FAILED, 58): {exc}",
+            api_error(58),
+        ) from exc
     except kafka_errors.IncompatibleBrokerVersion as exc:
         raise KafkaUnsupportedError(f"{call}: not supported by the cluster: {exc}") from exc
     except kafka_errors.UnsupportedVersionError as exc:
@@ -79,6 +112,11 @@ def translated(call: str) -> Iterator[None]:
     except kafka_errors.KafkaError as exc:
         errno = getattr(exc, "errno", None)
         error = api_error(errno, str(exc)) if isinstance(errno, int) else None
+        if error is not None and error.code in AUTHORIZATION_ERRORS:
+            raise authorization_error(call, error) from exc
+        tls = _tls_failure(exc)
+        if tls is not None:
+            raise KafkaAuthenticationError(f"{call}: TLS handshake failed: {tls}") from exc
         if getattr(exc, "retriable", False):
             raise KafkaUnavailableError(f"{call}: {exc}", error) from exc
         raise KafkaRequestError(f"{call}: {exc}", error) from exc
@@ -86,5 +124,32 @@ def translated(call: str) -> Iterator[None]:
         if "controller" in str(exc):
             raise KafkaUnavailableError(f"{call}: {exc}") from exc
         raise
+    except ssl.SSLError as exc:
+        if not tls_refused(exc):
+            raise KafkaUnavailableError(f"{call}: {exc}") from exc
+        raise KafkaAuthenticationError(f"{call}: TLS handshake failed: {exc}") from exc
     except OSError as exc:
         raise KafkaUnavailableError(f"{call}: {exc}") from exc
+
+
+def tls_refused(exc: ssl.SSLError) -> bool:
+    """Tell a refused TLS handshake (an alert, an untrusted certificate) from a lost connection.
+
+    A connection closed mid-stream (``SSLEOFError``, ``SSLZeroReturnError``,
+    ``SSLSyscallError``: e.g. a broker restarting) is not a refusal: retry it.
+    """
+    lost = (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)
+    return not isinstance(exc, lost)
+
+
+def _tls_failure(exc: BaseException) -> str | None:
+    """Return the TLS refusal a kafka-python error wraps (its args or cause), if any."""
+    seen: list[BaseException] = [exc]
+    while seen:
+        current = seen.pop()
+        if isinstance(current, ssl.SSLError) and tls_refused(current):
+            return str(current)
+        seen.extend(a for a in getattr(current, "args", ()) if isinstance(a, BaseException))
+        if current.__cause__ is not None:
+            seen.append(current.__cause__)
+    return None

@@ -35,11 +35,15 @@ class ClusterInfo:
         brokers: broker id -> ``broker.rack`` (``None`` when the broker has no rack).
         controller_id: id of the active controller, ``None`` while there is none.
         cluster_id: the cluster id, ``None`` if the cluster did not report one.
+        authorized_operations: the operations this client may perform on the Cluster
+            resource, by ``kafka-acls`` name (``Alter``, ``AlterConfigs``, ...), as
+            DescribeCluster reports them (KIP-430); ``None`` when not reported.
     """
 
     brokers: dict[int, str | None]
     controller_id: int | None
     cluster_id: str | None = None
+    authorized_operations: frozenset[str] | None = None
 
 
 NO_LEADER = -1
@@ -198,3 +202,26 @@ class KafkaUnsupportedError(KafkaAdminError):
 
 class KafkaRequestError(KafkaAdminError):
     """The cluster rejected a whole request with a non-retriable error (e.g. authorization)."""
+
+
+class KafkaAuthorizationError(KafkaRequestError):
+    """Kafka refused a request for lack of an ACL (TOPIC/GROUP/CLUSTER_AUTHORIZATION_FAILED).
+
+    The message names the API, the operation and the resource refused, e.g.
+    ``AlterPartitionReassignments needs Alter on Cluster:kafka-cluster``
+    (:func:`kpo_kafka.acls.refusal`).
+
+    Attributes:
+        api: The Admin API refused, e.g. ``AlterPartitionReassignments``.
+    """
+
+    def __init__(self, message: str, error: ApiError | None = None, api: str = "") -> None:
+        super().__init__(message, error)
+        self.api = api
+
+
+class KafkaAuthenticationError(KafkaRequestError):
+    """The client could not authenticate: SASL credentials refused or TLS handshake failed.
+
+    Retrying does not help until the credentials, certificates or trust are fixed.
+    """

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -25,6 +26,7 @@ import yaml
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
 from kpo_kafka.assignment import ReplicaAssignmentError
+from kpo_kafka.client_config import ClientConfigError, client_security_from_env
 from kpo_kafka.manifests import (
     MAX_PARTITIONS_PER_OBJECT,
     ManifestError,
@@ -59,15 +61,25 @@ app = typer.Typer(
 CURRENT_HEADER = "Current partition replica assignment"
 
 
-def connect(bootstrap_servers: str, request_timeout_ms: int) -> KafkaAdmin:
+def connect(
+    bootstrap_servers: str, request_timeout_ms: int, command_config: Path | None = None
+) -> KafkaAdmin:
     """Return the Admin API client ``generate`` uses (tests replace this function).
 
     Args:
         bootstrap_servers: comma-separated ``host:port`` list.
         request_timeout_ms: timeout of each request, in ms.
+        command_config: Kafka client properties (TLS, SASL) as Kafka's tools'
+            ``--command-config``; the ``KPO_KAFKA_*`` variables apply too.
+
+    Raises:
+        ClientConfigError: an unknown or unsupported client setting.
     """
     return KafkaPythonAdmin(
-        bootstrap_servers, client_id="kpo-reassign", request_timeout_ms=request_timeout_ms
+        bootstrap_servers,
+        client_id="kpo-reassign",
+        request_timeout_ms=request_timeout_ms,
+        security=client_security_from_env(None, command_config),
     )
 
 
@@ -87,6 +99,7 @@ def _reported() -> Iterator[None]:
         GenerateError,
         ReplicaAssignmentError,
         KafkaAdminError,
+        ClientConfigError,
         _UsageError,
         yaml.YAMLError,
     ) as exc:
@@ -306,6 +319,13 @@ def generate(
     request_timeout_ms: Annotated[
         int, typer.Option("--request-timeout-ms", min=1, help="Admin request timeout, ms.")
     ] = 30000,
+    command_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--command-config",
+            help="Kafka client properties (TLS, SASL), as kafka-reassign-partitions takes them.",
+        ),
+    ] = None,
 ) -> None:
     """Propose a placement of whole topics over a broker list, as --generate does.
 
@@ -318,7 +338,7 @@ def generate(
         brokers = _broker_ids(broker_list)
         if problems := options.problems():
             raise ManifestError(problems)
-        admin = connect(bootstrap_server, request_timeout_ms)
+        admin = connect(bootstrap_server, request_timeout_ms, command_config)
         try:
             cluster = admin.describe_cluster()
             described = admin.describe_topics(wanted)

@@ -28,6 +28,8 @@ class ClusterSnapshot:
         racks: broker id -> ``broker.rack`` (``None`` without a rack).
         controller_id: The active controller, ``None`` while there is none.
         cluster_id: The Kafka cluster id, ``None`` if the cluster did not report one.
+        authorized_operations: What the operator's principal may do on the Cluster
+            resource (DescribeCluster, KIP-430), ``None`` when not reported.
     """
 
     view: ClusterView
@@ -35,6 +37,7 @@ class ClusterSnapshot:
     racks: dict[int, str | None] = field(default_factory=dict)
     controller_id: int | None = None
     cluster_id: str | None = None
+    authorized_operations: frozenset[str] | None = None
 
     @property
     def sizes(self) -> dict[ReplicaKey, int]:
@@ -86,6 +89,7 @@ def read_cluster(
     snapshot = ClusterSnapshot(view, racks=dict(cluster.brokers))
     snapshot.controller_id = cluster.controller_id
     snapshot.cluster_id = cluster.cluster_id
+    snapshot.authorized_operations = cluster.authorized_operations
     if replica_sizes and view.topics:
         hosts = {b for parts in view.topics.values() for s in parts.values() for b in s.replicas}
         hosts &= set(cluster.brokers)

@@ -66,9 +66,10 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     settings.scanning.disabled = not _SETTINGS.clusterwide
     memo.runtime = OperatorRuntime(_SETTINGS)
     logger.info(
-        "%s: Kafka %s, namespaces %s",
+        "%s: Kafka %s (%s), namespaces %s",
         READY_MESSAGE,
         ",".join(_SETTINGS.bootstrap_servers),
+        _SETTINGS.kafka_security.describe(),
         ",".join(_SETTINGS.namespaces) or "<all>",
     )
 

@@ -34,8 +34,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kpo_kafka.acls import AUTHORIZATION_ERRORS, refusal
+from kpo_kafka.admin_types import ApiError, ConfigResource, KafkaAdminError
 from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
 from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
+from kpo_operator.refusals import AUTHORIZATION_FAILED, reason_of, record_refusal
 from kpo_operator.resources import TOPIC_REPLICA_QUOTA
 from kpo_operator.states import ConditionType
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
@@ -103,7 +106,12 @@ class QuotaReconciler:
             )
             return
         source = source_of(TOPIC_REPLICA_QUOTA, obj)
-        result = self.writer.sync(max_age_s=max_age_s, observed=(source, generation))
+        try:
+            result = self.writer.sync(max_age_s=max_age_s, observed=(source, generation))
+        except KafkaAdminError as exc:
+            if (reason := reason_of(exc)) is not None:
+                record_refusal(self.store, TOPIC_REPLICA_QUOTA, obj, reason, str(exc), self.now())
+            raise
         self._report(obj, spec, generation, result)
 
     def finalize(self, namespace: str, name: str) -> bool:
@@ -155,10 +163,11 @@ class QuotaReconciler:
         conflicts = [c for c in result.effective.conflicts if _involves(c, source)]
         if errors:
             text = "; ".join(
-                f"{r.kind} {r.name}: {e}"
-                for r, e in sorted(errors.items(), key=lambda i: i[0].name)
+                _write_error(r, e) for r, e in sorted(errors.items(), key=lambda i: i[0].name)
             )
-            desired = quota_conditions(ConditionType.STALLED, "WriteFailed", text)
+            refused = all(e.code in AUTHORIZATION_ERRORS for e in errors.values())
+            reason = AUTHORIZATION_FAILED if refused else "WriteFailed"
+            desired = quota_conditions(ConditionType.STALLED, reason, text)
         else:
             text = f"applied on {len(brokers)} brokers and {len(topics)} topics"
             if absent:
@@ -228,6 +237,16 @@ def _foreign_condition(result: SyncResult, source: str) -> Condition:
         return Condition(FOREIGN_THROTTLE, "False", "NoForeignThrottle", "")
     reason = "Overridden" if all(f.overridden for f in found) else "LeftAlone"
     return Condition(FOREIGN_THROTTLE, "True", reason, "; ".join(f.message for f in found))
+
+
+def _write_error(resource: ConfigResource, error: ApiError) -> str:
+    """Describe a refused config write; a missing ACL names the operation and resource."""
+    if error.code in AUTHORIZATION_ERRORS:
+        names = (resource.name,) if error.code == 29 else ()
+        return (
+            f"{refusal('IncrementalAlterConfigs', error.code, names)} ({error.name}, {error.code})"
+        )
+    return f"{resource.kind} {resource.name}: {error}"
 
 
 def _involves(conflict: ThrottleConflict, source: str) -> bool:

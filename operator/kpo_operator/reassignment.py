@@ -51,6 +51,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import KafkaAdminError, KafkaAuthorizationError
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
@@ -82,6 +83,12 @@ from kpo_operator.reassignment_status import (
     accepted_spec,
     render_status,
     status_changed,
+)
+from kpo_operator.refusals import (
+    missing_cluster_operations,
+    reason_of,
+    reassignment_needs,
+    record_refusal,
 )
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.states import (
@@ -202,7 +209,11 @@ class ReassignmentReconciler:
         obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
         if obj is None:
             return None
-        return self._step(obj)
+        try:
+            return self._step(obj)
+        except KafkaAdminError as exc:
+            self._refused(obj, exc)
+            raise
 
     def finalize(self, namespace: str, name: str) -> bool:
         """Cancel what is in flight and drop the throttles of a deleted object.
@@ -214,7 +225,11 @@ class ReassignmentReconciler:
         obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
         if obj is None:
             return True
-        phase = self._step(obj, deleting=True)
+        try:
+            phase = self._step(obj, deleting=True)
+        except KafkaAdminError as exc:
+            self._refused(obj, exc)
+            raise
         if phase in THROTTLING_PHASES:
             return False
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
@@ -305,6 +320,13 @@ class ReassignmentReconciler:
             return self._track(ctx, rejected=self._reject_edit(ctx, [str(i) for i in issues]))
         if ctx.phase not in THROTTLING_PHASES and spec.suspend:
             return self._suspend(ctx, spec)
+        authorized = ctx.snapshot.authorized_operations
+        if missing := missing_cluster_operations(authorized, reassignment_needs(spec)):
+            granted = ", ".join(sorted(authorized or ())) or "none"
+            raise KafkaAuthorizationError(
+                "; ".join(missing) + f" (operations granted on the Cluster: {granted})",
+                api="AlterPartitionReassignments",
+            )
         pending = self._record_accepted(ctx, spec)
         ctx = replace(ctx, accepted=accepted_partitions(ctx.status))
         throttles = self._apply_throttles(ctx)
@@ -640,6 +662,19 @@ class ReassignmentReconciler:
 
     # -- status ---------------------------------------------------------------------------
 
+    def _refused(self, obj: Object, exc: KafkaAdminError) -> None:
+        """Report a missing ACL or refused credentials on the object (Stalled, Event).
+
+        Other Kafka errors (unreachable, retriable) are left to the caller's retry.
+        """
+        reason = reason_of(exc)
+        if reason is None:
+            return
+        latest = self.store.get(PARTITION_REASSIGNMENT, *_name_of(obj)) or obj
+        record_refusal(
+            self.store, PARTITION_REASSIGNMENT, latest, reason, str(exc), self.now(), Phase.PENDING
+        )
+
     def _record(self, ctx: StepContext, update: StatusUpdate, reason: str | None) -> None:
         """Write ``update`` for the step's object (see :meth:`_write`)."""
         self._write(ctx.obj, ctx.status, update, reason, ctx.now)
@@ -668,6 +703,11 @@ class ReassignmentReconciler:
         if reason is not None and update.phase.value != before:
             kind = WARNING if update.phase is Phase.FAILED else NORMAL
             self.store.event(obj, kind, reason, update.message)
+
+
+def _name_of(obj: Object) -> tuple[str, str]:
+    meta = obj["metadata"]
+    return str(meta.get("namespace") or ""), str(meta["name"])
 
 
 def _invalid(generation: int, problems: list[str], reason: str) -> StatusUpdate:

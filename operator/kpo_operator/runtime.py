@@ -23,7 +23,11 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
-from kpo_kafka.admin_types import KafkaAdminError
+from kpo_kafka.admin_types import (
+    KafkaAdminError,
+    KafkaAuthenticationError,
+    KafkaAuthorizationError,
+)
 from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
@@ -38,6 +42,10 @@ T = TypeVar("T")
 
 MAX_WORKERS = 8
 """kopf's threads for the (synchronous) handlers, and the size of the Admin API client pool."""
+
+REFUSED_RETRY_S = 30.0
+"""Seconds before retrying a step Kafka refused (a missing ACL, refused credentials): a
+person must change something first, so no quick retries."""
 
 
 class RetryLater(Exception):  # noqa: N818 - the name says what the caller must do
@@ -77,6 +85,7 @@ class OperatorRuntime:
                 ",".join(settings.bootstrap_servers),
                 client_id=settings.client_id,
                 request_timeout_ms=settings.request_timeout_ms,
+                security=settings.kafka_security,
             ),
             MAX_WORKERS,
         )
@@ -115,6 +124,9 @@ class OperatorRuntime:
         with self._serialised(f"{kind}/{namespace}/{name}"):
             try:
                 return step()
+            except (KafkaAuthorizationError, KafkaAuthenticationError) as exc:
+                delay = max(REFUSED_RETRY_S, self.settings.poll_interval_s * 2)
+                raise RetryLater(f"Kafka refused the operator: {exc}", delay) from exc
             except KafkaAdminError as exc:
                 raise RetryLater(f"Kafka: {exc}", self.settings.poll_interval_s * 2) from exc
             except ObjectStoreError as exc:

@@ -24,7 +24,20 @@ variable                    setting                      meaning
 ``KPO_THROTTLE_LEDGER``     ``throttle_ledger``          name of that ConfigMap: what the
                                                          operator wrote into Kafka's throttle
                                                          configs (``kpo-throttle-ledger``)
+``KPO_KAFKA_CLIENT_CONFIG`` ``kafka_security``           Kafka client properties file
+                                                         (``--command-config`` format: TLS,
+                                                         SASL), default PLAINTEXT
+``KPO_KAFKA_<PROPERTY>``    ``kafka_security``           one client property, dots as
+                                                         underscores; ``..._FILE``: its value
+                                                         from a file (a mounted Secret)
+``KPO_KAFKA_SASL_USERNAME`` ``kafka_security``           SASL user and password instead of
+``KPO_KAFKA_SASL_PASSWORD``                              ``sasl.jaas.config`` (each also
+                                                         ``..._FILE``)
 =========================== ============================ =====================================
+
+The Kafka client settings are read by
+:func:`kpo_kafka.client_config.client_security_from_env` (property names as Kafka's); an
+unknown or unsupported setting stops the operator at start with the property named.
 
 The Kubernetes connection is kopf's: in a pod the service account, elsewhere
 ``KUBECONFIG`` (or ``~/.kube/config``).
@@ -36,6 +49,8 @@ import os
 from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from kpo_kafka.client_config import ClientConfigError, ClientSecurity, client_security_from_env
 
 ENV_PREFIX = "KPO_"
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
@@ -59,9 +74,10 @@ class OperatorSettings(BaseModel):
         client_id: Kafka ``client.id`` of the operator's admin client.
         namespace: The operator's namespace, holding the throttle ledger ConfigMap.
         throttle_ledger: Name of the throttle ledger ConfigMap (one per Kafka cluster).
+        kafka_security: TLS and SASL settings of the Kafka client (secrets masked).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     bootstrap_servers: tuple[str, ...] = Field(min_length=1)
     namespaces: tuple[str, ...] = ()
@@ -72,6 +88,7 @@ class OperatorSettings(BaseModel):
     client_id: str = Field(default="kpo-operator", min_length=1)
     namespace: str = Field(default="default", pattern=_DNS_LABEL)
     throttle_ledger: str = Field(default="kpo-throttle-ledger", pattern=_DNS_SUBDOMAIN)
+    kafka_security: ClientSecurity = Field(default_factory=ClientSecurity)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -117,6 +134,10 @@ class OperatorSettings(BaseModel):
         )
         if (raw := env.get(ENV_PREFIX + "THROTTLE_LEDGER")) is not None:
             values["throttle_ledger"] = raw
+        try:
+            values["kafka_security"] = client_security_from_env(env)
+        except ClientConfigError as exc:
+            raise SettingsError(f"invalid Kafka client settings: {exc}") from None
         try:
             return cls.model_validate(values)
         except ValidationError as exc:

@@ -22,6 +22,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from kpo_kafka.admin_types import KafkaAdminError
+from kpo_kafka.client_config import ClientConfigError, client_security_from_env
 from kpo_kafka.manifests import ManifestError
 from kpo_placement.aggregate import AggregateOptions, Statistic, spark_session
 from kpo_placement.collector import (
@@ -53,6 +54,7 @@ class OptionError(ValueError):
 
 
 _INPUT_ERRORS = (
+    ClientConfigError,
     OptionError,
     InvalidOptionsError,
     SnapshotError,
@@ -101,6 +103,14 @@ def _url_map(items: list[str]) -> dict[int, str]:
     return urls
 
 
+CommandConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--command-config",
+        help="Kafka client properties (TLS, SASL) as Kafka's tools take them; default: the "
+        "KPO_KAFKA_CLIENT_CONFIG and KPO_KAFKA_* variables, else PLAINTEXT.",
+    ),
+]
 BootstrapOpt = Annotated[
     str | None, typer.Option("--bootstrap-server", help="Kafka host:port list (live cluster).")
 ]
@@ -135,9 +145,16 @@ def _collect(
     scrapes: int,
     interval: float,
     window: float,
+    command_config: Path | None = None,
 ) -> Path:
-    """Collect a live snapshot into ``out``; return ``out``."""
+    """Collect a live snapshot into ``out``; return ``out``.
+
+    The Kafka client's TLS/SASL settings come from ``command_config`` and the
+    ``KPO_KAFKA_*`` variables (:func:`kpo_kafka.client_config.client_security_from_env`).
+    """
     from kpo_kafka.admin import KafkaPythonAdmin
+
+    security = client_security_from_env(None, command_config)
 
     default = BrokerCapacity(
         parse_quantity(defaults[0], "--disk-capacity"),
@@ -156,7 +173,7 @@ def _collect(
     )
     if sampler is None:
         note("no metrics source given: load samples left empty (every rate is 0)")
-    admin = KafkaPythonAdmin(bootstrap, client_id="kpo-placement")
+    admin = KafkaPythonAdmin(bootstrap, client_id="kpo-placement", security=security)
     try:
         snapshot = collect_snapshot(admin, caps, sampler)
     finally:
@@ -183,6 +200,7 @@ def collect(
     scrapes: ScrapesOpt = 3,
     scrape_interval: IntervalOpt = 10.0,
     window: WindowOpt = 300.0,
+    command_config: CommandConfigOpt = None,
 ) -> None:
     """Snapshot a live cluster (Metadata, DescribeLogDirs, metrics) into a directory."""
     with _exit_on_errors():
@@ -195,6 +213,7 @@ def collect(
             scrapes,
             scrape_interval,
             window,
+            command_config,
         )
 
 
@@ -296,6 +315,7 @@ def plan(
     print_manifests: Annotated[bool, typer.Option(help="Also print the YAML.")] = False,
     seed: Annotated[int, typer.Option(help="Seed recorded with the plan.")] = 0,
     bootstrap_server: BootstrapOpt = None,
+    command_config: CommandConfigOpt = None,
     capacities: CapacitiesOpt = None,
     disk_capacity: DiskOpt = "1000Gi",
     net_in_capacity: NetInOpt = "125M",
@@ -353,6 +373,7 @@ def plan(
                 scrapes,
                 scrape_interval,
                 window,
+                command_config,
             )
         source = snapshot or out / "snapshot"
         read_snapshot(source)  # fail on a bad snapshot before Spark starts

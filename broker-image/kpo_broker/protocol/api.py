@@ -25,20 +25,32 @@ from kafka.protocol.admin import (
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
     DescribeLogDirsRequest,
     DescribeLogDirsResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
+)
+from kafka.protocol.admin.users import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
 )
 from kafka.protocol.consumer import (
     FetchRequest,
@@ -47,6 +59,22 @@ from kafka.protocol.consumer import (
     ListOffsetsResponse,
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
+)
+from kafka.protocol.consumer.group import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
 )
 from kafka.protocol.metadata import (
     ApiVersionsRequest,
@@ -61,6 +89,12 @@ from kafka.protocol.producer import (
     InitProducerIdResponse,
     ProduceRequest,
     ProduceResponse,
+)
+from kafka.protocol.sasl import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
 )
 
 from kpo_broker.protocol.interbroker import (
@@ -149,6 +183,20 @@ APIS: Mapping[int, ApiSpec] = {
         _spec(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
         _spec(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
         _spec(DescribeClusterRequest, DescribeClusterResponse),
+        _spec(SaslHandshakeRequest, SaslHandshakeResponse),
+        _spec(SaslAuthenticateRequest, SaslAuthenticateResponse),
+        _spec(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+        _spec(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
+        _spec(OffsetCommitRequest, OffsetCommitResponse),
+        _spec(OffsetFetchRequest, OffsetFetchResponse),
+        _spec(JoinGroupRequest, JoinGroupResponse),
+        _spec(HeartbeatRequest, HeartbeatResponse),
+        _spec(LeaveGroupRequest, LeaveGroupResponse),
+        _spec(SyncGroupRequest, SyncGroupResponse),
+        _spec(DescribeGroupsRequest, DescribeGroupsResponse),
+        _spec(ListGroupsRequest, ListGroupsResponse),
+        _spec(DeleteGroupsRequest, DeleteGroupsResponse),
+        _spec(OffsetDeleteRequest, OffsetDeleteResponse),
     )
 }
 """Every api the broker may serve, by api key."""

@@ -5,7 +5,8 @@ correlation id (int32, wrapping at 2**31 as Kafka clients do); a reader task
 decodes response frames and completes the waiting request whose correlation
 id matches. As Kafka's ``NetworkClient`` does, a request timeout and any
 connection failure close the connection and fail every request still waiting;
-the next :meth:`BrokerClient.send` reconnects.
+the next :meth:`BrokerClient.send` reconnects. A ``connector`` (see
+:mod:`kpo_broker.security.client`) opens connections to TLS and SASL listeners.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import struct
+from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kpo_broker.protocol.errors import (
     BrokerConnectionError,
@@ -24,7 +26,18 @@ from kpo_broker.protocol.errors import (
 )
 from kpo_broker.protocol.framing import DEFAULT_MAX_FRAME_BYTES, decode_response, read_frame
 
-__all__ = ["BrokerClient"]
+__all__ = ["BrokerClient", "StreamConnector"]
+
+
+class StreamConnector(Protocol):
+    """Opens an authenticated stream (:class:`kpo_broker.security.client.Connector`)."""
+
+    def open(
+        self, host: str, port: int, client_id: str
+    ) -> Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        """Connect (TCP, then TLS and SASL as configured)."""
+        ...
+
 
 _CORRELATION_ID = struct.Struct(">i")
 
@@ -49,6 +62,8 @@ class BrokerClient:
             ``replica.socket.timeout.ms`` for fetchers).
         connect_timeout_ms: how long opening the TCP connection may take, in ms.
         max_frame_bytes: the largest response frame accepted, in bytes.
+        connector: opens the connection with the listener's security (TLS, SASL);
+            None = plain TCP (PLAINTEXT).
     """
 
     def __init__(
@@ -60,6 +75,7 @@ class BrokerClient:
         *,
         connect_timeout_ms: int = 10000,
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        connector: StreamConnector | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -67,6 +83,7 @@ class BrokerClient:
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
         self.max_frame_bytes = max_frame_bytes
+        self.connector = connector
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._pending: dict[int, _Pending] = {}
@@ -87,18 +104,20 @@ class BrokerClient:
         """Open the connection if it is not open.
 
         Raises:
-            BrokerConnectionError: the connection could not be opened in
-                ``connect_timeout_ms``.
+            BrokerConnectionError: the connection could not be opened (or authenticated)
+                in ``connect_timeout_ms``.
         """
         async with self._connect_lock:
             if self._writer is not None:
                 return
+            opening = (
+                asyncio.open_connection(self.host, self.port)
+                if self.connector is None
+                else self.connector.open(self.host, self.port, self.client_id)
+            )
             try:
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port),
-                    self.connect_timeout_ms / 1000,
-                )
-            except (OSError, TimeoutError) as exc:
+                reader, writer = await asyncio.wait_for(opening, self.connect_timeout_ms / 1000)
+            except (OSError, TimeoutError, ProtocolError) as exc:
                 raise BrokerConnectionError(
                     f"cannot connect to {self.host}:{self.port}: {exc!r}"
                 ) from exc

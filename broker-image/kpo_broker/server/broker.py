@@ -11,6 +11,13 @@ registration again after each ZooKeeper session expiry, with a new broker epoch)
 ``metrics.port`` is set, the Prometheus endpoint (``broker-image/METRICS.md``). Shutdown first
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
+
+Listener security (TLS, SASL; :mod:`kpo_broker.security`) is resolved and its keys and
+certificates loaded before anything else, so a listener that cannot be secured as
+configured refuses start-up (:class:`~kpo_broker.config.ConfigError`). SCRAM credentials
+are read from ``/config/users`` before the listeners open and followed through
+``/config/changes``; the broker's own connections to other brokers use the inter-broker
+listener's security.
 """
 
 from __future__ import annotations
@@ -23,14 +30,24 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from kpo_broker.config import BrokerConfig
+from kpo_broker.config import BrokerConfig, ConfigError
+from kpo_broker.coordinator.group.coordinator import GroupConfig, GroupCoordinator
+from kpo_broker.coordinator.group.metadata_manager import GroupMetadataManager, OffsetConfig
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
 from kpo_broker.log.config import LogConfig, parse_cleanup_policy
 from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from kpo_broker.log.manager import LogManager
+from kpo_broker.protocol.client import BrokerClient, StreamConnector
+from kpo_broker.security.channel import AUTHENTICATION_TIMEOUT_S, ListenerAuthenticator
+from kpo_broker.security.client import connector_for
+from kpo_broker.security.config import inter_broker_client_security, resolve_listener_security
+from kpo_broker.security.credentials import CredentialCache, desanitize
+from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
+from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
@@ -39,7 +56,7 @@ from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
 from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
-from kpo_broker.server.metrics import RequestStats
+from kpo_broker.server.metrics import AuthenticationStats, RequestStats
 from kpo_broker.server.metrics_http import MetricsHttpServer, broker_state, new_registry
 from kpo_broker.server.producer_ids import ProducerIdManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
@@ -83,6 +100,9 @@ class KafkaServer:
         self._config_lock = asyncio.Lock()
         self.shutdown_requested = asyncio.Event()
         self.request_stats = RequestStats()
+        self.authentication_stats = AuthenticationStats()
+        self.credentials = CredentialCache()
+        self._connector: StreamConnector | None = None
         self.metrics_server: MetricsHttpServer | None = None
         self._new_session = asyncio.Event()
 
@@ -102,9 +122,62 @@ class KafkaServer:
             max_compaction_lag_ms=c.log_cleaner_max_compaction_lag_ms,
         )
 
-    async def startup(self) -> None:
-        """Start every component; raise if any fails (the caller exits non-zero)."""
+    def _security(
+        self, supported: dict[int, tuple[int, int]]
+    ) -> tuple[dict[str, ListenerAuthenticator], StreamConnector]:
+        """Resolve every listener's security and the inter-broker client's; load TLS files.
+
+        Raises:
+            ConfigError: anything that cannot be applied as configured (names the property).
+        """
         c = self.config
+        listeners = resolve_listener_security(c)
+        client = inter_broker_client_security(c, listeners)
+        timeout_s = AUTHENTICATION_TIMEOUT_S
+        if c.connections_max_idle_ms >= 0:
+            timeout_s = min(timeout_s, c.connections_max_idle_ms / 1000)
+        try:
+            authenticators = {
+                name: ListenerAuthenticator(security, supported, self.credentials.get, timeout_s)
+                for name, security in listeners.items()
+            }
+            connector = connector_for(client)
+        except TlsConfigError as exc:
+            raise ConfigError(exc.property_name, str(exc).split(": ", 1)[-1]) from None
+        for name, security in listeners.items():
+            mechanisms = security.sasl.enabled_mechanisms if security.sasl else ()
+            log.info(
+                "listener %s: %s%s%s",
+                name,
+                security.protocol,
+                f", ssl.client.auth={security.ssl.client_auth}" if security.ssl else "",
+                f", SASL {','.join(mechanisms)}" if mechanisms else "",
+            )
+        return authenticators, connector
+
+    def _load_credentials(self) -> None:
+        """Read every user's SCRAM credentials from ``/config/users``."""
+        assert self.zk is not None
+        names = self.zk.get_entity_names("users")
+        configs = self.zk.get_entity_configs("users", names)
+        for name in names:
+            self.credentials.update_user(desanitize(name), configs[name].config)
+        log.info(
+            "broker %d: SCRAM credentials of %d users",
+            self.broker_id,
+            len(self.credentials.users()),
+        )
+
+    async def startup(self) -> None:
+        """Start every component; raise if any fails (the caller exits non-zero).
+
+        Raises:
+            ConfigError: a listener's security cannot be applied (before any other work).
+        """
+        c = self.config
+        supported = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
+        authenticators, connector = self._security(supported)
+        self._connector = connector
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
         topic_configs = TopicConfigs(c)
         quotas = self._new_replication_quotas()
@@ -124,6 +197,7 @@ class KafkaServer:
         await asyncio.to_thread(log_manager.startup)
         await asyncio.to_thread(self._load_topic_configs, topic_configs)
         await asyncio.to_thread(self._load_throttle_rates, quotas)
+        await asyncio.to_thread(self._load_credentials)
         metadata_cache = MetadataCache(cluster_id=cluster_id)
         replica_manager = ReplicaManager(
             self.broker_id,
@@ -143,6 +217,7 @@ class KafkaServer:
                 response_max_bytes=c.replica_fetch_response_max_bytes,
                 backoff_ms=c.replica_fetch_backoff_ms,
                 request_timeout_ms=c.replica_socket_timeout_ms,
+                connector=connector,
             ),
             c.num_replica_fetchers,
             quotas.follower,
@@ -154,7 +229,6 @@ class KafkaServer:
             c.default_replication_factor,
             c.delete_topic_enable,
         )
-        supported = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
         components = BrokerComponents(
             config=c,
             broker_id=self.broker_id,
@@ -173,11 +247,15 @@ class KafkaServer:
             log_dir_mover=LogDirMover(
                 log_manager, replica_manager, zk_rate_reader(zk, self.broker_id)
             ),
+            inter_broker_connector=connector,
+            credentials=self.credentials,
         )
+        components.group_coordinator = await self._new_group_coordinator(components)
+        components.offsets_topic_creator = OffsetsTopicCreator(components)
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
         self.socket_server = SocketServer(
-            [Listener(e.name, e.host, e.port) for e in c.listeners],
+            [Listener(e.name, e.host, e.port, authenticators.get(e.name)) for e in c.listeners],
             apis.handle,
             supported,
             c.socket_request_max_bytes,
@@ -186,6 +264,8 @@ class KafkaServer:
             connections_max_idle_ms=c.connections_max_idle_ms,
             max_connections_per_ip=c.max_connections_per_ip,
             max_connections_per_ip_overrides=c.max_connections_per_ip_overrides,
+            authentication_stats=self.authentication_stats,
+            failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
         )
         bound = await self.socket_server.start()
         registration = BrokerRegistration(
@@ -228,10 +308,46 @@ class KafkaServer:
             ),
         ]
         if c.metrics_port:  # metrics.port; 0 = disabled
-            registry = new_registry(lambda: broker_state(self.components), self.request_stats)
+            registry = new_registry(
+                lambda: broker_state(self.components),
+                self.request_stats,
+                self.authentication_stats,
+            )
             self.metrics_server = MetricsHttpServer(registry, c.metrics_host, c.metrics_port)
             await self.metrics_server.start()
         log.info("broker %d started, listening on %s", self.broker_id, bound)
+
+    async def _new_group_coordinator(self, components: BrokerComponents) -> GroupCoordinator:
+        """Build and start the group coordinator (Kafka's ``GroupCoordinator.startup``).
+
+        The number of ``__consumer_offsets`` partitions is the topic's when it exists
+        (read from ZooKeeper now, later from the metadata cache), else
+        ``offsets.topic.num.partitions``.
+        """
+        assert self.zk is not None
+        existing = await asyncio.to_thread(
+            self.zk.get_replica_assignments, [GROUP_METADATA_TOPIC_NAME]
+        )
+        stored = existing.get(GROUP_METADATA_TOPIC_NAME)
+        stored_count = len(stored.partitions) if stored is not None else None
+        cache = components.metadata_cache
+
+        def partition_count() -> int | None:
+            known = cache.partitions.get(GROUP_METADATA_TOPIC_NAME)
+            return len(known) if known else stored_count
+
+        manager = GroupMetadataManager(
+            self.broker_id,
+            OffsetConfig.from_broker_config(self.config),
+            components.replica_manager,
+            components.topic_configs.min_insync_replicas,
+            partition_count,
+        )
+        coordinator = GroupCoordinator(
+            self.broker_id, GroupConfig.from_broker_config(self.config), manager
+        )
+        coordinator.startup()
+        return coordinator
 
     async def _register(self, zk: KafkaZkClient, registration: BrokerRegistration) -> int:
         """Register ``/brokers/ids/<id>``, waiting out the session of a crashed predecessor.
@@ -297,7 +413,12 @@ class KafkaServer:
     def _start_controller(self, components: BrokerComponents) -> object:
         from kpo_broker.controller.controller import KafkaController
 
-        controller = KafkaController(self.config, components.zk)
+        connector = self._connector
+
+        def connection(host: str, port: int, client_id: str, timeout_ms: int) -> BrokerClient:
+            return BrokerClient(host, port, client_id, timeout_ms, connector=connector)
+
+        controller = KafkaController(self.config, components.zk, connection_factory=connection)
         controller.startup()
         return controller
 
@@ -394,6 +515,11 @@ class KafkaServer:
                     self.zk.get_entity_config, "topics", change.entity_name
                 )
                 self.components.topic_configs.set_overrides(change.entity_name, entity.config)
+            elif change.entity_type == "users" and "/" not in change.entity_name:
+                entity = await asyncio.to_thread(
+                    self.zk.get_entity_config, "users", change.entity_name
+                )
+                self.credentials.update_user(desanitize(change.entity_name), entity.config)
             elif change.entity_type == "brokers" and change.entity_name in (
                 str(self.broker_id),
                 DEFAULT_BROKER_ENTITY,
@@ -402,6 +528,7 @@ class KafkaServer:
         quotas = self.components.replication_quotas
         if rates_changed and quotas is not None:
             await asyncio.to_thread(self._load_throttle_rates, quotas)
+        await asyncio.to_thread(self._load_credentials)
 
     # ------------------------------------------------------------ lifecycle
     async def run(self) -> None:
@@ -430,6 +557,9 @@ class KafkaServer:
             self.metrics_server = None
         if self.socket_server is not None:
             await self.socket_server.stop()
+        if components is not None and components.group_coordinator is not None:
+            with contextlib.suppress(Exception):
+                await components.group_coordinator.shutdown()
         if components is not None:
             if components.log_dir_mover is not None:
                 await components.log_dir_mover.stop()

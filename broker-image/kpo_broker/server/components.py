@@ -5,9 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
+
 if TYPE_CHECKING:
     from kpo_broker.config import BrokerConfig
+    from kpo_broker.coordinator.group.coordinator import GroupCoordinator
     from kpo_broker.log.manager import LogManager
+    from kpo_broker.protocol.client import StreamConnector
+    from kpo_broker.security.credentials import CredentialCache
+    from kpo_broker.server.apis.groups import OffsetsTopicCreator
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetcher import ReplicaFetcherManager
     from kpo_broker.server.log_dir_mover import LogDirMover
@@ -30,6 +36,8 @@ class RequestContext:
         client_id: the client's ``client.id`` (may be None).
         listener: name of the listener the request arrived on (e.g. ``PLAINTEXT``).
         peer: the client's (host, port).
+        principal: who the connection authenticated as (``User:ANONYMOUS`` on PLAINTEXT
+            listeners; Kafka's ``RequestContext.principal``), for authorization.
     """
 
     api_key: int
@@ -38,6 +46,7 @@ class RequestContext:
     client_id: str | None
     listener: str
     peer: tuple[str, int] | None = None
+    principal: KafkaPrincipal = ANONYMOUS
 
 
 @dataclass
@@ -61,6 +70,11 @@ class BrokerComponents:
         log_dir_mover: copies replicas between this broker's log dirs (KIP-113).
         replication_quotas: leader- and follower-side replication quotas (KIP-73); None
             means replication is never throttled.
+        inter_broker_connector: opens this broker's connections to other brokers with the
+            inter-broker listener's security; None = PLAINTEXT.
+        credentials: the SCRAM credentials of every user (``/config/users``).
+        group_coordinator: the consumer group coordinator (None until started).
+        offsets_topic_creator: creates ``__consumer_offsets`` on the first FindCoordinator.
     """
 
     config: BrokerConfig
@@ -78,3 +92,7 @@ class BrokerComponents:
     supported_apis: dict[int, tuple[int, int]] = field(default_factory=dict)
     log_dir_mover: LogDirMover | None = None
     replication_quotas: ReplicationQuotas | None = None
+    inter_broker_connector: StreamConnector | None = None
+    credentials: CredentialCache | None = None
+    group_coordinator: GroupCoordinator | None = None
+    offsets_topic_creator: OffsetsTopicCreator | None = None

@@ -40,6 +40,7 @@ async def request_controlled_shutdown(components: BrokerComponents, config: Brok
                 endpoint.port,
                 f"controlled-shutdown-{components.broker_id}",
                 request_timeout_ms=config.controller_socket_timeout_ms,
+                connector=components.inter_broker_connector,
             )
             try:
                 response = await client.send(

@@ -28,7 +28,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
-from kpo_broker.protocol.client import BrokerClient
+from kpo_broker.protocol.client import BrokerClient, StreamConnector
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
@@ -74,6 +74,8 @@ class FetcherSettings:
         response_max_bytes: replica.fetch.response.max.bytes.
         backoff_ms: replica.fetch.backoff.ms after an error.
         request_timeout_ms: how long a fetch may take before the connection is reset.
+        connector: opens connections with the inter-broker listener's security (TLS,
+            SASL); None = PLAINTEXT.
     """
 
     max_wait_ms: int = 500
@@ -82,6 +84,7 @@ class FetcherSettings:
     response_max_bytes: int = 10485760
     backoff_ms: int = 1000
     request_timeout_ms: int = 30000
+    connector: StreamConnector | None = None
 
 
 class ReplicaFetcher:
@@ -151,6 +154,7 @@ class ReplicaFetcher:
                 self.address[1],
                 client_id=f"replica-fetcher-{self.broker_id}",
                 request_timeout_ms=self.settings.request_timeout_ms + self.settings.max_wait_ms,
+                connector=self.settings.connector,
             )
             await client.connect()
             self._client = client

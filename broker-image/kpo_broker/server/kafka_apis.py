@@ -10,12 +10,14 @@ from kpo_broker.server.apis import (
     configs,
     data,
     elections,
+    groups,
     interbroker,
     log_dirs,
     metadata,
     producer,
     reassignments,
     topics,
+    users,
 )
 from kpo_broker.server.apis import versions as v
 from kpo_broker.server.components import BrokerComponents, RequestContext
@@ -49,6 +51,21 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_ALTER_REPLICA_LOG_DIRS: log_dirs.handle_alter_replica_log_dirs,
     v.API_KEY_ALTER_PARTITION_REASSIGNMENTS: reassignments.handle_alter_partition_reassignments,
     v.API_KEY_LIST_PARTITION_REASSIGNMENTS: reassignments.handle_list_partition_reassignments,
+    v.API_KEY_SASL_HANDSHAKE: users.handle_sasl_handshake,
+    v.API_KEY_SASL_AUTHENTICATE: users.handle_sasl_authenticate,
+    v.API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS: users.handle_describe_user_scram_credentials,
+    v.API_KEY_ALTER_USER_SCRAM_CREDENTIALS: users.handle_alter_user_scram_credentials,
+    v.API_KEY_FIND_COORDINATOR: groups.handle_find_coordinator,
+    v.API_KEY_JOIN_GROUP: groups.handle_join_group,
+    v.API_KEY_SYNC_GROUP: groups.handle_sync_group,
+    v.API_KEY_HEARTBEAT: groups.handle_heartbeat,
+    v.API_KEY_LEAVE_GROUP: groups.handle_leave_group,
+    v.API_KEY_OFFSET_COMMIT: groups.handle_offset_commit,
+    v.API_KEY_OFFSET_FETCH: groups.handle_offset_fetch,
+    v.API_KEY_LIST_GROUPS: groups.handle_list_groups,
+    v.API_KEY_DESCRIBE_GROUPS: groups.handle_describe_groups,
+    v.API_KEY_DELETE_GROUPS: groups.handle_delete_groups,
+    v.API_KEY_OFFSET_DELETE: groups.handle_offset_delete,
 }
 
 

@@ -364,3 +364,24 @@ class BrokerState:
     follower_quota: QuotaView | None = None
     fetcher_lags: Sequence[int] = ()
     log_cleaner: LogCleanerView | None = None
+
+
+class AuthenticationStats:
+    """Successful and failed authentications per listener (Kafka's ``socket-server-metrics``).
+
+    Kafka's ``successful-authentication-total`` and ``failed-authentication-total`` of
+    ``kafka.server:type=socket-server-metrics,listener=<name>``: a connection counts once,
+    when its TLS handshake and SASL exchange end (PLAINTEXT connections are not counted).
+    """
+
+    def __init__(self) -> None:
+        self._counts: dict[tuple[str, bool], int] = {}
+
+    def record(self, listener: str, success: bool) -> None:
+        """Count one authentication outcome on ``listener``."""
+        key = (listener, success)
+        self._counts[key] = self._counts.get(key, 0) + 1
+
+    def counts(self) -> dict[tuple[str, bool], int]:
+        """Return (listener, success) -> count, a copy."""
+        return dict(self._counts)

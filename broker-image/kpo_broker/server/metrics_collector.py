@@ -31,6 +31,7 @@ from prometheus_client.registry import Collector
 from kpo_broker.controller.states import PartitionState
 from kpo_broker.server.metrics import (
     REQUEST_TIME_BUCKETS_S,
+    AuthenticationStats,
     BrokerState,
     BrokerTopicStats,
     ControllerView,
@@ -286,6 +287,23 @@ def _log_cleaner_families(cleaner: LogCleanerView | None) -> Iterator[Metric]:
     yield from families.values()
 
 
+def _authentication_families(stats: AuthenticationStats) -> Iterator[Metric]:
+    counts = stats.counts()
+    listeners = sorted({listener for listener, _ in counts})
+    for success, name, help_text in (
+        (True, "successful", "Connections that authenticated (TLS and/or SASL), by listener."),
+        (False, "failed", "Connections whose authentication failed and were closed, by listener."),
+    ):
+        family = CounterMetricFamily(
+            f"kafka_server_socket_server_metrics_{name}_authentication",
+            help_text,
+            labels=["listener"],
+        )
+        for listener in listeners:
+            family.add_metric([listener], counts.get((listener, success), 0))
+        yield family
+
+
 class BrokerMetricsCollector(Collector):
     """Builds every broker metric from a fresh :class:`BrokerState` at each scrape.
 
@@ -293,17 +311,23 @@ class BrokerMetricsCollector(Collector):
         state: returns the broker's state now, or None while the broker is not running
             (then only the request metrics are collected).
         request_stats: the socket server's request counters.
+        authentication_stats: the socket server's authentication counters.
     """
 
     def __init__(
-        self, state: Callable[[], BrokerState | None], request_stats: RequestStats
+        self,
+        state: Callable[[], BrokerState | None],
+        request_stats: RequestStats,
+        authentication_stats: AuthenticationStats | None = None,
     ) -> None:
         self._state = state
         self._request_stats = request_stats
+        self._authentication_stats = authentication_stats or AuthenticationStats()
 
     def collect(self) -> Iterator[Metric]:
         """Yield every metric family (the :class:`Collector` interface)."""
         yield from _request_families(self._request_stats)
+        yield from _authentication_families(self._authentication_stats)
         state = self._state()
         if state is None:
             return

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, PlatformCollector, ProcessColle
 from prometheus_client.exposition import generate_latest
 
 from kpo_broker.server.components import BrokerComponents
-from kpo_broker.server.metrics import BrokerState, RequestStats
+from kpo_broker.server.metrics import AuthenticationStats, BrokerState, RequestStats
 from kpo_broker.server.metrics_collector import BrokerMetricsCollector
 
 log = logging.getLogger(__name__)
@@ -43,16 +43,19 @@ class MetricsServerError(Exception):
 
 
 def new_registry(
-    state: Callable[[], BrokerState | None], request_stats: RequestStats
+    state: Callable[[], BrokerState | None],
+    request_stats: RequestStats,
+    authentication_stats: AuthenticationStats | None = None,
 ) -> CollectorRegistry:
     """Return a broker's own registry: its collector plus the process and platform ones.
 
     Args:
         state: returns the broker's state at scrape time (None when not running).
         request_stats: the socket server's request counters.
+        authentication_stats: the socket server's authentication counters.
     """
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerMetricsCollector(state, request_stats))
+    registry.register(BrokerMetricsCollector(state, request_stats, authentication_stats))
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     return registry

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.coordinator.group.records import INTERNAL_TOPICS
 from kpo_broker.log.errors import InvalidRecordError, RecordError, RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
@@ -49,6 +50,7 @@ async def append_records(
     required_acks: int,
     timeout_ms: int,
     min_insync_replicas: Callable[[str], int],
+    internal_topics_allowed: bool = False,
 ) -> dict[TopicPartition, ProduceResult]:
     """Append each partition's records and wait for ``required_acks``.
 
@@ -58,6 +60,9 @@ async def append_records(
         required_acks: 0, 1 or -1.
         timeout_ms: how long acks=all may wait, ms.
         min_insync_replicas: topic name -> its ``min.insync.replicas``.
+        internal_topics_allowed: whether ``__consumer_offsets`` may be written (its
+            coordinator only); a client's Produce to it gets INVALID_TOPIC_EXCEPTION,
+            as Kafka's ``ReplicaManager.appendToLocalLog`` answers.
 
     Returns:
         Result per topic-partition, in the order of ``entries``.
@@ -68,6 +73,12 @@ async def append_records(
     waiting: dict[TopicPartition, int] = {}
     now = now_ms()
     for tp, records in entries.items():
+        if tp[0] in INTERNAL_TOPICS and not internal_topics_allowed:
+            results[tp] = ProduceResult(
+                kafka_errors.InvalidTopicError.errno,
+                error_message=f"Cannot append to internal topic {tp[0]}",
+            )
+            continue
         try:
             partition = replica_manager.leader_partition(tp)
             info = partition.append_records_to_leader(

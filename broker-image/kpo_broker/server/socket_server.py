@@ -12,6 +12,14 @@ set, the bytes of requests read but not yet answered come from a :class:`MemoryP
 while it is exhausted, connections wait before reading the next body, leaving it in the
 socket buffers, as Kafka's SocketServer mutes its channels (KIP-72).
 
+On a listener whose security protocol is not PLAINTEXT, a new connection is first
+authenticated by its :class:`~kpo_broker.security.channel.ListenerAuthenticator` (TLS
+handshake, SASL exchange); a failure is logged without secrets, counted
+(``failed-authentication-total``) and closes the connection, a success is counted
+(``successful-authentication-total``) and the principal goes into every request's
+:class:`RequestContext`. Over TLS, Fetch data cannot be sent with ``sendfile``: it is read
+and written through the TLS transport instead.
+
 A connection over its address's limit (``max.connections.per.ip`` and its overrides) is
 closed at accept (Kafka's ConnectionQuotas). A connection idle for
 ``connections.max.idle.ms`` is closed; idle here means waiting for a frame's size prefix,
@@ -32,10 +40,13 @@ from typing import Any
 
 from kpo_broker.protocol import framing
 from kpo_broker.protocol.api import api_spec
+from kpo_broker.security.channel import AuthenticationFailedError, ListenerAuthenticator
+from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpo_broker.server import zero_copy
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from kpo_broker.server.memory_pool import MemoryPool
+from kpo_broker.server.metrics import AuthenticationStats
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
 log = logging.getLogger(__name__)
@@ -49,11 +60,15 @@ RequestObserver = Callable[[int, int, Any, float], None]
 
 @dataclass(frozen=True)
 class Listener:
-    """A listener to bind: name (e.g. ``PLAINTEXT``), host ("" = all interfaces), port (0 = any)."""
+    """A listener to bind: name (e.g. ``PLAINTEXT``), host ("" = all interfaces), port (0 = any).
+
+    ``authenticator`` authenticates its connections (None: PLAINTEXT, ``User:ANONYMOUS``).
+    """
 
     name: str
     host: str
     port: int
+    authenticator: ListenerAuthenticator | None = None
 
 
 class SocketServer:
@@ -71,6 +86,10 @@ class SocketServer:
         max_connections_per_ip: ``max.connections.per.ip``.
         max_connections_per_ip_overrides: ``max.connections.per.ip.overrides``,
             host name or IP -> limit.
+        authentication_stats: counts successful and failed authentications per listener.
+        failed_authentication_delay_ms: ``connection.failed.authentication.delay.ms``, how
+            long a connection whose authentication failed is held before it is closed
+            (slows down clients retrying bad credentials in a loop).
 
     Raises:
         ValueError: an override's host name cannot be resolved.
@@ -87,6 +106,8 @@ class SocketServer:
         connections_max_idle_ms: int = 600000,
         max_connections_per_ip: int = 2147483647,
         max_connections_per_ip_overrides: Mapping[str, int] | None = None,
+        authentication_stats: AuthenticationStats | None = None,
+        failed_authentication_delay_ms: int = 100,
     ) -> None:
         self.listeners = listeners
         self.handler = handler
@@ -100,6 +121,8 @@ class SocketServer:
         self.idle_timeout_s = (
             None if connections_max_idle_ms < 0 else connections_max_idle_ms / 1000
         )
+        self.authentication_stats = authentication_stats or AuthenticationStats()
+        self.failed_authentication_delay_s = failed_authentication_delay_ms / 1000
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
@@ -108,7 +131,7 @@ class SocketServer:
         """Bind every listener; return listener name -> bound port."""
         for listener in self.listeners:
             server = await asyncio.start_server(
-                functools.partial(self._accept, listener=listener.name),
+                functools.partial(self._accept, listener=listener),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -131,7 +154,7 @@ class SocketServer:
         self._servers.clear()
 
     async def _accept(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: str
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, listener: Listener
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
@@ -146,7 +169,9 @@ class SocketServer:
             writer.close()
             return
         try:
-            await self._serve(reader, writer, listener, peer)
+            principal = await self._authenticate(reader, writer, listener, peer)
+            if principal is not None:
+                await self._serve(reader, writer, listener.name, peer, principal)
         except (asyncio.CancelledError, ConnectionError, asyncio.IncompleteReadError):
             pass
         except Exception:
@@ -158,12 +183,35 @@ class SocketServer:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
+    async def _authenticate(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        listener: Listener,
+        peer: Any,
+    ) -> KafkaPrincipal | None:
+        """Authenticate a new connection; None when it failed (logged and counted)."""
+        authenticator = listener.authenticator
+        if authenticator is None or not authenticator.authenticates:
+            return ANONYMOUS
+        try:
+            principal = await authenticator.authenticate(reader, writer, peer)
+        except AuthenticationFailedError as exc:
+            self.authentication_stats.record(listener.name, success=False)
+            log.info("failed authentication with %s on listener %s: %s", peer, listener.name, exc)
+            await asyncio.sleep(self.failed_authentication_delay_s)
+            return None
+        self.authentication_stats.record(listener.name, success=True)
+        log.debug("authenticated %s as %s on listener %s", peer, principal, listener.name)
+        return principal
+
     async def _serve(
         self,
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         listener: str,
         peer: Any,
+        principal: KafkaPrincipal = ANONYMOUS,
     ) -> None:
         while True:
             try:
@@ -175,7 +223,7 @@ class SocketServer:
                 try:
                     async with asyncio.timeout(self.idle_timeout_s):
                         frame = await framing.read_frame_body(reader, size)
-                    if not await self._process(frame, writer, listener, peer):
+                    if not await self._process(frame, writer, listener, peer, principal):
                         return
                 finally:
                     self.memory_pool.release(size)
@@ -187,7 +235,12 @@ class SocketServer:
                 return
 
     async def _process(
-        self, frame: bytes, writer: asyncio.StreamWriter, listener: str, peer: Any
+        self,
+        frame: bytes,
+        writer: asyncio.StreamWriter,
+        listener: str,
+        peer: Any,
+        principal: KafkaPrincipal = ANONYMOUS,
     ) -> bool:
         """Decode, handle and answer one request frame.
 
@@ -215,6 +268,7 @@ class SocketServer:
             decoded.client_id,
             listener,
             tuple(peer[:2]) if peer else None,
+            principal,
         )
         response = await self.handler(ctx, decoded.body)
         if isinstance(response, ZeroCopyResponse):
@@ -232,6 +286,9 @@ class SocketServer:
     ) -> None:
         framed = framing.encode_response(decoded, response.message)
         flexible = api_spec(decoded.api_key).request_is_flexible(decoded.api_version)
+        if writer.get_extra_info("ssl_object") is not None:  # no sendfile through TLS
+            await zero_copy.write_parts_copied(writer, framed, response.splices, flexible)
+            return
         try:
             parts = zero_copy.assemble(framed, response.splices, flexible)
         except ValueError:

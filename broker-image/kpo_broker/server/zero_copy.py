@@ -122,3 +122,40 @@ async def write_parts(writer: asyncio.StreamWriter, parts: list[Part]) -> None:
     if pending:
         writer.write(bytes(pending))
     await writer.drain()
+
+
+#: Bytes read from a segment file per write on the copying path (TLS), 64 KiB.
+COPY_CHUNK_BYTES = 65536
+
+
+async def write_parts_copied(
+    writer: asyncio.StreamWriter,
+    framed: bytes,
+    splices: dict[bytes, Sequence[FileSlice]],
+    flexible: bool,
+) -> None:
+    """Write a response whose slices are read and written in chunks (no ``sendfile``).
+
+    Used on TLS connections, where the kernel cannot send file data itself: each slice
+    is read :data:`COPY_CHUNK_BYTES` at a time and written through the transport, so a
+    large Fetch response is never held in memory whole.
+    """
+    try:
+        parts = assemble(framed, splices, flexible)
+    except ValueError:
+        parts = [inline(framed, splices, flexible)]
+    for part in parts:
+        if isinstance(part, bytes):
+            writer.write(part)
+            continue
+        file = part.open_file()
+        position, remaining = part.position, part.size
+        while remaining > 0:
+            chunk = os.pread(file.fileno(), min(COPY_CHUNK_BYTES, remaining), position)
+            if not chunk:
+                raise OSError(f"segment file ended {remaining} bytes early")
+            writer.write(chunk)
+            position += len(chunk)
+            remaining -= len(chunk)
+            await writer.drain()
+    await writer.drain()

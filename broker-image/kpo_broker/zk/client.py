@@ -1055,6 +1055,18 @@ class KafkaZkClient:
                 configs[name] = EntityConfig(decode_entity_config(result[0]), result[1].version)
         return configs
 
+    def get_entity_names(self, entity_type: str) -> set[str]:
+        """Return the entities of one type that have a config znode (``/config/<type>``'s children).
+
+        Kafka's ``AdminZkClient.fetchAllEntityConfigs`` lists them the same way; names are
+        as stored (users sanitized).
+
+        Raises:
+            InvalidZNodeNameError: unknown entity type.
+            ZkConnectionLossError: the session failed.
+        """
+        return self._children(paths.config_entity_type_path(entity_type))
+
     def get_entity_config(self, entity_type: str, name: str) -> EntityConfig:
         """Read one entity's config (see :meth:`get_entity_configs`).
 

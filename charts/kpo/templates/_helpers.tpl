@@ -124,3 +124,63 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
   resources: [events]
   verbs: [create]
 {{- end -}}
+
+{{/* Kafka client security of the operator and the placement job (values kafkaClient):
+     KPO_KAFKA_* variables read by kpo_kafka.client_config, secrets only as mounted files. */}}
+{{- define "kpo.kafkaClient.dir" -}}/etc/kpo/kafka-client{{- end -}}
+
+{{- define "kpo.kafkaClient.env" -}}
+{{- $c := .Values.kafkaClient -}}
+{{- $dir := include "kpo.kafkaClient.dir" . -}}
+{{- $tls := has $c.securityProtocol (list "SSL" "SASL_SSL") -}}
+{{- $sasl := has $c.securityProtocol (list "SASL_PLAINTEXT" "SASL_SSL") -}}
+{{- if ne $c.securityProtocol "PLAINTEXT" }}
+- {name: KPO_KAFKA_SECURITY_PROTOCOL, value: {{ $c.securityProtocol | quote }}}
+{{- end }}
+{{- if $tls }}
+- {name: KPO_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM, value: {{ ternary "https" "" $c.verifyHostname | quote }}}
+{{- if $c.secret.caKey }}
+- {name: KPO_KAFKA_SSL_TRUSTSTORE_TYPE, value: PEM}
+- {name: KPO_KAFKA_SSL_TRUSTSTORE_LOCATION, value: {{ printf "%s/%s" $dir $c.secret.caKey | quote }}}
+{{- end }}
+{{- if $c.secret.certificateKey }}
+- {name: KPO_KAFKA_SSL_KEYSTORE_TYPE, value: PEM}
+- {name: KPO_KAFKA_SSL_KEYSTORE_CERTIFICATE_CHAIN_FILE, value: {{ printf "%s/%s" $dir $c.secret.certificateKey | quote }}}
+- {name: KPO_KAFKA_SSL_KEYSTORE_KEY_FILE, value: {{ printf "%s/%s" $dir $c.secret.privateKeyKey | quote }}}
+{{- end }}
+{{- end }}
+{{- if $sasl }}
+- {name: KPO_KAFKA_SASL_MECHANISM, value: {{ $c.saslMechanism | quote }}}
+- {name: KPO_KAFKA_SASL_USERNAME, value: {{ $c.saslUsername | quote }}}
+- {name: KPO_KAFKA_SASL_PASSWORD_FILE, value: {{ printf "%s/%s" $dir $c.secret.passwordKey | quote }}}
+{{- end }}
+{{- end -}}
+
+{{/* Fail on settings that cannot work (the schema checks each value alone). */}}
+{{- define "kpo.kafkaClient.check" -}}
+{{- $c := .Values.kafkaClient -}}
+{{- $tls := has $c.securityProtocol (list "SSL" "SASL_SSL") -}}
+{{- $sasl := has $c.securityProtocol (list "SASL_PLAINTEXT" "SASL_SSL") -}}
+{{- if and $sasl (or (not $c.saslUsername) (not $c.secret.name) (not $c.secret.passwordKey)) }}
+{{- fail (printf "kafkaClient.securityProtocol %s needs kafkaClient.saslUsername, kafkaClient.secret.name and kafkaClient.secret.passwordKey" $c.securityProtocol) }}
+{{- end }}
+{{- if and $tls (or $c.secret.caKey $c.secret.certificateKey) (not $c.secret.name) }}
+{{- fail "kafkaClient.secret.caKey/certificateKey need kafkaClient.secret.name" }}
+{{- end }}
+{{- if ne (not $c.secret.certificateKey) (not $c.secret.privateKeyKey) }}
+{{- fail "kafkaClient.secret.certificateKey and privateKeyKey go together (mutual TLS)" }}
+{{- end }}
+{{- end -}}
+
+{{- define "kpo.kafkaClient.mounts" -}}
+{{- if and .Values.kafkaClient.secret.name (ne .Values.kafkaClient.securityProtocol "PLAINTEXT") }}
+- {name: kafka-client, mountPath: {{ include "kpo.kafkaClient.dir" . }}, readOnly: true}
+{{- end }}
+{{- end -}}
+
+{{- define "kpo.kafkaClient.volumes" -}}
+{{- if and .Values.kafkaClient.secret.name (ne .Values.kafkaClient.securityProtocol "PLAINTEXT") }}
+- name: kafka-client
+  secret: {secretName: {{ .Values.kafkaClient.secret.name | quote }}, defaultMode: 0440}
+{{- end }}
+{{- end -}}

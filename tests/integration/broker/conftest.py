@@ -63,8 +63,11 @@ def kafka_cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterato
         racks: list[str] | None = None,
         log_dir_count: int = 1,
         metrics: bool = False,
+        listeners: Mapping[str, str] | None = None,
+        broker_properties: Callable[[int], Mapping[str, str]] | None = None,
+        chroot: str | None = None,
     ) -> KafkaCluster:
-        chroot = f"kafka-{uuid.uuid4().hex[:8]}"
+        chroot = chroot or f"kafka-{uuid.uuid4().hex[:8]}"
         cluster = KafkaCluster(
             tmp_path / chroot,
             f"{zookeeper.connect_string}/{chroot}",
@@ -73,6 +76,8 @@ def kafka_cluster_factory(zookeeper: ZooKeeperServer, tmp_path: Path) -> Iterato
             racks,
             log_dir_count=log_dir_count,
             metrics=metrics,
+            listeners=listeners,
+            broker_properties=broker_properties,
         )
         clusters.append(cluster)
         cluster.start()

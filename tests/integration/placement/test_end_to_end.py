@@ -5,12 +5,15 @@ that the measured disk balance improved as the plan predicted."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from kpo_devenv.tools import tool_path
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_placement.cli import app
 from tests.integration.broker.server.helpers import create_topic, describe
@@ -107,8 +110,10 @@ def test_first_wave_executed_by_the_operator_improves_balance_as_predicted(
     assert first["totals"]["bytesTotal"] > 0
     wave = stack.get("partitionreassignments", name)["spec"]["partitions"]
 
-    stack.kubectl("patch", "pr", name, "--type=merge", "-p", '{"spec":{"suspend":false}}')
-    stack.wait_phase(name, "Completed", 180)
+    # Start and await the wave with the placement README's own commands, as a user would.
+    for command in readme_wave_commands(stack.namespace, "e2e"):
+        run_shell(command, stack)
+    stack.wait_phase(name, "Completed", 10)
 
     # The prediction for this wave: each partition's bytes on each of its replicas, with
     # the wave's targets applied.
@@ -134,3 +139,38 @@ def test_first_wave_executed_by_the_operator_improves_balance_as_predicted(
     assert after[2] > 0
     moved = [p for p, r in current.items() if sorted(r) != sorted(originals[p])]
     assert len(moved) == len(wave)
+
+
+PLACEMENT_README = Path(__file__).resolve().parents[3] / "placement" / "README.md"
+
+
+def readme_wave_commands(namespace: str, plan: str) -> list[str]:
+    """The placement README's commands that resume wave 1 and wait for it, for ``plan``."""
+    lines = [
+        line
+        for line in PLACEMENT_README.read_text().splitlines()
+        if line.startswith("kubectl ") and "kpo.dev/wave=1" in line
+    ]
+    assert len(lines) == 2, lines  # resume, then wait
+    return [
+        line.replace("-n kafka", f"-n {namespace}")
+        .replace("<name>", plan)
+        .replace("--timeout=1h", "--timeout=180s")
+        for line in lines
+    ]
+
+
+def run_shell(command: str, stack: Stack) -> None:
+    """Run a README command line in bash with ``kubectl`` on PATH and the test's kubeconfig."""
+    env = dict(os.environ)
+    env["PATH"] = f"{tool_path('kubectl').parent}{os.pathsep}{env.get('PATH', '')}"
+    env["KUBECONFIG"] = str(stack.plane.kubeconfig)
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", command],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert result.returncode == 0, (command, result.stdout, result.stderr)

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import yaml
 
+from kpo_devenv.pki import generate_kafka_pki
+from kpo_kafka.client_config import client_security_from_env
 from tests.conftest import REPO_ROOT
 from tests.unit.charts.helm import CHART, VALUE_SETS, find, helm, pod_specs, render, value_args
 
@@ -171,3 +175,81 @@ def test_gitops_quotas_are_topic_replica_quotas() -> None:
     assert {q["kind"] for q in quotas} == {"TopicReplicaQuota"}
     listed = yaml.safe_load((quota_dir / "kustomization.yaml").read_text())["resources"]
     assert sorted(listed) == sorted(p.name for p in quota_dir.glob("*-throttle.yaml"))
+
+
+SECURED = (
+    "kafkaClient.securityProtocol=SASL_SSL",
+    "kafkaClient.saslUsername=kpo-operator",
+    "kafkaClient.secret.name=kafka-client",
+    "kafkaClient.secret.caKey=ca.crt",
+    "kafkaClient.secret.certificateKey=tls.crt",
+    "kafkaClient.secret.privateKeyKey=tls.key",
+)
+
+
+def _kafka_client(spec: dict[str, object]) -> tuple[dict[str, object], list[object], list[object]]:
+    (container,) = spec["containers"]  # type: ignore[misc]
+    env = {e["name"]: e.get("value") for e in container["env"] if e["name"].startswith("KPO_KAFKA")}
+    return env, container["volumeMounts"], spec["volumes"]  # type: ignore[return-value]
+
+
+def test_kafka_client_security_comes_from_a_mounted_secret(tmp_path: Path) -> None:
+    objects = render("default", *SECURED)
+    (deploy,) = find(objects, "Deployment", "-operator")
+    (cron,) = find(objects, "CronJob")
+    specs = [
+        deploy["spec"]["template"]["spec"],
+        cron["spec"]["jobTemplate"]["spec"]["template"]["spec"],
+    ]
+    for spec in specs:
+        env, mounts, volumes = _kafka_client(spec)
+        assert env == {
+            "KPO_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+            "KPO_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM": "https",
+            "KPO_KAFKA_SSL_TRUSTSTORE_TYPE": "PEM",
+            "KPO_KAFKA_SSL_TRUSTSTORE_LOCATION": "/etc/kpo/kafka-client/ca.crt",
+            "KPO_KAFKA_SSL_KEYSTORE_TYPE": "PEM",
+            "KPO_KAFKA_SSL_KEYSTORE_CERTIFICATE_CHAIN_FILE": "/etc/kpo/kafka-client/tls.crt",
+            "KPO_KAFKA_SSL_KEYSTORE_KEY_FILE": "/etc/kpo/kafka-client/tls.key",
+            "KPO_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+            "KPO_KAFKA_SASL_USERNAME": "kpo-operator",
+            "KPO_KAFKA_SASL_PASSWORD_FILE": "/etc/kpo/kafka-client/password",
+        }
+        assert {
+            "name": "kafka-client",
+            "mountPath": "/etc/kpo/kafka-client",
+            "readOnly": True,
+        } in mounts
+        assert {
+            "name": "kafka-client",
+            "secret": {"secretName": "kafka-client", "defaultMode": 0o440},
+        } in volumes
+    # The operator accepts the rendered variables, with the Secret's keys as files.
+    pki = generate_kafka_pki(tmp_path / "pki")
+    client = pki.client("kpo-operator")
+    folder = tmp_path / "secret"
+    folder.mkdir()
+    (folder / "ca.crt").write_text(pki.ca.cert.read_text())
+    (folder / "tls.crt").write_text(client.cert.read_text())
+    (folder / "tls.key").write_text(client.key.read_text())
+    (folder / "password").write_text("operator-password")
+    mounted = {k: str(v).replace("/etc/kpo/kafka-client", str(folder)) for k, v in env.items()}
+    security = client_security_from_env(mounted)
+    assert security.describe() == "SASL_SSL, SCRAM-SHA-512 as kpo-operator, client certificate"
+    assert security.kafka_python_kwargs()["sasl_plain_password"] == "operator-password"
+
+
+def test_kafka_client_defaults_to_plaintext_without_secrets() -> None:
+    objects = render("default")
+    (deploy,) = find(objects, "Deployment", "-operator")
+    env, mounts, volumes = _kafka_client(deploy["spec"]["template"]["spec"])
+    assert env == {}
+    assert all(m["name"] != "kafka-client" for m in mounts)  # type: ignore[index]
+    assert all(v["name"] != "kafka-client" for v in volumes)  # type: ignore[index]
+    off = render("default", "kafkaClient.securityProtocol=SSL", "kafkaClient.verifyHostname=false")
+    (deploy,) = find(off, "Deployment", "-operator")
+    env, _, _ = _kafka_client(deploy["spec"]["template"]["spec"])
+    assert env == {
+        "KPO_KAFKA_SECURITY_PROTOCOL": "SSL",
+        "KPO_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM": "",
+    }

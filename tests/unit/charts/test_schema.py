@@ -22,6 +22,9 @@ BAD_VALUES = [
     ("broker.unknownKey=1", "unknownKey"),
     ("broker.config.broker\\.id=7", "/broker/config"),
     ("placement.sparkMaster=yarn", "/placement/sparkMaster"),
+    ("kafkaClient.securityProtocol=TLS", "/kafkaClient/securityProtocol"),
+    ("kafkaClient.saslMechanism=GSSAPI", "/kafkaClient/saslMechanism"),
+    ("kafkaClient.secret.password=hunter2", "password"),
 ]
 
 
@@ -41,6 +44,22 @@ def test_wrong_value_is_refused_naming_the_field(command: str, setting: str, fie
         (["placement.mode=add-brokers"], "placement.brokers must list broker ids"),
         (["zookeeper.enabled=false"], "zookeeper.externalConnect is required"),
         (["metrics.enabled=false"], "enable metrics or set placement.metricsUrlTemplate"),
+        (
+            ["kafkaClient.securityProtocol=SASL_SSL"],
+            "kafkaClient.securityProtocol SASL_SSL needs kafkaClient.saslUsername",
+        ),
+        (
+            ["kafkaClient.securityProtocol=SSL", "kafkaClient.secret.caKey=ca.crt"],
+            "need kafkaClient.secret.name",
+        ),
+        (
+            [
+                "kafkaClient.securityProtocol=SSL",
+                "kafkaClient.secret.name=kafka-tls",
+                "kafkaClient.secret.certificateKey=tls.crt",
+            ],
+            "certificateKey and privateKeyKey go together",
+        ),
     ],
 )
 def test_inconsistent_values_fail_with_a_message(settings: list[str], message: str) -> None:

@@ -59,3 +59,42 @@ def test_exceptions_become_the_admin_error_family(raised: Exception, expected: t
 def test_unrelated_runtime_errors_pass_through() -> None:
     with pytest.raises(RuntimeError, match="boom"), translated("Metadata"):
         raise RuntimeError("boom")
+
+
+def test_missing_acl_names_operation_and_resource() -> None:
+    from kpo_kafka.admin_types import KafkaAuthorizationError
+
+    with pytest.raises(KafkaAuthorizationError) as info, translated("AlterPartitionReassignments"):
+        raise kafka_errors.ClusterAuthorizationFailedError()
+    assert str(info.value) == (
+        "AlterPartitionReassignments needs Alter on Cluster:kafka-cluster "
+        "(CLUSTER_AUTHORIZATION_FAILED, 31)"
+    )
+    assert info.value.api == "AlterPartitionReassignments"
+    assert info.value.error is not None and info.value.error.code == 31
+
+
+def test_refused_credentials_and_tls_are_authentication_errors() -> None:
+    import ssl
+
+    from kpo_kafka.admin_types import KafkaAuthenticationError
+
+    with pytest.raises(KafkaAuthenticationError, match="SASL"), translated("connect"):
+        raise kafka_errors.SaslAuthenticationFailedError("bad credentials")
+    with pytest.raises(KafkaAuthenticationError, match="TLS handshake"), translated("connect"):
+        raise ssl.SSLError(1, "[SSL: TLSV13_ALERT_CERTIFICATE_REQUIRED] certificate required")
+
+
+def test_authorized_operations_decoding() -> None:
+    from kpo_kafka.acls import decode_operations
+
+    assert decode_operations(None) is None
+    assert decode_operations(-(2**31)) is None
+    assert decode_operations((1 << 7) | (1 << 8)) == {"Alter", "Describe"}
+    assert decode_operations({7, 11}) == {"Alter", "AlterConfigs"}
+    assert decode_operations(["DESCRIBE", "ALTER_CONFIGS", "CLUSTER_ACTION"]) == {
+        "Describe",
+        "AlterConfigs",
+        "ClusterAction",
+    }
+    assert decode_operations([]) == frozenset()

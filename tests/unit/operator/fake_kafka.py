@@ -56,6 +56,7 @@ class FakeKafkaAdmin:
 
     brokers: dict[int, str | None] = field(default_factory=lambda: {0: None, 1: None, 2: None})
     controller_id: int | None = 0
+    authorized_operations: frozenset[str] | None = None  # on the Cluster (KIP-430)
     partitions: dict[TopicPartition, FakePartition] = field(default_factory=dict)
     configs: dict[ConfigResource, dict[str, str]] = field(default_factory=dict)
     sizes: dict[ReplicaKey, int] = field(default_factory=dict)
@@ -130,7 +131,9 @@ class FakeKafkaAdmin:
 
     def describe_cluster(self) -> ClusterInfo:
         self._enter("describe_cluster")
-        return ClusterInfo(dict(self.brokers), self.controller_id, "fake-cluster")
+        return ClusterInfo(
+            dict(self.brokers), self.controller_id, "fake-cluster", self.authorized_operations
+        )
 
     def describe_topics(
         self, topics: Collection[str] | None = None

@@ -203,7 +203,9 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeKafkaAdmin:
     admin.create_topic("other", {0: [1]})
     connected: list[tuple[str, int]] = []
 
-    def connect(bootstrap_servers: str, request_timeout_ms: int) -> FakeKafkaAdmin:
+    def connect(
+        bootstrap_servers: str, request_timeout_ms: int, command_config: Path | None = None
+    ) -> FakeKafkaAdmin:
         connected.append((bootstrap_servers, request_timeout_ms))
         admin.closed = False  # a new connection for each command run
         return admin
@@ -318,3 +320,26 @@ def test_generate_reports_an_unreachable_cluster(fake: FakeKafkaAdmin) -> None:
     fake.fail_next.append(KafkaUnavailableError("connect: no brokers available"))
     assert "connect: no brokers available" in failed(generate("--topics", "orders"))
     assert fake.closed
+
+
+def test_generate_refuses_a_bad_command_config(tmp_path: Path) -> None:
+    config = tmp_path / "client.properties"
+    config.write_text("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n")
+    result = CliRunner().invoke(
+        cli.app,
+        [
+            "generate",
+            "--bootstrap-server",
+            "127.0.0.1:1",
+            "--broker-list",
+            "1,2",
+            "--topics",
+            "orders",
+            "--name",
+            "x",
+            "--command-config",
+            str(config),
+        ],
+    )
+    assert result.exit_code == 1
+    assert "sasl.mechanism: GSSAPI is not supported" in result.output

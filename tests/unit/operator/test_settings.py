@@ -120,3 +120,40 @@ def test_settings_are_frozen() -> None:
     settings = OperatorSettings.from_env(BOOTSTRAP)
     with pytest.raises(ValidationError):
         settings.poll_interval_s = 1.0
+
+
+def test_kafka_client_security_from_the_environment() -> None:
+    assert OperatorSettings.from_env(BOOTSTRAP).kafka_security.protocol == "PLAINTEXT"
+    env = {
+        **BOOTSTRAP,
+        "KPO_KAFKA_SECURITY_PROTOCOL": "SASL_PLAINTEXT",
+        "KPO_KAFKA_SASL_MECHANISM": "SCRAM-SHA-256",
+        "KPO_KAFKA_SASL_USERNAME": "kpo-operator",
+        "KPO_KAFKA_SASL_PASSWORD": "not-in-any-message",
+    }
+    settings = OperatorSettings.from_env(env)
+    assert settings.kafka_security.describe() == "SASL_PLAINTEXT, SCRAM-SHA-256 as kpo-operator"
+    assert "not-in-any-message" not in repr(settings)
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("KPO_KAFKA_SECURITY_PROTOCOL", "TLS", "security.protocol"),
+        ("KPO_KAFKA_SASL_MECHANISM", "GSSAPI", "sasl.mechanism"),
+        ("KPO_KAFKA_SSL_TRUSTSTORE_LOCATION", "/nonexistent/ca.crt", "ssl.truststore"),
+    ],
+)
+def test_bad_kafka_client_settings_stop_the_operator(variable: str, value: str, named: str) -> None:
+    env = {
+        **BOOTSTRAP,
+        "KPO_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KPO_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+        "KPO_KAFKA_SASL_USERNAME": "kpo-operator",
+        "KPO_KAFKA_SASL_PASSWORD": "not-in-any-message",
+        variable: value,
+    }
+    with pytest.raises(SettingsError, match="invalid Kafka client settings") as info:
+        OperatorSettings.from_env(env)
+    assert named in str(info.value)
+    assert "not-in-any-message" not in str(info.value)

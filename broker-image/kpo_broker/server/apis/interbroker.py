@@ -20,6 +20,7 @@ from typing import Any
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.protocol.interbroker import (
     ControlledShutdownResponse,
     LeaderAndIsrResponse,
@@ -126,6 +127,7 @@ async def handle_leader_and_isr(
     broker.fetchers.remove_partitions(led)
     broker.fetchers.add_partitions(to_follow)
     await broker.fetchers.shutdown_idle_fetchers()
+    _on_leadership_change(broker, states, results)
     return LeaderAndIsrResponse(
         error_code=0,
         partition_errors=[
@@ -135,6 +137,29 @@ async def handle_leader_and_isr(
             for tp, r in results.items()
         ],
     )
+
+
+def _on_leadership_change(
+    broker: BrokerComponents,
+    states: dict[TopicPartition, LeaderAndIsrState],
+    results: dict[TopicPartition, Any],
+) -> None:
+    """Load or unload groups of ``__consumer_offsets`` partitions (Kafka's ``onLeadershipChange``).
+
+    The coordinator epoch is the partition's leader epoch, so a late change of an
+    older epoch never undoes a newer one.
+    """
+    coordinator = broker.group_coordinator
+    if coordinator is None:
+        return
+    for tp, result in results.items():
+        if tp[0] != GROUP_METADATA_TOPIC_NAME or result.error_code != 0:
+            continue
+        state = states[tp]
+        if state.leader == broker.broker_id:
+            coordinator.on_election(tp[1], state.leader_epoch)
+        else:
+            coordinator.on_resignation(tp[1], state.leader_epoch)
 
 
 async def _load_new_topic_configs(broker: BrokerComponents, topics: set[str]) -> None:
@@ -203,6 +228,10 @@ async def handle_update_metadata(
             partition_epoch=p.zk_version,
         )
     cache.update(request.controller_id, request.controller_epoch, brokers, partitions, deleted)
+    coordinator = broker.group_coordinator
+    if deleted and coordinator is not None:
+        # Kafka's onPartitionsDeleted: committed offsets of deleted partitions go too.
+        coordinator.handle_deleted_partitions([TopicPartition(t, i) for t, i in sorted(deleted)])
     for topic in {t for t, _ in deleted}:
         if topic not in cache.partitions:
             broker.topic_configs.remove(topic)
@@ -242,7 +271,26 @@ async def handle_stop_replica(
     except StaleControllerEpochError:
         code = kafka_errors.StaleControllerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
+    coordinator = broker.group_coordinator
+    if coordinator is not None:
+        epochs = _stop_replica_epochs(request, ctx.api_version)
+        for tp, _ in items:
+            if tp[0] == GROUP_METADATA_TOPIC_NAME:
+                coordinator.on_resignation(tp[1], epochs.get(tp))
     return _stop_replica_response(0, results)
+
+
+def _stop_replica_epochs(request: Any, version: int) -> dict[TopicPartition, int | None]:
+    """Leader epochs of a v3+ StopReplica (-1 or -2, "none" / "deleted", count as unknown)."""
+    if version < 3:
+        return {}
+    return {
+        TopicPartition(t.topic_name, p.partition_index): (
+            p.leader_epoch if p.leader_epoch >= 0 else None
+        )
+        for t in request.topic_states
+        for p in t.partition_states
+    }
 
 
 def _stop_replica_response(code: int, results: dict[TopicPartition, int]) -> StopReplicaResponse:

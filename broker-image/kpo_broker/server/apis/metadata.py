@@ -8,6 +8,7 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import DescribeClusterResponse
 from kafka.protocol.metadata import MetadataResponse
 
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, INTERNAL_TOPICS
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.server.components import BrokerComponents, RequestContext
 
@@ -62,7 +63,7 @@ def _topic_metadata(broker: BrokerComponents, topic: str, version: int) -> Any:
                 offline_replicas=list(meta.offline_replicas),
             )
         )
-    return _Topic(error_code=0, name=topic, is_internal=False, partitions=items)
+    return _Topic(error_code=0, name=topic, is_internal=topic in INTERNAL_TOPICS, partitions=items)
 
 
 async def handle_metadata(
@@ -87,7 +88,12 @@ async def handle_metadata(
             and allow_create
             and broker.config.auto_create_topics_enable
         ):
-            error = await broker.topic_admin.auto_create(name)
+            creator = broker.offsets_topic_creator
+            if name == GROUP_METADATA_TOPIC_NAME and creator is not None:
+                # An internal topic gets its own settings, as Kafka's AutoTopicCreationManager.
+                error = await creator.maybe_create()
+            else:
+                error = await broker.topic_admin.auto_create(name)
             topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
         else:
             topics.append(_topic_metadata(broker, name, ctx.api_version))

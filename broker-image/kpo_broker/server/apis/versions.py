@@ -29,6 +29,21 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     46: (0, 0),  # ListPartitionReassignments
     22: (0, 4),  # InitProducerId
     60: (0, 1),  # DescribeCluster
+    17: (0, 1),  # SaslHandshake
+    36: (0, 2),  # SaslAuthenticate
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
+    8: (2, 9),  # OffsetCommit
+    9: (1, 9),  # OffsetFetch
+    10: (0, 4),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 5),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    42: (0, 2),  # DeleteGroups
+    47: (0, 0),  # OffsetDelete
 }
 
 API_KEY_PRODUCE = 0
@@ -54,6 +69,21 @@ API_KEY_INCREMENTAL_ALTER_CONFIGS = 44
 API_KEY_ALTER_PARTITION_REASSIGNMENTS = 45
 API_KEY_LIST_PARTITION_REASSIGNMENTS = 46
 API_KEY_DESCRIBE_CLUSTER = 60
+API_KEY_SASL_HANDSHAKE = 17
+API_KEY_SASL_AUTHENTICATE = 36
+API_KEY_DESCRIBE_USER_SCRAM_CREDENTIALS = 50
+API_KEY_ALTER_USER_SCRAM_CREDENTIALS = 51
+API_KEY_OFFSET_COMMIT = 8
+API_KEY_OFFSET_FETCH = 9
+API_KEY_FIND_COORDINATOR = 10
+API_KEY_JOIN_GROUP = 11
+API_KEY_HEARTBEAT = 12
+API_KEY_LEAVE_GROUP = 13
+API_KEY_SYNC_GROUP = 14
+API_KEY_DESCRIBE_GROUPS = 15
+API_KEY_LIST_GROUPS = 16
+API_KEY_DELETE_GROUPS = 42
+API_KEY_OFFSET_DELETE = 47
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {

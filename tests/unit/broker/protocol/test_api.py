@@ -21,6 +21,10 @@ EXPECTED = {
     "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeLogDirs",
     "AlterReplicaLogDirs", "FindCoordinator", "LeaderAndIsr", "StopReplica",
     "UpdateMetadata", "ControlledShutdown", "InitProducerId",
+    "SaslHandshake", "SaslAuthenticate", "DescribeUserScramCredentials",
+    "AlterUserScramCredentials",
+    "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
+    "ListGroups", "DescribeGroups", "DeleteGroups", "OffsetDelete",
 }  # fmt: skip
 
 
@@ -44,6 +48,8 @@ def test_codec_versions_and_flexibility() -> None:
 def test_validate_supported() -> None:
     assert validate_supported({3: (0, 12), 4: (0, 4)}) == {3: (0, 12), 4: (0, 4)}
     with pytest.raises(UnknownApiError):
+        validate_supported({27: (0, 1)})
+    with pytest.raises(UnsupportedRangeError, match="OffsetCommit"):
         validate_supported({8: (0, 1)})
     with pytest.raises(UnsupportedRangeError, match="LeaderAndIsr"):
         validate_supported({4: (0, 5)})

@@ -134,7 +134,12 @@ class InProcessLeaders:
         return address
 
     def connect_to(
-        self, host: str, port: int, client_id: str = "", request_timeout_ms: int = 30000
+        self,
+        host: str,
+        port: int,
+        client_id: str = "",
+        request_timeout_ms: int = 30000,
+        connector: object = None,
     ) -> LeaderConnection:
         """Build a connection as ``BrokerClient(host, port, client_id=..., ...)`` does."""
         connection = LeaderConnection(self, (host, port))

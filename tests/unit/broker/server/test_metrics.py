@@ -20,6 +20,7 @@ from kpo_broker.log.manager import LogManager
 from kpo_broker.server import fetch, produce
 from kpo_broker.server.metrics import (
     REQUEST_TIME_BUCKETS_S,
+    AuthenticationStats,
     BrokerState,
     BrokerTopicStats,
     RequestStats,
@@ -95,6 +96,18 @@ def test_topic_stats_count_per_topic_and_broker_wide() -> None:
     stats.remove_topic("a")
     assert set(stats.topics()) == {"b"}
     assert stats.all_topics.bytes_in == 150  # broker-wide totals never go down
+
+
+def test_authentication_outcomes_are_counted_per_listener() -> None:
+    stats = AuthenticationStats()
+    for listener, success in (("SSL", True), ("SSL", False), ("SSL", False), ("SASL_SSL", True)):
+        stats.record(listener, success)
+    samples = scrape(registry_of(BrokerMetricsCollector(lambda: None, RequestStats(), stats)))
+    prefix = "kafka_server_socket_server_metrics_"
+    assert value(samples, prefix + "successful_authentication_total", listener="SSL") == 1
+    assert value(samples, prefix + "failed_authentication_total", listener="SSL") == 2
+    assert value(samples, prefix + "successful_authentication_total", listener="SASL_SSL") == 1
+    assert value(samples, prefix + "failed_authentication_total", listener="SASL_SSL") == 0
 
 
 def test_request_names_follow_kafka_and_split_fetch_by_replica_id() -> None:

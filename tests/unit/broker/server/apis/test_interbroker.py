@@ -89,6 +89,7 @@ def test_a_fetcher_left_without_partitions_is_shut_down(
         fetchers=fetchers,
         metadata_cache=MetadataCache(),
         zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(1, 0)),
+        group_coordinator=None,
     )
     ctx = RequestContext(LEADER_AND_ISR, VERSION, 1, "controller", "PLAINTEXT")
 
@@ -123,6 +124,7 @@ def test_a_controller_epoch_unknown_to_zookeeper_is_refused() -> None:
         broker_epoch=10,
         metadata_cache=cache,
         zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(2, 1)),
+        group_coordinator=None,
     )
     ctx = RequestContext(6, 0, 1, "stray", "PLAINTEXT")
 

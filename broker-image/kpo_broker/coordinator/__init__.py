@@ -1,0 +1,1 @@
+"""Coordinators hosted by every broker (Kafka's ``kafka.coordinator`` package)."""

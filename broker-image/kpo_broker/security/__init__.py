@@ -1,0 +1,1 @@
+"""Listener security: TLS, SASL (PLAIN, SCRAM) and principals (Kafka's ``common.security``)."""

@@ -1,0 +1,571 @@
+"""The group APIs (FindCoordinator to OffsetDelete), decoded and encoded per version.
+
+FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
+OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
+
+Decoding and encoding per version, as Kafka's ``KafkaApis`` does; the group logic is
+the coordinator's (:mod:`kpo_broker.coordinator.group`). FindCoordinator creates
+``__consumer_offsets`` on first use (``offsets.topic.num.partitions``,
+``offsets.topic.replication.factor``, ``cleanup.policy=compact``) and answers
+COORDINATOR_NOT_AVAILABLE until the group's partition has a live leader.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from kafka.protocol.admin import (
+    DeleteGroupsResponse,
+    DescribeGroupsResponse,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer.group import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    OffsetCommitResponse,
+    OffsetDeleteResponse,
+    OffsetFetchResponse,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import FindCoordinatorResponse
+
+from kpo_broker.coordinator.group.coordinator import GroupCoordinator, MemberIdentity
+from kpo_broker.coordinator.group.errors import Errors
+from kpo_broker.coordinator.group.member import JoinResult, SyncResult
+from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
+from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_kafka.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
+
+#: FindCoordinator key types (Kafka's ``CoordinatorType``).
+KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
+#: OffsetCommit v2-v4 ``retention_time_ms`` meaning "the broker's retention".
+DEFAULT_RETENTION_TIME = -1
+_LEADER_NOT_AVAILABLE = 5
+_TOPIC_ALREADY_EXISTS = 36
+#: How long FindCoordinator waits before asking ZooKeeper to create the topic again, s.
+_CREATE_RETRY_S = 1.0
+
+
+def _coordinator(broker: BrokerComponents) -> GroupCoordinator:
+    coordinator = broker.group_coordinator
+    if coordinator is None:
+        raise RuntimeError("the group coordinator is not running")
+    return coordinator
+
+
+def _client_host(ctx: RequestContext) -> str:
+    return f"/{ctx.peer[0]}" if ctx.peer else "/unknown"
+
+
+# ---------------------------------------------------------------- FindCoordinator
+class OffsetsTopicCreator:
+    """Creates ``__consumer_offsets`` on demand, at most once per second.
+
+    Args:
+        broker: the broker's components (topic admin and config).
+    """
+
+    def __init__(self, broker: BrokerComponents) -> None:
+        self.broker = broker
+        self._last_attempt = 0.0
+
+    async def maybe_create(self) -> int:
+        """Ask ZooKeeper to create the topic unless asked within the last second.
+
+        Returns:
+            LEADER_NOT_AVAILABLE while the topic is being created (as Metadata's
+            auto-creation answers), or the creation's error (e.g.
+            INVALID_REPLICATION_FACTOR with too few live brokers).
+        """
+        now = time.monotonic()
+        if now - self._last_attempt < _CREATE_RETRY_S:
+            return _LEADER_NOT_AVAILABLE
+        self._last_attempt = now
+        c = self.broker.config
+        result = await self.broker.topic_admin.create_topic(
+            GROUP_METADATA_TOPIC_NAME,
+            c.offsets_topic_num_partitions,
+            c.offsets_topic_replication_factor,
+            None,
+            {
+                "cleanup.policy": "compact",
+                "segment.bytes": str(c.offsets_topic_segment_bytes),
+                "compression.type": "producer",
+            },
+            timeout_ms=0,
+        )
+        if result.error_code in (0, _TOPIC_ALREADY_EXISTS):
+            return _LEADER_NOT_AVAILABLE
+        log.info(
+            "%s not created (error %d): %s",
+            GROUP_METADATA_TOPIC_NAME,
+            result.error_code,
+            result.message,
+        )
+        return result.error_code
+
+
+async def _find_group_coordinator(
+    broker: BrokerComponents, ctx: RequestContext, key: str
+) -> tuple[int, int, str, int]:
+    """Kafka's ``getCoordinator`` for a group: (error, node id, host, port)."""
+    coordinator = _coordinator(broker)
+    cache = broker.metadata_cache
+    partitions = cache.partitions.get(GROUP_METADATA_TOPIC_NAME)
+    if not partitions:
+        if broker.offsets_topic_creator is not None:
+            await broker.offsets_topic_creator.maybe_create()
+        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    meta = partitions.get(coordinator.partition_for(key))
+    if meta is None or meta.leader < 0:
+        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    info = cache.brokers.get(meta.leader)
+    endpoint = info.endpoint(ctx.listener) if info is not None else None
+    if endpoint is None:
+        return Errors.COORDINATOR_NOT_AVAILABLE, -1, "", -1
+    return Errors.NONE, meta.leader, endpoint.host, endpoint.port
+
+
+async def _find(
+    broker: BrokerComponents, ctx: RequestContext, key_type: int, key: str
+) -> tuple[int, str | None, int, str, int]:
+    if key_type == KEY_TYPE_GROUP:
+        error, node, host, port = await _find_group_coordinator(broker, ctx, key)
+        return error, None, node, host, port
+    if key_type == KEY_TYPE_TRANSACTION:
+        return (
+            Errors.COORDINATOR_NOT_AVAILABLE,
+            "this broker has no transaction coordinator",
+            -1,
+            "",
+            -1,
+        )
+    return Errors.INVALID_REQUEST, f"unknown coordinator key type {key_type}", -1, "", -1
+
+
+async def handle_find_coordinator(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> FindCoordinatorResponse:
+    """Answer FindCoordinator: one key (v0-v3) or a batch of keys (v4+, KIP-699)."""
+    key_type = request.key_type if ctx.api_version >= 1 else KEY_TYPE_GROUP
+    if ctx.api_version < 4:
+        error, message, node, host, port = await _find(broker, ctx, key_type, request.key)
+        return FindCoordinatorResponse(
+            throttle_time_ms=0,
+            error_code=error,
+            error_message=message,
+            node_id=node,
+            host=host,
+            port=port,
+        )
+    coordinators = []
+    for key in request.coordinator_keys:
+        error, message, node, host, port = await _find(broker, ctx, key_type, key)
+        coordinators.append(
+            FindCoordinatorResponse.Coordinator(
+                key=key, node_id=node, host=host, port=port, error_code=error, error_message=message
+            )
+        )
+    return FindCoordinatorResponse(throttle_time_ms=0, coordinators=coordinators)
+
+
+# ---------------------------------------------------------------- membership
+async def handle_join_group(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> JoinGroupResponse:
+    """Answer JoinGroup once the rebalance completes (the request is parked until then)."""
+    v = ctx.api_version
+    group_instance_id = request.group_instance_id if v >= 5 else None
+    future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+
+    def answer(result: JoinResult) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    _coordinator(broker).handle_join_group(
+        group_id=request.group_id,
+        member_id=request.member_id or "",
+        group_instance_id=group_instance_id,
+        require_known_member_id=v >= 4 and group_instance_id is None,
+        support_skipping_assignment=v >= 9,
+        client_id=ctx.client_id or "",
+        client_host=_client_host(ctx),
+        rebalance_timeout_ms=request.rebalance_timeout_ms if v >= 1 else request.session_timeout_ms,
+        session_timeout_ms=request.session_timeout_ms,
+        protocol_type=request.protocol_type,
+        protocols=[(p.name, bytes(p.metadata or b"")) for p in request.protocols],
+        callback=answer,
+        reason=request.reason if v >= 8 else None,
+    )
+    result = await future
+    protocol_name = result.protocol_name
+    if protocol_name is None and v < 7:
+        protocol_name = ""
+    return JoinGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponse.JoinGroupResponseMember(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata
+            )
+            for m in result.members
+        ],
+    )
+
+
+async def handle_sync_group(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> SyncGroupResponse:
+    """Answer SyncGroup once the leader's assignment is stored (parked until then)."""
+    v = ctx.api_version
+    future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+
+    def answer(result: SyncResult) -> None:
+        if not future.done():
+            future.set_result(result)
+
+    _coordinator(broker).handle_sync_group(
+        group_id=request.group_id,
+        generation_id=request.generation_id,
+        member_id=request.member_id,
+        protocol_type=request.protocol_type if v >= 5 else None,
+        protocol_name=request.protocol_name if v >= 5 else None,
+        group_instance_id=request.group_instance_id if v >= 3 else None,
+        assignment={a.member_id: bytes(a.assignment or b"") for a in request.assignments or ()},
+        callback=answer,
+    )
+    result = await future
+    return SyncGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+async def handle_heartbeat(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> HeartbeatResponse:
+    """Answer Heartbeat (REBALANCE_IN_PROGRESS tells the member to rejoin)."""
+    error = _coordinator(broker).handle_heartbeat(
+        request.group_id,
+        request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None,
+        request.generation_id,
+    )
+    return HeartbeatResponse(throttle_time_ms=0, error_code=error)
+
+
+async def handle_leave_group(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> LeaveGroupResponse:
+    """Answer LeaveGroup: one member (v0-v2) or a batch by member or instance id (v3+)."""
+    v = ctx.api_version
+    if v < 3:
+        leaving = [MemberIdentity(request.member_id)]
+    else:
+        leaving = [
+            MemberIdentity(m.member_id or "", m.group_instance_id, m.reason if v >= 5 else None)
+            for m in request.members
+        ]
+    result = _coordinator(broker).handle_leave_group(request.group_id, leaving)
+    if v < 3:
+        error = result.error or (result.members[0][1] if result.members else 0)
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[])
+    return LeaveGroupResponse(
+        throttle_time_ms=0,
+        error_code=result.error,
+        members=[
+            LeaveGroupResponse.MemberResponse(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=code
+            )
+            for m, code in result.members
+        ],
+    )
+
+
+# ---------------------------------------------------------------- offsets
+async def handle_offset_commit(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> OffsetCommitResponse:
+    """Commit offsets; answered after the records are replicated (``offsets.commit.*``).
+
+    Partitions of unknown topics get UNKNOWN_TOPIC_OR_PARTITION, as Kafka answers.
+    """
+    v = ctx.api_version
+    now = int(time.time() * 1000)
+    retention = request.retention_time_ms if 2 <= v <= 4 else DEFAULT_RETENTION_TIME
+    cache = broker.metadata_cache
+    errors: dict[TopicPartition, int] = {}
+    offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        known = cache.partitions.get(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if known is None or p.partition_index not in known:
+                errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            epoch = p.committed_leader_epoch if v >= 6 else -1
+            offsets[tp] = OffsetAndMetadata(
+                offset=p.committed_offset,
+                leader_epoch=None if epoch is None or epoch < 0 else epoch,
+                metadata=p.committed_metadata or "",
+                commit_timestamp=now,
+                expire_timestamp=None if retention == DEFAULT_RETENTION_TIME else now + retention,
+            )
+    if offsets:
+        errors.update(
+            await _coordinator(broker).handle_commit_offsets(
+                request.group_id,
+                request.member_id or "",
+                request.group_instance_id if v >= 7 else None,
+                request.generation_id_or_member_epoch,
+                offsets,
+            )
+        )
+    by_topic: dict[str, list[Any]] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            code = errors.get(TopicPartition(topic.name, p.partition_index), 0)
+            by_topic.setdefault(topic.name, []).append(
+                OffsetCommitResponse.OffsetCommitResponseTopic.OffsetCommitResponsePartition(
+                    partition_index=p.partition_index, error_code=code
+                )
+            )
+    return OffsetCommitResponse(
+        throttle_time_ms=0,
+        topics=[
+            OffsetCommitResponse.OffsetCommitResponseTopic(name=name, partitions=parts)
+            for name, parts in by_topic.items()
+        ],
+    )
+
+
+def _fetch_group(
+    broker: BrokerComponents,
+    group_id: str,
+    topics: list[tuple[str, list[int]]] | None,
+    require_stable: bool,
+) -> tuple[int, dict[str, list[tuple[int, Any]]]]:
+    partitions = (
+        None
+        if topics is None
+        else [TopicPartition(name, index) for name, indexes in topics for index in indexes]
+    )
+    error, fetched = _coordinator(broker).handle_fetch_offsets(group_id, require_stable, partitions)
+    by_topic: dict[str, list[tuple[int, Any]]] = {}
+    if error:
+        return error, by_topic
+    for tp, value in fetched.items():
+        by_topic.setdefault(tp.topic, []).append((tp.partition, value))
+    return 0, by_topic
+
+
+async def handle_offset_fetch(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> OffsetFetchResponse:
+    """Answer OffsetFetch for one group (v1-v7) or several (v8+); null topics: all."""
+    v = ctx.api_version
+    require_stable = bool(request.require_stable) if v >= 7 else False
+    if v < 8:
+        topics = (
+            None
+            if request.topics is None
+            else [(t.name, list(t.partition_indexes)) for t in request.topics]
+        )
+        error, by_topic = _fetch_group(broker, request.group_id, topics, require_stable)
+        topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
+        partition_cls = topic_cls.OffsetFetchResponsePartition
+        if error and v < 2:
+            # v1 has no top-level error: every requested partition carries it.
+            return OffsetFetchResponse(
+                throttle_time_ms=0,
+                topics=[
+                    topic_cls(
+                        name=name,
+                        partitions=[
+                            partition_cls(
+                                partition_index=i,
+                                committed_offset=-1,
+                                committed_leader_epoch=-1,
+                                metadata="",
+                                error_code=error,
+                            )
+                            for i in indexes
+                        ],
+                    )
+                    for name, indexes in topics or ()
+                ],
+                error_code=error,
+            )
+        return OffsetFetchResponse(
+            throttle_time_ms=0,
+            topics=[
+                topic_cls(
+                    name=name,
+                    partitions=[
+                        partition_cls(
+                            partition_index=i,
+                            committed_offset=f.offset,
+                            committed_leader_epoch=f.leader_epoch,
+                            metadata=f.metadata,
+                            error_code=f.error,
+                        )
+                        for i, f in parts
+                    ],
+                )
+                for name, parts in by_topic.items()
+            ],
+            error_code=error,
+        )
+    group_cls = OffsetFetchResponse.OffsetFetchResponseGroup
+    group_topic_cls = group_cls.OffsetFetchResponseTopics
+    group_partition_cls = group_topic_cls.OffsetFetchResponsePartitions
+    groups = []
+    for group in request.groups:
+        topics = (
+            None
+            if group.topics is None
+            else [(t.name, list(t.partition_indexes)) for t in group.topics]
+        )
+        error, by_topic = _fetch_group(broker, group.group_id, topics, require_stable)
+        groups.append(
+            group_cls(
+                group_id=group.group_id,
+                topics=[
+                    group_topic_cls(
+                        name=name,
+                        partitions=[
+                            group_partition_cls(
+                                partition_index=i,
+                                committed_offset=f.offset,
+                                committed_leader_epoch=f.leader_epoch,
+                                metadata=f.metadata,
+                                error_code=f.error,
+                            )
+                            for i, f in parts
+                        ],
+                    )
+                    for name, parts in by_topic.items()
+                ],
+                error_code=error,
+            )
+        )
+    return OffsetFetchResponse(throttle_time_ms=0, groups=groups)
+
+
+# ---------------------------------------------------------------- admin
+async def handle_list_groups(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> ListGroupsResponse:
+    """List the groups this broker coordinates (v4+: by state, v5+: by type)."""
+    v = ctx.api_version
+    states = set(request.states_filter or ()) if v >= 4 else set()
+    types = set(request.types_filter or ()) if v >= 5 else set()
+    error, groups = _coordinator(broker).handle_list_groups(states, types)
+    return ListGroupsResponse(
+        throttle_time_ms=0,
+        error_code=error,
+        groups=[
+            ListGroupsResponse.ListedGroup(
+                group_id=g.group_id,
+                protocol_type=g.protocol_type,
+                group_state=g.state,
+                group_type=g.group_type,
+            )
+            for g in groups
+        ],
+    )
+
+
+async def handle_describe_groups(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> DescribeGroupsResponse:
+    """Describe each group: state, protocol and members with metadata and assignment."""
+    coordinator = _coordinator(broker)
+    described = []
+    for group_id in request.groups:
+        error, summary = coordinator.handle_describe_group(group_id)
+        described.append(
+            DescribeGroupsResponse.DescribedGroup(
+                error_code=error,
+                group_id=group_id,
+                group_state=summary.state,
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol,
+                members=[
+                    DescribeGroupsResponse.DescribedGroup.DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in summary.members
+                ],
+                authorized_operations=None,
+            )
+        )
+    return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
+
+
+async def handle_delete_groups(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> DeleteGroupsResponse:
+    """Delete empty groups with their offsets."""
+    results = _coordinator(broker).handle_delete_groups(list(request.groups_names))
+    return DeleteGroupsResponse(
+        throttle_time_ms=0,
+        results=[
+            DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=code)
+            for g, code in results.items()
+        ],
+    )
+
+
+async def handle_offset_delete(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> OffsetDeleteResponse:
+    """Delete a group's committed offsets of partitions it does not consume (KIP-496)."""
+    cache = broker.metadata_cache
+    unknown: dict[TopicPartition, int] = {}
+    partitions = []
+    for topic in request.topics:
+        known = cache.partitions.get(topic.name)
+        for p in topic.partitions:
+            tp = TopicPartition(topic.name, p.partition_index)
+            if known is None or p.partition_index not in known:
+                unknown[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                partitions.append(tp)
+    error, results = _coordinator(broker).handle_delete_offsets(request.group_id, partitions)
+    topic_cls = OffsetDeleteResponse.OffsetDeleteResponseTopic
+    partition_cls = topic_cls.OffsetDeleteResponsePartition
+    if error:
+        return OffsetDeleteResponse(error_code=error, throttle_time_ms=0, topics=[])
+    results.update(unknown)
+    by_topic: dict[str, list[Any]] = {}
+    for tp, code in results.items():
+        by_topic.setdefault(tp.topic, []).append(
+            partition_cls(partition_index=tp.partition, error_code=code)
+        )
+    return OffsetDeleteResponse(
+        error_code=0,
+        throttle_time_ms=0,
+        topics=[topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()],
+    )

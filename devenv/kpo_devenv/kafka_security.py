@@ -1,0 +1,71 @@
+"""TLS keystores and SCRAM users for brokers with security listeners (tests and devenv).
+
+Kafka's PEM keystore (``ssl.keystore.type=PEM``, ``ssl.keystore.location``) is one file
+holding the private key and the certificate chain: :func:`pem_keystore` writes it from a
+:class:`~kpo_devenv.pki.CertKeyPair`. :func:`broker_ssl_properties` gives a broker's
+``ssl.*`` properties. :func:`add_scram_user` creates a SCRAM user in ZooKeeper before the
+brokers start, as ``kafka-configs --zookeeper ... --alter --add-config
+'SCRAM-SHA-512=[password=...]' --entity-type users`` does (the credential formatted by
+the broker's own ``ScramCredentialUtils`` equivalent, with a ``/config/changes``
+notification).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from kpo_broker.security.credentials import sanitize
+from kpo_broker.security.scram import MECHANISMS, credential_to_string, generate_credential
+from kpo_broker.zk.client import KafkaZkClient
+from kpo_devenv.pki import CertKeyPair, KafkaPki
+
+__all__ = ["add_scram_user", "broker_ssl_properties", "pem_keystore"]
+
+
+def pem_keystore(pair: CertKeyPair) -> Path:
+    """Write ``<cert stem>.keystore.pem`` (key, then certificate) next to the pair; return it."""
+    path = pair.cert.with_suffix(".keystore.pem")
+    path.write_bytes(pair.key.read_bytes() + pair.cert.read_bytes())
+    path.chmod(0o600)
+    return path
+
+
+def broker_ssl_properties(pki: KafkaPki, broker_id: int) -> dict[str, str]:
+    """Return a broker's TLS properties: its PEM keystore (issued now) and the CA as truststore."""
+    keystore = pem_keystore(pki.broker(broker_id))
+    return {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca.cert),
+    }
+
+
+def add_scram_user(
+    zookeeper_connect: str,
+    user: str,
+    password: str,
+    mechanisms: Iterable[str] = ("SCRAM-SHA-512",),
+    iterations: int = 4096,
+) -> None:
+    """Create or replace ``user``'s SCRAM credentials in ``/config/users/<user>``.
+
+    Args:
+        zookeeper_connect: the cluster's ``zookeeper.connect`` (with its chroot).
+        user: the user name.
+        password: the clear password.
+        mechanisms: ``SCRAM-SHA-256`` and/or ``SCRAM-SHA-512``.
+        iterations: PBKDF2 iterations (at least 4096).
+    """
+    zk = KafkaZkClient(zookeeper_connect)
+    zk.connect()
+    try:
+        name = sanitize(user)
+        config = dict(zk.get_entity_config("users", name).config)
+        for mechanism in mechanisms:
+            credential = generate_credential(MECHANISMS[mechanism], password, iterations)
+            config[mechanism] = credential_to_string(credential)
+        zk.set_entity_config("users", name, config)
+    finally:
+        zk.close()

@@ -248,6 +248,48 @@ class BrokerConfig(BaseModel):
     log_index_interval_bytes: KafkaInt = _int(
         "log.index.interval.bytes", 4096, f"Bytes between index entries. {_H} 4096."
     )
+    # Log compaction (Kafka's LogCleaner, CleanerConfig); see kpo_broker/log/log_cleaner.py.
+    log_cleanup_policy: KafkaList = _prop(
+        "log.cleanup.policy", ("delete",), f"Default cleanup.policy: delete, compact. {_H} delete."
+    )
+    log_cleaner_enable: KafkaBool = _prop(
+        "log.cleaner.enable", True, f"Run the log cleaner for compacted topics. {_H} true."
+    )
+    log_cleaner_threads: KafkaInt = _int("log.cleaner.threads", 1, f"Cleaner threads. {_H} 1.")
+    log_cleaner_backoff_ms: KafkaInt = _long(
+        "log.cleaner.backoff.ms", 15000, f"Sleep when no log needs cleaning, ms. {_H} 15000."
+    )
+    log_cleaner_dedupe_buffer_size: KafkaInt = _long(
+        "log.cleaner.dedupe.buffer.size",
+        134217728,
+        f"Offset map memory of all cleaner threads, bytes (24 per key). {_H} 128 MiB.",
+    )
+    log_cleaner_io_buffer_load_factor: float = _prop(
+        "log.cleaner.io.buffer.load.factor", 0.9, f"Offset map fill before a pass ends. {_H} 0.9."
+    )
+    log_cleaner_io_buffer_size: KafkaInt = _int(
+        "log.cleaner.io.buffer.size", 524288, f"Cleaner read chunk, bytes. {_H} 524288."
+    )
+    log_cleaner_io_max_bytes_per_second: float = _prop(
+        "log.cleaner.io.max.bytes.per.second",
+        1.7976931348623157e308,
+        f"Cleaner read+write throttle, bytes/s. {_H} Double.MAX.",
+    )
+    log_cleaner_delete_retention_ms: KafkaInt = _long(
+        "log.cleaner.delete.retention.ms", 86400000, f"Tombstone retention, ms. {_H} 1 day."
+    )
+    log_cleaner_min_cleanable_ratio: float = _prop(
+        "log.cleaner.min.cleanable.ratio", 0.5, f"Dirty ratio to clean a log. {_H} 0.5."
+    )
+    log_cleaner_min_compaction_lag_ms: KafkaInt = _long(
+        "log.cleaner.min.compaction.lag.ms", 0, f"Minimum age of cleaned records, ms. {_H} 0."
+    )
+    log_cleaner_max_compaction_lag_ms: KafkaInt = _long(
+        "log.cleaner.max.compaction.lag.ms",
+        _LONG_MAX,
+        f"Age forcing a clean, ms. {_H} Long.MAX.",
+        ge=1,
+    )
     # Requests.
     message_max_bytes: KafkaInt = _int(
         "message.max.bytes", 1048588, f"Largest record batch, bytes. {_H} 1048588."

@@ -1,7 +1,10 @@
 """Per-log configuration with Kafka's names and defaults (Kafka's ``LogConfig``).
 
 Only the settings the storage layer acts on are modelled; other topic configs
-(``cleanup.policy``, throttled replicas, ...) are ignored here and handled elsewhere.
+(throttled replicas, ...) are ignored here and handled elsewhere. The compaction settings
+(``cleanup.policy``, ``delete.retention.ms``, ``min.cleanable.dirty.ratio``,
+``min.compaction.lag.ms``, ``max.compaction.lag.ms``) are read by the log cleaner
+(``cleaner.py``, ``cleaner_manager.py``) and by retention (``delete`` in the policy).
 """
 
 from __future__ import annotations
@@ -49,7 +52,28 @@ _BROKER_CONFIG_FIELDS: tuple[tuple[str, str, int], ...] = (
     ("log.segment.delete.delay.ms", "file_delete_delay_ms", 1),
 )
 
+# Compaction settings (Kafka's TopicConfig / CleanerConfig): topic name -> (field, minimum).
+_COMPACTION_INT_FIELDS: dict[str, tuple[str, int]] = {
+    "delete.retention.ms": ("delete_retention_ms", 0),
+    "min.compaction.lag.ms": ("min_compaction_lag_ms", 0),
+    "max.compaction.lag.ms": ("max_compaction_lag_ms", 1),
+}
+_CLEANUP_POLICY_CONFIG = "cleanup.policy"
+_DIRTY_RATIO_CONFIG = "min.cleanable.dirty.ratio"
+# broker config name -> LogConfig field of the compaction settings (Kafka's KafkaConfig).
+_BROKER_COMPACTION_FIELDS: dict[str, str] = {
+    "log.cleaner.delete.retention.ms": "delete_retention_ms",
+    "log.cleaner.min.compaction.lag.ms": "min_compaction_lag_ms",
+    "log.cleaner.max.compaction.lag.ms": "max_compaction_lag_ms",
+}
+
+#: ``cleanup.policy`` values (Kafka's ``TopicConfig.CLEANUP_POLICY_*``).
+COMPACT = "compact"
+DELETE = "delete"
+CLEANUP_POLICIES = (COMPACT, DELETE)
+
 _MINIMUMS = {field: minimum for field, minimum in _TOPIC_CONFIG_FIELDS.values()}
+_MINIMUMS.update({field: minimum for field, minimum in _COMPACTION_INT_FIELDS.values()})
 
 #: ``message.timestamp.type`` values (Kafka's ``TimestampType`` names).
 CREATE_TIME = "CreateTime"
@@ -107,10 +131,23 @@ class LogConfig:
         compression_gzip_level: gzip level when recompressing, 1..9 or -1 (library default).
         compression_lz4_level: lz4 level when recompressing, 1..17 (default 9).
         compression_zstd_level: zstd level when recompressing, -131072..22 (default 3).
+        cleanup_policy: ``("delete",)``, ``("compact",)`` or both (``cleanup.policy`` /
+            ``log.cleanup.policy``): ``delete`` applies retention, ``compact`` the cleaner.
+        delete_retention_ms: how long in ms tombstones stay after the cleaning that first
+            kept them (``delete.retention.ms`` / ``log.cleaner.delete.retention.ms``, 1 day).
+        min_cleanable_dirty_ratio: dirty bytes / total bytes above which a log is cleaned
+            (``min.cleanable.dirty.ratio`` / ``log.cleaner.min.cleanable.ratio``, 0.5).
+        min_compaction_lag_ms: a segment is cleaned only once its largest timestamp is this
+            many ms old (``min.compaction.lag.ms`` / ``log.cleaner.min.compaction.lag.ms``).
+        max_compaction_lag_ms: a log whose oldest dirty segment started this many ms ago is
+            cleaned whatever its dirty ratio (``max.compaction.lag.ms`` /
+            ``log.cleaner.max.compaction.lag.ms``, Long.MAX).
 
     Raises:
-        InvalidLogConfigError: a value is below Kafka's minimum for that config, or
-            ``message_timestamp_type`` is neither ``CreateTime`` nor ``LogAppendTime``.
+        InvalidLogConfigError: a value is below Kafka's minimum for that config,
+            ``message_timestamp_type`` is neither ``CreateTime`` nor ``LogAppendTime``,
+            ``cleanup_policy`` is empty or names another policy, the dirty ratio is
+            outside [0, 1], or ``min_compaction_lag_ms > max_compaction_lag_ms``.
     """
 
     segment_bytes: int = 1_073_741_824
@@ -131,6 +168,21 @@ class LogConfig:
     compression_gzip_level: int = -1
     compression_lz4_level: int = 9
     compression_zstd_level: int = 3
+    cleanup_policy: tuple[str, ...] = (DELETE,)
+    delete_retention_ms: int = 86_400_000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = 2**63 - 1
+
+    @property
+    def compact(self) -> bool:
+        """True if ``cleanup.policy`` includes ``compact`` (the log cleaner runs on it)."""
+        return COMPACT in self.cleanup_policy
+
+    @property
+    def delete(self) -> bool:
+        """True if ``cleanup.policy`` includes ``delete`` (time and size retention apply)."""
+        return DELETE in self.cleanup_policy
 
     def __post_init__(self) -> None:
         if self.compression_type not in COMPRESSION_TYPES:
@@ -159,6 +211,24 @@ class LogConfig:
                 raise InvalidLogConfigError(
                     f"{field.name}={value} is below the minimum {_MINIMUMS[field.name]}"
                 )
+        self._check_compaction()
+
+    def _check_compaction(self) -> None:
+        """Kafka's validators of ``cleanup.policy`` and the compaction settings."""
+        if not self.cleanup_policy or any(p not in CLEANUP_POLICIES for p in self.cleanup_policy):
+            raise InvalidLogConfigError(
+                f"{_CLEANUP_POLICY_CONFIG}={','.join(self.cleanup_policy)!r}: each value must be "
+                f"one of {', '.join(CLEANUP_POLICIES)}"
+            )
+        ratio = self.min_cleanable_dirty_ratio
+        if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 <= ratio <= 1:
+            raise InvalidLogConfigError(f"{_DIRTY_RATIO_CONFIG}={ratio!r} is not in [0, 1]")
+        if self.min_compaction_lag_ms > self.max_compaction_lag_ms:
+            raise InvalidLogConfigError(
+                f"conflict topic config setting min.compaction.lag.ms "
+                f"({self.min_compaction_lag_ms}) > max.compaction.lag.ms "
+                f"({self.max_compaction_lag_ms})"
+            )
 
     @classmethod
     def from_topic_config(
@@ -184,6 +254,13 @@ class LogConfig:
             changes["message_timestamp_type"] = overrides[_TIMESTAMP_TYPE_CONFIG].strip()
         if _COMPRESSION_TYPE_CONFIG in overrides:
             changes["compression_type"] = overrides[_COMPRESSION_TYPE_CONFIG].strip()
+        changes.update(_compaction_changes(overrides, _COMPACTION_INT_FIELDS))
+        if _CLEANUP_POLICY_CONFIG in overrides:
+            changes["cleanup_policy"] = parse_cleanup_policy(overrides[_CLEANUP_POLICY_CONFIG])
+        if _DIRTY_RATIO_CONFIG in overrides:
+            changes["min_cleanable_dirty_ratio"] = _parse_float(
+                _DIRTY_RATIO_CONFIG, overrides[_DIRTY_RATIO_CONFIG]
+            )
         return dataclasses.replace(defaults or cls(), **changes)
 
     @classmethod
@@ -203,6 +280,17 @@ class LogConfig:
             if name in props and field not in changes:
                 value = _parse_int(name, props[name])
                 changes[field] = value * multiplier if value >= 0 else value
+        changes.update(
+            _compaction_changes(
+                props, {name: (field, 0) for name, field in _BROKER_COMPACTION_FIELDS.items()}
+            )
+        )
+        if "log.cleanup.policy" in props:
+            changes["cleanup_policy"] = parse_cleanup_policy(props["log.cleanup.policy"])
+        if "log.cleaner.min.cleanable.ratio" in props:
+            changes["min_cleanable_dirty_ratio"] = _parse_float(
+                "log.cleaner.min.cleanable.ratio", props["log.cleaner.min.cleanable.ratio"]
+            )
         return cls(**changes)
 
     def to_topic_config(self) -> dict[str, str]:
@@ -212,6 +300,10 @@ class LogConfig:
         }
         config[_TIMESTAMP_TYPE_CONFIG] = self.message_timestamp_type
         config[_COMPRESSION_TYPE_CONFIG] = self.compression_type
+        config[_CLEANUP_POLICY_CONFIG] = ",".join(self.cleanup_policy)
+        config[_DIRTY_RATIO_CONFIG] = str(self.min_cleanable_dirty_ratio)
+        for name, (field, _minimum) in _COMPACTION_INT_FIELDS.items():
+            config[name] = str(getattr(self, field))
         return config
 
 
@@ -220,3 +312,41 @@ def _parse_int(name: str, value: str) -> int:
         return int(value.strip())
     except ValueError as exc:
         raise InvalidLogConfigError(f"{name}={value!r} is not an integer") from exc
+
+
+def _parse_float(name: str, value: str) -> float:
+    try:
+        return float(value.strip())
+    except ValueError as exc:
+        raise InvalidLogConfigError(f"{name}={value!r} is not a number") from exc
+
+
+def _compaction_changes(
+    props: Mapping[str, str], fields: Mapping[str, tuple[str, int]]
+) -> dict[str, Any]:
+    return {
+        field: _parse_int(name, props[name])
+        for name, (field, _m) in fields.items()
+        if name in props
+    }
+
+
+def parse_cleanup_policy(value: str) -> tuple[str, ...]:
+    """Parse a ``cleanup.policy`` list (``"compact,delete"``): trimmed, lower-cased, unique.
+
+    Kafka's ``ValidList.in("compact", "delete")``; the order written is kept.
+
+    Raises:
+        InvalidLogConfigError: empty, or a value other than ``compact`` and ``delete``.
+    """
+    policies: list[str] = []
+    for part in value.split(","):
+        policy = part.strip().lower()
+        if policy and policy not in policies:
+            policies.append(policy)
+    if not policies or any(policy not in CLEANUP_POLICIES for policy in policies):
+        raise InvalidLogConfigError(
+            f"{_CLEANUP_POLICY_CONFIG}={value!r}: each value must be one of "
+            f"{', '.join(CLEANUP_POLICIES)}"
+        )
+    return tuple(policies)

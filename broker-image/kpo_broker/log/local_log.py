@@ -16,6 +16,7 @@ from kpo_broker.log.checkpoints import fsync_dir
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.deleter import SegmentDeleter
 from kpo_broker.log.info import FileSlice
+from kpo_broker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX
 from kpo_broker.log.reads import floor_segment_position, read_slices
 from kpo_broker.log.records import BatchHeader
 from kpo_broker.log.segment import LogSegment
@@ -142,6 +143,43 @@ class LocalLog:
         ids = {id(segment) for segment in doomed}
         self._segments = [segment for segment in self._segments if id(segment) not in ids]
         self._deleter.schedule(doomed, now_ms, self.config.file_delete_delay_ms)
+
+    def replace_segments(
+        self, new_segments: list[LogSegment], old_segments: list[LogSegment], now_ms: int
+    ) -> None:
+        """Swap cleaned segments in for ``old_segments`` crash-safely (``replaceSegments``).
+
+        ``new_segments`` are open under ``.cleaned`` names. Steps, each recoverable by
+        ``loader.load_segments`` after a crash: rename the new segments' files to
+        ``.swap`` (highest base offset first, ``.log`` first within a segment), take the old
+        segments out of the log and rename their files ``.deleted`` (removed after
+        ``file.delete.delay.ms``; reads in flight keep working), rename the ``.swap`` files
+        to their final names, fsync the directory.
+
+        Args:
+            new_segments: the replacement segments; together they cover exactly the
+                offsets of ``old_segments``.
+            old_segments: consecutive live segments of this log.
+            now_ms: current time in ms (the delete delay starts now).
+
+        Raises:
+            ValueError: an old segment is not (or no longer) part of this log.
+        """
+        live = {id(segment): position for position, segment in enumerate(self._segments)}
+        positions = [live.get(id(segment)) for segment in old_segments]
+        if any(position is None for position in positions):
+            raise ValueError("a segment to replace is no longer part of the log")
+        first = min(p for p in positions if p is not None)
+        new_sorted = sorted(new_segments, key=lambda segment: segment.base_offset)
+        for segment in reversed(new_sorted):
+            segment.change_file_suffixes(CLEANED_SUFFIX, SWAP_SUFFIX)
+        doomed = {id(segment) for segment in old_segments}
+        kept = [segment for segment in self._segments if id(segment) not in doomed]
+        self._segments = kept[:first] + new_sorted + kept[first:]
+        self._deleter.schedule(old_segments, now_ms, self.config.file_delete_delay_ms)
+        for segment in new_sorted:
+            segment.change_file_suffixes(SWAP_SUFFIX, "")
+        fsync_dir(self.dir)
 
     def purge_deleted_segments(self, now_ms: int) -> int:
         """Remove files of removed segments whose ``file.delete.delay.ms`` has passed."""

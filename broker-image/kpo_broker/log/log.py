@@ -9,9 +9,13 @@ bookkeeping is in ``local_log.LocalLog``. Single-threaded: one event loop drives
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.epoch import LeaderEpochCache
@@ -45,6 +49,25 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[Concatenate[Log, _P], _R]) -> Callable[Concatenate[Log, _P], _R]:
+    """Run ``method`` holding the log's lock (Kafka's ``UnifiedLog.lock``)."""
+
+    @functools.wraps(method)
+    def wrapper(self: Log, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with self.lock:
+            return method(self, *args, **kwargs)
+
+    return wrapper
+
+
+class LogCleaningAbortedError(Exception):
+    """The log changed under a cleaning (truncated, renamed, closed): the swap is refused."""
+
+
 class Log:
     """The log of one partition. Create with ``Log.open``.
 
@@ -53,6 +76,12 @@ class Log:
     start offset and retention; fetch reads and timestamp lookups (over the segment
     read functions of :mod:`kpo_broker.log.reads`). Every method may raise ``OSError``
     when the disk fails.
+
+    Threads: the event loop appends, reads and truncates; retention and the log cleaner
+    run in worker threads. Every change of the segment list holds ``lock`` (appends,
+    rolls, truncation, retention, the cleaner's swap, renames, close), as Kafka's
+    ``UnifiedLog.lock``. Reads take a snapshot of the segment list and need no lock: a
+    segment swapped out stays readable until ``file.delete.delay.ms`` has passed.
     """
 
     def __init__(
@@ -64,6 +93,9 @@ class Log:
         self._epoch_cache = leader_epoch_cache
         self._producer_state = ProducerStateManager()
         self.last_flush_ms = _now_ms()
+        self.lock = threading.RLock()
+        self._cleaner_fence = 0
+        self._lowest_truncation: int | None = None
 
     @classmethod
     def open(
@@ -176,12 +208,14 @@ class Log:
         """The segment appends go to."""
         return self._local.active_segment
 
+    @_locked
     def update_config(self, config: LogConfig) -> None:
         """Apply a changed topic config (IncrementalAlterConfigs); affects future rolls."""
         self._local.config = config
 
     # ----------------------------------------------------------------- appends
 
+    @_locked
     def append_as_leader(
         self, records: bytes, leader_epoch: int, now_ms: int | None = None
     ) -> LogAppendInfo:
@@ -201,7 +235,7 @@ class Log:
             RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
         """
         now = _now_ms() if now_ms is None else now_ms
-        validated = validate_producer_batches(records, self.config, now)
+        validated = validate_producer_batches(records, self.config, now, str(self._tp))
         if not validated.headers:
             return summarize_append((), 0)
         duplicate = self._producer_state.check_leader_append(validated.headers)
@@ -211,6 +245,7 @@ class Log:
         info = self._append(data, assigned, now)
         return dataclasses.replace(info, log_append_time=validated.log_append_time)
 
+    @_locked
     def append_as_follower(self, records: bytes, now_ms: int | None = None) -> LogAppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs.
 
@@ -221,7 +256,11 @@ class Log:
             CorruptRecordError, RecordTooLargeError, OffsetsOutOfOrderError: see
                 ``validate_replicated_batches``.
             UnexpectedAppendOffsetError: the first offset is below the LEO.
-            RecordBatchTooLargeError: the append is larger than ``segment.bytes``.
+            RecordBatchTooLargeError: one batch is larger than ``segment.bytes``.
+
+        A fetch may return more than ``segment.bytes`` (the leader's read continues into
+        later segments, unlike Kafka's); such an append is split into runs of whole
+        batches that each fit a segment, so the follower rolls as the leader did.
         """
         headers = validate_replicated_batches(records, self.config.max_message_bytes)
         if not headers:
@@ -233,7 +272,20 @@ class Log:
                 headers[0].base_offset,
                 headers[-1].last_offset,
             )
-        return self._append(bytes(records), headers, now_ms)
+        data = bytes(records)
+        if len(data) <= self.config.segment_bytes:
+            return self._append(data, headers, now_ms)
+        runs: list[tuple[int, int, int, int]] = []  # byte start, byte end, header range
+        start = end = first = 0
+        for index, header in enumerate(headers):
+            if end - start + header.size_in_bytes > self.config.segment_bytes and end > start:
+                runs.append((start, end, first, index))
+                start, first = end, index
+            end += header.size_in_bytes
+        runs.append((start, end, first, len(headers)))
+        for low, high, first_header, last_header in runs:
+            self._append(data[low:high], headers[first_header:last_header], now_ms)
+        return summarize_append(headers, len(data))
 
     def _append(
         self, data: bytes, headers: tuple[BatchHeader, ...], now_ms: int | None
@@ -253,6 +305,7 @@ class Log:
             self.flush()  # flush.messages: Kafka's UnifiedLog.append
         return info
 
+    @_locked
     def roll(self, now_ms: int | None = None) -> LogSegment:
         """Start a new active segment at the LEO (an empty active segment is kept)."""
         return self._local.roll(_now_ms() if now_ms is None else now_ms)
@@ -321,6 +374,7 @@ class Log:
 
     # ----------------------------------------------------------------- truncation and retention
 
+    @_locked
     def truncate_to(self, offset: int) -> bool:
         """Truncate so the log ends before ``offset`` (follower truncation, KIP-101).
 
@@ -345,12 +399,14 @@ class Log:
             self.truncate_fully_and_start_at(offset)
             return True
         self._local.truncate_to(offset, _now_ms())
+        self._note_truncation(self.log_end_offset)
         self._log_start_offset = min(self._log_start_offset, self.log_end_offset)
         self._epoch_cache.truncate_from_end(self.log_end_offset)
         if not self._producer_state.truncate_to(self.log_end_offset):
             self._load_producer_state()
         return True
 
+    @_locked
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Delete every segment and restart the log empty at ``offset``.
 
@@ -359,15 +415,78 @@ class Log:
         the producer state are cleared.
         """
         self._local.truncate_fully_and_start_at(offset, _now_ms())
+        self._note_truncation(offset)
         self._log_start_offset = offset
         self._epoch_cache.clear()
         self._producer_state.clear()
+
+    def _note_truncation(self, offset: int) -> None:
+        self._cleaner_fence += 1
+        if self._lowest_truncation is None or offset < self._lowest_truncation:
+            self._lowest_truncation = offset
+
+    # ----------------------------------------------------------------- log cleaner support
+
+    @property
+    def cleaner_fence(self) -> int:
+        """Changes whenever the log is truncated, renamed, closed or loses segments to retention.
+
+        A cleaning that began under another value is aborted (Kafka aborts the cleaning of
+        a log being truncated or deleted, ``LogCleanerManager.abortCleaning``).
+        """
+        return self._cleaner_fence
+
+    @_locked
+    def take_lowest_truncation(self) -> int | None:
+        """Return the lowest offset the log was truncated to since the last call, and reset.
+
+        The log cleaner lowers its ``cleaner-offset-checkpoint`` entry to it (Kafka's
+        ``LogCleaner.maybeTruncateCheckpoint``). None if there was no truncation.
+        """
+        lowest, self._lowest_truncation = self._lowest_truncation, None
+        return lowest
+
+    @_locked
+    def last_offsets_of_active_producers(self) -> dict[int, int]:
+        """Map producer id -> last offset of its latest batch (``lastRecordsOfActiveProducers``).
+
+        The cleaner keeps those batches, emptied if need be, so the producers' sequence
+        numbers and epochs survive compaction and the producer state rebuilt on open.
+        """
+        return {
+            pid: entry.last_offset
+            for pid, entry in self._producer_state.producers.items()
+            if entry.last_offset >= 0
+        }
+
+    @_locked
+    def replace_segments(
+        self, new_segments: list[LogSegment], old_segments: list[LogSegment], fence: int
+    ) -> None:
+        """Swap the cleaner's ``.cleaned`` segments in for ``old_segments`` (see ``LocalLog``).
+
+        Args:
+            new_segments: segments opened with the ``.cleaned`` suffix, flushed.
+            old_segments: the consecutive live segments they replace (same offsets).
+            fence: ``cleaner_fence`` when the cleaning began.
+
+        Raises:
+            LogCleaningAbortedError: the log was truncated, renamed or closed since, or
+                an old segment was removed (retention); nothing was changed.
+        """
+        if fence != self._cleaner_fence:
+            raise LogCleaningAbortedError(f"{self._tp} changed while being cleaned")
+        live = {id(segment) for segment in self._local.segments}
+        if any(id(segment) not in live for segment in old_segments):
+            raise LogCleaningAbortedError(f"{self._tp}: a cleaned segment was removed meanwhile")
+        self._local.replace_segments(new_segments, old_segments, _now_ms())
 
     def _load_producer_state(self) -> None:
         """Rebuild the producer state from every segment's batch headers (records unread)."""
         headers = (h for s in self._local.segments for _, h in s.records.batches_from(0))
         self._producer_state.rebuild(headers, self._log_start_offset)
 
+    @_locked
     def maybe_increment_log_start_offset(self, new_offset: int, high_watermark: int) -> bool:
         """Raise the log start offset (DeleteRecords, KIP-107); never lowers it.
 
@@ -385,6 +504,7 @@ class Log:
         self._producer_state.truncate_head(new_offset)
         return True
 
+    @_locked
     def delete_old_segments(self, now_ms: int, high_watermark: int) -> int:
         """Apply retention (``retention.ms``, ``retention.bytes``, log start offset).
 
@@ -403,6 +523,7 @@ class Log:
         )
         if count == 0:
             return 0
+        self._cleaner_fence += 1
         self._local.remove_segments(list(segments[:count]), now_ms)
         new_start = max(self._log_start_offset, segments[count].base_offset)
         if new_start > self._log_start_offset:
@@ -412,6 +533,7 @@ class Log:
         _log.info("%s: retention deleted %d segments", self._tp, count)
         return count
 
+    @_locked
     def purge_deleted_segments(self, now_ms: int) -> int:
         """Remove files of deleted segments whose ``file.delete.delay.ms`` has passed.
 
@@ -422,6 +544,7 @@ class Log:
 
     # ----------------------------------------------------------------- durability and lifecycle
 
+    @_locked
     def flush(self, offset: int | None = None) -> None:
         """Fsync data in ``[recovery_point, offset)`` (LEO by default); advance the point."""
         self._local.flush(offset)
@@ -442,21 +565,27 @@ class Log:
         self.flush()
         return True
 
+    @_locked
     def close(self) -> None:
         """Close every segment (writing final time index entries); idempotent.
 
         Files of deleted segments still waiting for ``file.delete.delay.ms`` are removed now.
         """
+        self._cleaner_fence += 1
         self._local.close()
 
+    @_locked
     def rename_dir(self, new_dir: Path) -> None:
         """Rename the partition directory to ``new_dir`` (e.g. ``-delete``), keeping it usable.
 
         Kafka's ``UnifiedLog.renameDir``: segment files are reopened under the new name.
         The topic partition stays the one parsed when the log was opened.
         """
+        self._cleaner_fence += 1
         self._local.rename_dir(new_dir)
 
+    @_locked
     def delete(self) -> None:
         """Close the log and remove its directory with everything in it."""
+        self._cleaner_fence += 1
         self._local.delete()

@@ -30,6 +30,7 @@ from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
+from kpo_broker.log.log_cleaner import LogCleaner
 from kpo_broker.log.log_dirs import (
     LogDirInfo,
     LogDirNotFoundError,
@@ -88,6 +89,20 @@ class LogManager:
         self._pending_deletes: list[tuple[int, Log, Path]] = []
         self._future_logs: dict[TopicPartition, Log] = {}
         self._preferred_dirs: dict[TopicPartition, Path] = {}
+        self.cleaner: LogCleaner | None = None
+
+    def attach_cleaner(self, cleaner: LogCleaner) -> None:
+        """Use ``cleaner`` for compacted logs; it is told of deletions and moves.
+
+        Kafka's ``LogManager`` owns its ``LogCleaner``; here the broker builds it once the
+        replica manager (high watermarks) exists, then starts it with ``cleaner.startup``.
+        ``shutdown`` stops it before closing the logs.
+        """
+        self.cleaner = cleaner
+
+    def current_logs(self) -> list[Log]:
+        """Every live log, unordered; safe to call from a worker thread."""
+        return list(self._logs.values())
 
     def _lock(self, log_dir: Path) -> None:
         fd = os.open(log_dir / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
@@ -231,7 +246,11 @@ class LogManager:
         log = self._remove_log(tp)
         if log is None:
             return False
+        if self.cleaner is not None:
+            self.cleaner.abort_cleaning(tp)
         self._schedule_delete(log, now_ms)
+        if self.cleaner is not None:
+            self.cleaner.update_checkpoints(log.dir.parent, remove=tp)
         return True
 
     def _schedule_delete(self, log: Log, now_ms: int | None) -> None:
@@ -351,9 +370,14 @@ class LogManager:
         self._remove_log(tp)
         now = _now_ms() if now_ms is None else now_ms
         self._schedule_delete(current, now)
+        if self.cleaner is not None:
+            self.cleaner.abort_cleaning(tp)
+        source = current.dir.parent
         new_log = promote_future_log(future, now)
         carry_over_current_state(current, new_log)
         self._add_log(tp, new_log)
+        if self.cleaner is not None:
+            self.cleaner.alter_checkpoint_dir(tp, source, new_log.dir.parent)
         return new_log
 
     # ----------------------------------------------------------------- checkpoints, retention
@@ -469,6 +493,8 @@ class LogManager:
         Writes the recovery point and log start offset checkpoints after the flush, and
         finishes pending log deletions.
         """
+        if self.cleaner is not None:
+            self.cleaner.shutdown()
         every = [*self._logs.values(), *self._future_logs.values()]
         for log in every:
             log.flush()

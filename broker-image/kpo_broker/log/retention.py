@@ -11,6 +11,10 @@ documentation's "Implementation: Log", Deletes):
    segment does not take it below the limit;
 3. log start offset: the whole segment is below the log start offset (DeleteRecords,
    KIP-107).
+
+Rules 1 and 2 apply only when ``cleanup.policy`` includes ``delete``; a ``compact``-only
+log keeps its segments until the log start offset passes them (Kafka's
+``UnifiedLog.deleteOldSegments``).
 """
 
 from __future__ import annotations
@@ -52,18 +56,19 @@ def deletable_segment_count(
 
     Args:
         segments: every segment of the log, oldest first; the last one is active.
-        config: supplies ``retention.ms`` and ``retention.bytes`` (-1 disables each).
+        config: supplies ``retention.ms`` and ``retention.bytes`` (-1 disables each),
+            applied only if ``cleanup.policy`` includes ``delete``.
         now_ms: the current time in ms.
         high_watermark: the partition's HW; data at or after it is never deleted.
         log_start_offset: the log start offset.
     """
     count = 0
-    if config.retention_ms >= 0:
+    if config.delete and config.retention_ms >= 0:
         while _eligible(segments, count, high_watermark) and (
             now_ms - segments[count].largest_timestamp > config.retention_ms
         ):
             count += 1
-    if config.retention_bytes >= 0:
+    if config.delete and config.retention_bytes >= 0:
         excess = sum(segment.size for segment in segments[count:]) - config.retention_bytes
         while _eligible(segments, count, high_watermark) and excess - segments[count].size >= 0:
             excess -= segments[count].size

@@ -9,6 +9,7 @@ index entry is ``(largest timestamp so far, last offset of the batch holding it)
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -72,19 +73,29 @@ class LogSegment:
         self._load_max_timestamp()
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int) -> LogSegment:
+    def open(
+        cls,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        now_ms: int,
+        file_suffix: str = "",
+    ) -> LogSegment:
         """Open (or create) the segment files ``<base_offset>.log/.index/.timeindex``.
 
         Indexes are read as found; call ``check_indexes`` or ``recover`` before trusting
         them. ``now_ms`` is the creation time used by ``segment.ms`` when the segment
-        holds no timestamps.
+        holds no timestamps. ``file_suffix`` is appended to the three names, e.g.
+        ``.cleaned`` for a segment the log cleaner writes (Kafka's ``LogSegment.open``).
         """
-        index_path = directory / offset_file_name(base_offset, INDEX_SUFFIX)
-        time_index_path = directory / offset_file_name(base_offset, TIME_INDEX_SUFFIX)
+        index_path = directory / (offset_file_name(base_offset, INDEX_SUFFIX) + file_suffix)
+        time_index_path = directory / (
+            offset_file_name(base_offset, TIME_INDEX_SUFFIX) + file_suffix
+        )
         missing = not index_path.exists() or not time_index_path.exists()
         segment = cls(
             base_offset,
-            FileRecords(directory / offset_file_name(base_offset, LOG_SUFFIX)),
+            FileRecords(directory / (offset_file_name(base_offset, LOG_SUFFIX) + file_suffix)),
             OffsetIndex(index_path, base_offset, config.segment_index_bytes),
             TimeIndex(time_index_path, base_offset, config.segment_index_bytes),
             now_ms,
@@ -353,6 +364,25 @@ class LogSegment:
         self.records.close()
         self.offset_index.close()
         self.time_index.close()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        """Rename the ``.log``, ``.index`` and ``.timeindex`` files, in that order.
+
+        Kafka's ``LogSegment.changeFileSuffixes``: ``old_suffix`` (e.g. ``.cleaned``) is
+        replaced by ``new_suffix`` (e.g. ``.swap``, or ``""`` for the final name). Open
+        handles stay valid.
+        """
+        for part in (self.records, self.offset_index, self.time_index):
+            name = part.path.name
+            if old_suffix and not name.endswith(old_suffix):
+                raise ValueError(f"{part.path} does not end with {old_suffix}")
+            stem = name[: len(name) - len(old_suffix)] if old_suffix else name
+            part.rename(part.path.with_name(stem + new_suffix))
+
+    def set_last_modified(self, mtime_ms: int) -> None:
+        """Set the ``.log`` file's modification time (Kafka keeps it across cleaning)."""
+        seconds = mtime_ms / 1000
+        os.utime(self.records.path, (seconds, seconds))
 
     def rename_to_deleted(self) -> None:
         """Append ``.deleted`` to the three file names; open handles stay usable."""

@@ -101,7 +101,10 @@ def max_decompressed_bytes(max_message_bytes: int) -> int:
 
 
 def validate_producer_batches(
-    records: bytes | bytearray | memoryview, config: LogConfig, now_ms: int
+    records: bytes | bytearray | memoryview,
+    config: LogConfig,
+    now_ms: int,
+    topic_partition: str = "",
 ) -> ValidatedRecords:
     """Validate a producer's batches as the leader does before it assigns offsets.
 
@@ -110,7 +113,9 @@ def validate_producer_batches(
     ``lastOffsetDelta + 1`` and positive; not a control batch; the records section
     decompressed within the bound of the module doc; exactly ``recordsCount`` records
     decoded, each of consistent length, with no bytes left over; offset deltas
-    ``0..n-1`` in order. The batch's ``maxTimestamp`` is then set per
+    ``0..n-1`` in order; in a compacted topic (``cleanup.policy`` with ``compact``) every
+    record has a key (Kafka's ``LogValidator.validateKey``). The batch's ``maxTimestamp``
+    is then set per
     ``message.timestamp.type``: the largest record timestamp (CreateTime) or ``now_ms``
     (LogAppendTime).
 
@@ -118,6 +123,7 @@ def validate_producer_batches(
         records: the partition's records from a Produce request.
         config: the topic's log config (``max.message.bytes``, ``message.timestamp.type``).
         now_ms: the leader's clock, ms.
+        topic_partition: ``<topic>-<partition>``, named in the keyless-record error.
 
     Returns:
         The validated batches; empty when ``records`` is empty.
@@ -127,7 +133,8 @@ def validate_producer_batches(
             inconsistent records section (record count, record sizes, trailing bytes).
         InvalidRecordError: magic other than 2, a bad offset range or record count in
             the header, a control batch, or records whose offset deltas are not
-            ``0..n-1`` (listed in ``record_errors``).
+            ``0..n-1`` or, in a compacted topic, that have no key (listed in
+            ``record_errors``; the message names ``topic_partition``).
         RecordTooLargeError: a batch above ``max.message.bytes``, or one that
             decompresses beyond the bound.
         UnsupportedCompressionTypeError: the codec's library is not installed.
@@ -157,7 +164,9 @@ def validate_producer_batches(
         if not crc_matches(header, batch):
             raise CorruptRecordError(f"CRC32C mismatch in batch {index}")
         _check_batch_header(index, header)
-        timestamps, body = _decode_records(index, header, batch, config.max_message_bytes)
+        timestamps, body = _decode_records(
+            index, header, batch, config.max_message_bytes, config.compact, topic_partition
+        )
         if not log_append_time:
             _check_timestamps(index, header, timestamps, config, now_ms)
         max_timestamp = now_ms if log_append_time else max(timestamps)
@@ -270,7 +279,12 @@ def recompress_batch(
 
 
 def _decode_records(
-    index: int, header: BatchHeader, batch: memoryview, max_message_bytes: int
+    index: int,
+    header: BatchHeader,
+    batch: memoryview,
+    max_message_bytes: int,
+    compacted: bool = False,
+    topic_partition: str = "",
 ) -> tuple[list[int], bytes]:
     """Decode every record of a batch; return their CreateTime timestamps (ms) and body.
 
@@ -301,6 +315,8 @@ def _decode_records(
                 record_errors.append(
                     RecordError(position, f"offset delta {delta}, expected {position}")
                 )
+            if compacted and record.key is None:
+                record_errors.append(RecordError(position, _no_key_message(topic_partition)))
             timestamps.append(record.timestamp)
     except Exception as exc:  # kafka-python raises several types for a bad body
         raise CorruptRecordError(
@@ -308,11 +324,19 @@ def _decode_records(
             f"is invalid after {len(timestamps)} of them: {exc}"
         ) from exc
     if record_errors:
+        if compacted and all(e.message == _no_key_message(topic_partition) for e in record_errors):
+            raise InvalidRecordError(_no_key_message(topic_partition), tuple(record_errors))
         raise InvalidRecordError(
             f"batch {index} has records whose offset deltas are not 0..{header.last_offset_delta}",
             tuple(record_errors),
         )
     return timestamps, body
+
+
+def _no_key_message(topic_partition: str) -> str:
+    """Kafka's ``LogValidator`` message for a keyless record in a compacted topic."""
+    where = f" in topic partition {topic_partition}" if topic_partition else ""
+    return f"Compacted topic cannot accept message without key{where}."
 
 
 def validate_replicated_batches(

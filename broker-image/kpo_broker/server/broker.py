@@ -35,6 +35,8 @@ from kpo_broker.coordinator.group.coordinator import GroupConfig, GroupCoordinat
 from kpo_broker.coordinator.group.metadata_manager import GroupMetadataManager, OffsetConfig
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.log.broker_metadata import checkpoint_broker_metadata
+from kpo_broker.log.errors import LogError
+from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from kpo_broker.log.manager import LogManager
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
 from kpo_broker.security.channel import AUTHENTICATION_TIMEOUT_S, ListenerAuthenticator
@@ -69,6 +71,7 @@ from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError, ZkConnectionLossError
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
 from kpo_broker.zk.session import ZkSessionState
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -188,13 +191,7 @@ class KafkaServer:
             log_dirs, topic_configs.default_log_config(), topic_configs.log_config
         )
         await asyncio.to_thread(log_manager.startup)
-        topic_configs.add_listener(
-            lambda topic, overrides: (
-                log_manager.update_topic_config(topic, topic_configs.log_config(topic))
-                if overrides is not None
-                else None
-            )
-        )
+        topic_configs.add_listener(_log_config_applier(topic_configs, log_manager))
         await asyncio.to_thread(self._load_throttle_rates, quotas)
         await asyncio.to_thread(self._load_credentials)
         metadata_cache = MetadataCache(cluster_id=cluster_id)
@@ -205,6 +202,7 @@ class KafkaServer:
             c.replica_lag_time_max_ms,
             topic_configs.log_config,
         )
+        log_manager.attach_cleaner(_new_log_cleaner(c, log_dirs, log_manager, replica_manager))
         fetchers = ReplicaFetcherManager(
             self.broker_id,
             replica_manager,
@@ -285,6 +283,8 @@ class KafkaServer:
         components.controller = self._start_controller(components)
         if components.log_dir_mover is not None:
             components.log_dir_mover.start()
+        if log_manager.cleaner is not None:
+            log_manager.cleaner.startup()
         self._config_watch = zk.watch_config_changes(self._on_config_change_event)
         self._tasks = [
             self._every(
@@ -657,6 +657,53 @@ class KafkaServer:
             await asyncio.to_thread(self.zk.close)
         self.components = None
         self.zk = None
+
+
+def _log_config_applier(
+    topic_configs: TopicConfigs, log_manager: LogManager
+) -> Callable[[str, dict[str, str] | None], None]:
+    """Return a TopicConfigs listener giving a topic's logs its new effective LogConfig.
+
+    Kafka's ``TopicConfigHandler.processConfigChanges`` / ``LogManager.updateTopicConfig``:
+    overrides loaded at start-up and changed later (``cleanup.policy``, segment and
+    retention settings, ...) reach the logs already open.
+    """
+
+    def apply(topic: str, overrides: dict[str, str] | None) -> None:
+        if overrides is None:
+            return
+        try:
+            log_manager.update_topic_config(topic, topic_configs.log_config(topic))
+        except LogError as exc:
+            log.warning("topic %s: config not applied to its logs: %s", topic, exc)
+
+    return apply
+
+
+def _new_log_cleaner(
+    config: BrokerConfig, log_dirs: list[Path], logs: LogManager, replicas: ReplicaManager
+) -> LogCleaner:
+    """Build the log cleaner of compacted topics (``log.cleaner.*``), cleaning up to each HW."""
+
+    def high_watermark(tp: TopicPartition) -> int | None:
+        partition = replicas.partitions.get(tp)
+        return partition.high_watermark if partition is not None else None
+
+    return LogCleaner(
+        CleanerConfig(
+            num_threads=config.log_cleaner_threads,
+            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+            dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+            io_buffer_size=config.log_cleaner_io_buffer_size,
+            max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+            backoff_ms=config.log_cleaner_backoff_ms,
+            enable=config.log_cleaner_enable,
+        ),
+        log_dirs,
+        logs.current_logs,
+        high_watermark,
+        skip=lambda tp: logs.get_future_log(tp.topic, tp.partition) is not None,
+    )
 
 
 def _new_cluster_id() -> str:

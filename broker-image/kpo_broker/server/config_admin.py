@@ -39,6 +39,7 @@ TYPE_BOOLEAN = 1
 TYPE_STRING = 2
 TYPE_INT = 3
 TYPE_LONG = 5
+TYPE_DOUBLE = 6
 TYPE_LIST = 7
 TYPE_UNKNOWN = 0
 
@@ -48,8 +49,6 @@ OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
 
-#: ``cleanup.policy``: a LIST config in Kafka (APPEND/SUBTRACT apply), values compact, delete.
-CLEANUP_POLICY = "cleanup.policy"
 
 #: The entity name of cluster-wide dynamic broker defaults.
 DEFAULT_BROKER_ENTITY = "<default>"
@@ -95,6 +94,7 @@ _TYPE_OF_KIND = {
     "bool": TYPE_BOOLEAN,
     "str": TYPE_STRING,
     "list": TYPE_LIST,
+    "double": TYPE_DOUBLE,
 }
 
 
@@ -122,7 +122,7 @@ def validate_broker_dynamic(
 
 
 def validate_topic(config: Mapping[str, str]) -> None:
-    """Check topic config overrides, the KIP-73 throttled replica lists and ``cleanup.policy``.
+    """Check topic config overrides (``validate_topic_config``) and the KIP-73 replica lists.
 
     Raises:
         ConfigAdminError: INVALID_CONFIG naming the offending config.
@@ -139,16 +139,6 @@ def validate_topic(config: Mapping[str, str]) -> None:
         if value is not None and not _THROTTLED_REPLICAS.match(value.replace(" ", "")):
             raise ConfigAdminError(
                 40, f"{name} must be '*' or partition:broker pairs, got {value!r}"
-            )
-    policy = config.get(CLEANUP_POLICY)
-    if policy is not None:
-        # Kafka's ValidList.in("compact", "delete") for the LIST cleanup.policy
-        items = [item.strip() for item in policy.split(",")]
-        if not items or any(item not in ("compact", "delete") for item in items):
-            raise ConfigAdminError(
-                40,
-                f"Invalid value {policy} for configuration {CLEANUP_POLICY}: "
-                "String must be one of: compact, delete",
             )
 
 

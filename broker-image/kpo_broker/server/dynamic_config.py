@@ -13,13 +13,26 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from kpo_broker.log.config import COMPRESSION_TYPES, TIMESTAMP_TYPES, LogConfig
+from kpo_broker.log.config import (
+    COMPRESSION_TYPES,
+    TIMESTAMP_TYPES,
+    LogConfig,
+    parse_cleanup_policy,
+)
+from kpo_broker.log.errors import InvalidLogConfigError
 
 _log = logging.getLogger(__name__)
 _INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 _LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
 _BOUNDS = {"int": (_INT_MIN, _INT_MAX), "long": (_LONG_MIN, _LONG_MAX)}
-_KAFKA_TYPE = {"int": "INT", "long": "LONG", "bool": "BOOLEAN", "str": "STRING", "list": "LIST"}
+_KAFKA_TYPE = {
+    "int": "INT",
+    "long": "LONG",
+    "bool": "BOOLEAN",
+    "str": "STRING",
+    "list": "LIST",
+    "double": "DOUBLE",
+}
 
 
 class InvalidTopicConfigError(ValueError):
@@ -32,8 +45,9 @@ class TopicConfigDef:
 
     Attributes:
         name: Kafka topic config name, e.g. ``retention.ms``.
-        kind: ``int`` (int32), ``long`` (int64), ``bool``, ``str`` or ``list``, as Kafka's
-            ``ConfigDef`` type of the config (for validation and DescribeConfigs' type).
+        kind: ``int`` (int32), ``long`` (int64), ``double``, ``bool``, ``str`` or ``list``,
+            as Kafka's ``ConfigDef`` type of the config (for validation and DescribeConfigs'
+            type).
         default: returns the effective broker-level default as a string, given the broker's
             effective config (static and dynamic, see ``DynamicBrokerConfig``).
         doc: what it means, with its unit.
@@ -83,6 +97,11 @@ class TopicConfigDef:
             if self.maximum is not None and number > self.maximum:
                 raise self._invalid(value, f"Value must be no more than {self.maximum}")
             text = str(number)
+        elif self.kind == "double":
+            try:
+                float(text)
+            except ValueError:
+                raise self._invalid(value, "Not a number of type DOUBLE") from None
         elif self.kind == "bool":
             if text.lower() not in ("true", "false"):
                 raise self._invalid(value, "Expected value to be either true or false")
@@ -109,6 +128,13 @@ def _attr(name: str) -> Callable[[object], str]:
     return read
 
 
+def _list_attr(name: str) -> Callable[[object], str]:
+    def read(config: object) -> str:
+        return ",".join(getattr(config, name))
+
+    return read
+
+
 def _const(value: str) -> Callable[[object], str]:
     return lambda _config: value
 
@@ -118,6 +144,16 @@ def _gzip_level(name: str, value: str) -> None:
     if value != "-1" and not 1 <= int(value) <= 9:
         raise InvalidTopicConfigError(
             f"Invalid value {value} for configuration {name}: Value must be between 1 and 9, or -1"
+        )
+
+
+def _cleanup_policy(name: str, value: str) -> None:
+    """Kafka's ``ValidList.in("compact", "delete")`` for the LIST ``cleanup.policy``."""
+    items = [item.strip() for item in value.split(",")]
+    if any(item not in ("compact", "delete") for item in items):
+        raise InvalidTopicConfigError(
+            f"Invalid value {value} for configuration {name}: "
+            "String must be one of: compact, delete"
         )
 
 
@@ -157,7 +193,14 @@ def _message_format_version(name: str, value: str) -> None:
 TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
     d.name: d
     for d in (
-        TopicConfigDef("cleanup.policy", "str", _const("delete"), "Only 'delete' is supported."),
+        TopicConfigDef(
+            "cleanup.policy",
+            "list",
+            _list_attr("log_cleanup_policy"),
+            "delete (retention), compact (log cleaner) or compact,delete.",
+            synonyms=("log.cleanup.policy",),
+            check=_cleanup_policy,
+        ),
         TopicConfigDef(
             "compression.type",
             "str",
@@ -404,6 +447,37 @@ TOPIC_CONFIGS: dict[str, TopicConfigDef] = {
             "Tiered storage: refused (true) as by Kafka in ZooKeeper mode.",
             check=_not_in_zookeeper_mode,
         ),
+        TopicConfigDef(
+            "delete.retention.ms",
+            "long",
+            _attr("log_cleaner_delete_retention_ms"),
+            "How long tombstones of a compacted topic are kept, ms.",
+            minimum=0,
+            synonyms=("log.cleaner.delete.retention.ms",),
+        ),
+        TopicConfigDef(
+            "min.cleanable.dirty.ratio",
+            "double",
+            _attr("log_cleaner_min_cleanable_ratio"),
+            "Dirty ratio above which the log cleaner compacts a log (0..1).",
+            synonyms=("log.cleaner.min.cleanable.ratio",),
+        ),
+        TopicConfigDef(
+            "min.compaction.lag.ms",
+            "long",
+            _attr("log_cleaner_min_compaction_lag_ms"),
+            "Records stay uncompacted at least this long, ms.",
+            minimum=0,
+            synonyms=("log.cleaner.min.compaction.lag.ms",),
+        ),
+        TopicConfigDef(
+            "max.compaction.lag.ms",
+            "long",
+            _attr("log_cleaner_max_compaction_lag_ms"),
+            "Records are compacted at most this long after being written, ms.",
+            minimum=1,
+            synonyms=("log.cleaner.max.compaction.lag.ms",),
+        ),
     )
 }
 
@@ -420,6 +494,20 @@ def validate_topic_config(config: Mapping[str, str]) -> None:
         if definition is None:
             raise InvalidTopicConfigError(f"Unknown topic config name: {name}")
         definition.parse(value)
+    compaction = {n: v for n, v in config.items() if n in _COMPACTION_CONFIGS}
+    try:
+        LogConfig.from_topic_config(compaction)  # cleanup.policy values, ranges, lag order
+    except InvalidLogConfigError as exc:
+        raise InvalidTopicConfigError(str(exc)) from None
+
+
+_COMPACTION_CONFIGS = (
+    "cleanup.policy",
+    "delete.retention.ms",
+    "min.cleanable.dirty.ratio",
+    "min.compaction.lag.ms",
+    "max.compaction.lag.ms",
+)
 
 
 class TopicConfigs:
@@ -533,4 +621,9 @@ class TopicConfigs:
             compression_gzip_level=number("compression.gzip.level"),
             compression_lz4_level=number("compression.lz4.level"),
             compression_zstd_level=number("compression.zstd.level"),
+            cleanup_policy=parse_cleanup_policy(self.value(topic, "cleanup.policy")),
+            delete_retention_ms=number("delete.retention.ms"),
+            min_cleanable_dirty_ratio=float(self.value(topic, "min.cleanable.dirty.ratio")),
+            min_compaction_lag_ms=number("min.compaction.lag.ms"),
+            max_compaction_lag_ms=number("max.compaction.lag.ms"),
         )

@@ -216,6 +216,14 @@ class RequestStats:
 # ------------------------------------------------ what the gauges are read from
 
 
+class LogCleanerView(Protocol):
+    """What the collector reads of the log cleaner (``kpo_broker.log.log_cleaner.LogCleaner``)."""
+
+    def gauges(self) -> Sequence[tuple[str, str, Mapping[str, str], float]]:
+        """Return ``(MBean type, Kafka metric name, tags, value)`` of every cleaner gauge."""
+        ...
+
+
 class LogView(Protocol):
     """What the collector reads of a partition's log (:class:`kpo_broker.log.log.Log`)."""
 
@@ -344,6 +352,7 @@ class BrokerState:
         follower_quota: the follower-side replication quota, None when there is none.
         fetcher_lags: the lag (leader HW - fetch offset, in messages) of each partition
             the replica fetchers follow, where known.
+        log_cleaner: the log cleaner, None when there is none.
     """
 
     logs: Sequence[LogView]
@@ -354,6 +363,7 @@ class BrokerState:
     leader_quota: QuotaView | None = None
     follower_quota: QuotaView | None = None
     fetcher_lags: Sequence[int] = ()
+    log_cleaner: LogCleanerView | None = None
 
 
 class AuthenticationStats:

@@ -35,6 +35,7 @@ from kpo_broker.server.metrics import (
     BrokerState,
     BrokerTopicStats,
     ControllerView,
+    LogCleanerView,
     LogView,
     PartitionView,
     RequestStats,
@@ -269,6 +270,23 @@ def _request_families(stats: RequestStats) -> Iterator[Metric]:
     yield times
 
 
+def _log_cleaner_families(cleaner: LogCleanerView | None) -> Iterator[Metric]:
+    """Kafka's ``kafka.log:type=LogCleaner`` / ``type=LogCleanerManager`` gauges."""
+    if cleaner is None:
+        return
+    families: dict[str, GaugeMetricFamily] = {}
+    for mbean_type, name, tags, value in cleaner.gauges():
+        family_name = f"kafka_log_{mbean_type.lower()}_{name.replace('-', '_').lower()}"
+        family = families.get(family_name)
+        if family is None:
+            family = GaugeMetricFamily(
+                family_name, f"kafka.log:type={mbean_type},name={name}", labels=sorted(tags)
+            )
+            families[family_name] = family
+        family.add_metric([tags[k] for k in sorted(tags)], value)
+    yield from families.values()
+
+
 def _authentication_families(stats: AuthenticationStats) -> Iterator[Metric]:
     counts = stats.counts()
     listeners = sorted({listener for listener, _ in counts})
@@ -321,3 +339,4 @@ class BrokerMetricsCollector(Collector):
         yield from _controller_families(state.controller)
         yield from _quota_families(state)
         yield from _fetcher_families(state.fetcher_lags)
+        yield from _log_cleaner_families(state.log_cleaner)

@@ -82,6 +82,7 @@ def broker_state(components: BrokerComponents | None) -> BrokerState | None:
         leader_quota=quotas.leader if quotas is not None else None,
         follower_quota=quotas.follower if quotas is not None else None,
         fetcher_lags=lags,
+        log_cleaner=components.log_manager.cleaner,
     )
 
 

@@ -24,7 +24,7 @@ _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 _CAS_ATTEMPTS = 5
-_LIST_CONFIGS = {n for n, d in TOPIC_CONFIGS.items() if d.kind == "list"} | {ca.CLEANUP_POLICY}
+_LIST_CONFIGS = {n for n, d in TOPIC_CONFIGS.items() if d.kind == "list"}
 
 
 def _entity(broker: BrokerComponents, resource_type: int, name: str) -> tuple[str, str]:

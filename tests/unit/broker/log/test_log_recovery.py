@@ -126,10 +126,10 @@ def test_stray_files_are_removed(open_log: OpenLog) -> None:
     log.close()
     strays = [
         "00000000000000000000.log.deleted",
-        "00000000000000000007.log.swap",
+        "00000000000000000007.log.swap",  # at or above a .cleaned file: an unfinished swap
         "00000000000000000100.index",
         "leader-epoch-checkpoint.tmp",
-        "x.cleaned",
+        "00000000000000000005.log.cleaned",
     ]
     for name in strays:
         (log.dir / name).write_bytes(b"junk")

@@ -54,18 +54,10 @@ KAFKA_39_TOPIC_CONFIGS = {
     "segment.ms",
     "unclean.leader.election.enable",
 }
-# Owned by the log cleaner's work (issue 15, log compaction).
-COMPACTION_CONFIGS = {
-    "delete.retention.ms",
-    "max.compaction.lag.ms",
-    "min.cleanable.dirty.ratio",
-    "min.compaction.lag.ms",
-}
 
 
-def test_every_kafka_topic_config_but_the_compaction_ones_is_known() -> None:
-    assert set(TOPIC_CONFIGS) >= KAFKA_39_TOPIC_CONFIGS - COMPACTION_CONFIGS
-    assert set(TOPIC_CONFIGS) <= KAFKA_39_TOPIC_CONFIGS
+def test_every_kafka_topic_config_is_known() -> None:
+    assert set(TOPIC_CONFIGS) == KAFKA_39_TOPIC_CONFIGS
 
 
 def test_message_timestamp_type_accepts_only_kafkas_two_types() -> None:
@@ -184,3 +176,39 @@ def test_an_invalid_stored_override_falls_back_to_the_default() -> None:
     configs = TopicConfigs(BROKER)
     configs.set_overrides("t", {"segment.bytes": "tiny"})
     assert configs.log_config("t").segment_bytes == 1 << 30
+
+
+def test_compaction_configs_reach_the_log_config() -> None:
+    configs = TopicConfigs(BROKER)
+    plain = configs.log_config("plain")
+    assert plain.delete and not plain.compact
+    configs.set_overrides(
+        "keyed",
+        {
+            "cleanup.policy": "compact,delete",
+            "delete.retention.ms": "100",
+            "min.cleanable.dirty.ratio": "0.01",
+            "min.compaction.lag.ms": "5",
+            "max.compaction.lag.ms": "60000",
+        },
+    )
+    keyed = configs.log_config("keyed")
+    assert keyed.compact and keyed.delete
+    assert (keyed.delete_retention_ms, keyed.min_cleanable_dirty_ratio) == (100, 0.01)
+    assert (keyed.min_compaction_lag_ms, keyed.max_compaction_lag_ms) == (5, 60000)
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"cleanup.policy": "compact,shred"}, "compact, delete"),
+        ({"cleanup.policy": ""}, "compact, delete"),
+        ({"min.cleanable.dirty.ratio": "1.5"}, r"not in \[0, 1\]"),
+        ({"min.cleanable.dirty.ratio": "half"}, "Not a number of type DOUBLE"),
+        ({"delete.retention.ms": "-1"}, "Value must be at least 0"),
+        ({"min.compaction.lag.ms": "10", "max.compaction.lag.ms": "5"}, "conflict"),
+    ],
+)
+def test_bad_compaction_configs_are_refused(config: dict[str, str], message: str) -> None:
+    with pytest.raises(InvalidTopicConfigError, match=message):
+        validate_topic_config(config)

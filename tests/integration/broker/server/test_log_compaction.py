@@ -207,13 +207,23 @@ def test_kill_during_cleaning_loses_nothing(kafka_cluster_factory: ClusterFactor
     cluster = kafka_cluster_factory(
         1, {**CLEANER_PROPS, "log.cleaner.io.max.bytes.per.second": "10000"}
     )
-    create_topic(cluster, TOPIC, configs=COMPACT_CONFIGS, assignment={0: [0]})
+    # Held back by min.compaction.lag.ms while producing, so that the whole log is cleaned
+    # at once, throttled, after the alter below (otherwise small cleanings during the
+    # produce could finish the work before the kill).
+    held = {**COMPACT_CONFIGS, "min.compaction.lag.ms": "3600000"}
+    create_topic(cluster, TOPIC, configs=held, assignment={0: [0]})
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
     sent: list[Entry] = []
     for round_ in range(30):
         sent += produce(producer, [(b"k%d" % k, b"%d" % round_ * 40) for k in range(30)])
     producer.close()
     expected = latest_by_key(sent)
+    admin = admin_client(cluster)
+    try:
+        release = ConfigResource(ConfigResourceType.TOPIC, TOPIC, {"min.compaction.lag.ms": "0"})
+        admin.alter_configs([release], incremental=True)
+    finally:
+        admin.close()
     broker = cluster.brokers[0]
     broker_log = broker.workdir / "broker.log"
     partition_dir = broker.log_dir / f"{TOPIC}-0"

@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaProducer
 
+from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import ClusterFactory, wait_for
 from tests.integration.broker.server.helpers import (
     consume_all,
     create_topic,
     describe,
     leaders,
+    zk_client,
 )
 
 pytestmark = pytest.mark.integration
@@ -29,13 +31,28 @@ def test_controlled_shutdown_moves_every_leadership_before_exit(
     broker.stop()
     log = (broker.workdir / "broker.log").read_text()
     assert "controlled shutdown succeeded" in log
-    after = describe(cluster, "orders")
-    for partition in after:
-        assert partition["leader_id"] != victim
-        assert partition["leader_id"] >= 0
-        assert victim not in partition["isr_nodes"]
-        if partition["partition_index"] in led:
-            assert partition["leader_epoch"] > before[partition["partition_index"]]["leader_epoch"]
+    # The controller writes each new leader to ZooKeeper before it answers ControlledShutdown
+    # (the brokers' metadata caches follow asynchronously, through UpdateMetadata).
+    zk = zk_client(cluster)
+    try:
+        states = zk.get_partition_states(
+            [TopicPartition("orders", p["partition_index"]) for p in before]
+        )
+    finally:
+        zk.close()
+    for tp, state in states.items():
+        leader_and_isr = state.leader_and_isr
+        assert leader_and_isr.leader != victim
+        assert leader_and_isr.leader >= 0
+        assert victim not in leader_and_isr.isr
+        if tp.partition in led:
+            assert leader_and_isr.leader_epoch > before[tp.partition]["leader_epoch"]
+    # ...and every broker's metadata follows.
+    wait_for(
+        lambda: all(p["leader_id"] not in (victim, -1) for p in describe(cluster, "orders")),
+        30,
+        "metadata without the stopped broker as leader",
+    )
 
 
 def test_crash_corrupted_log_tail_is_truncated_and_acked_data_kept(

@@ -140,19 +140,21 @@ class ContainerProcess(ManagedProcess):
             timeout_s: The grace period, seconds; :attr:`stop_timeout_s` when None.
         """
         grace = self.stop_timeout_s if timeout_s is None else timeout_s
-        if self.is_running():
-            self._engine("stop", "-t", str(int(grace)), self.container, timeout_s=grace + 60)
-        self._wait_client(30)
-        self._engine("rm", "-f", "-t", "0", self.container)
-        super().stop(timeout_s=5)
+        self._end(("stop", "-t", str(int(grace))), grace + 60, wait_s=30, client_stop_s=5)
 
     def kill(self, timeout_s: float = 10.0) -> None:
         """``podman kill`` (SIGKILL: a crash, no controlled shutdown), wait, remove."""
+        self._end(("kill",), 120.0, wait_s=timeout_s, client_stop_s=1)
+
+    def _end(
+        self, verb: Sequence[str], engine_timeout_s: float, wait_s: float, client_stop_s: float
+    ) -> None:
+        """Send ``podman <verb>`` to a running container, wait for the attached client, remove."""
         if self.is_running():
-            self._engine("kill", self.container)
-        self._wait_client(timeout_s)
+            self._engine(*verb, self.container, timeout_s=engine_timeout_s)
+        self._wait_client(wait_s)
         self._engine("rm", "-f", "-t", "0", self.container)
-        super().stop(timeout_s=1)
+        super().stop(timeout_s=client_stop_s)
 
     def _wait_client(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s

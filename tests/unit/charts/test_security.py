@@ -13,6 +13,7 @@ import yaml
 from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import padding
 
+from kpo_kafka.security_bootstrap import BootstrapError, SecurityPlan, acl_objects
 from tests.unit.charts.helm import CHART, Manifest, find, helm, render
 
 
@@ -156,3 +157,29 @@ def test_plaintext_switch_turns_everything_off(value_set: str) -> None:
     assert props["listeners"] == "PLAINTEXT://0.0.0.0:9092"
     assert "zookeeper.set.acl" not in props and "listener.security.protocol.map" not in props
     assert not find(objects, "Secret") and not find(objects, "Job")
+
+
+def test_the_rendered_plan_is_what_the_bootstrap_job_reads(tmp_path: Path) -> None:
+    plan = _plan(render("default", "security.authorization.enabled=true"))
+    parsed = SecurityPlan.from_json(plan)
+    assert parsed.authorization is True
+    by_name = {user.name: user for user in parsed.users}
+    assert by_name["kpo-operator"].password_file == Path("/etc/kpo/users/operator/password")
+    acls = acl_objects(by_name["kpo-helm-test"])
+    assert {(a.principal, a.host, a.resource_pattern.resource_name) for a in acls} == {
+        ("User:kpo-helm-test", "*", "kpo-helm-test")
+    }
+    assert len(acl_objects(by_name["kpo-operator"])) == 7
+    bad = {
+        "users": [
+            {
+                "name": "x",
+                "passwordFile": "/p",
+                "acls": [{"resourceType": "Topic", "resourceName": "t", "operation": "Fly"}],
+            }
+        ]
+    }
+    with pytest.raises(BootstrapError, match="unknown ACL value"):
+        SecurityPlan.from_json(bad)
+    with pytest.raises(BootstrapError, match="missing"):
+        SecurityPlan.from_json({"users": [{"name": "x"}]})

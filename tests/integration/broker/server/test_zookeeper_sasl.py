@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from kafka import TopicPartition
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
     AuthFailedError,
@@ -213,6 +214,22 @@ def test_fleet_creates_replicates_serves_and_reassigns(
     wait_for(lambda: on(1, [2, 0]), 60, "moved-1 on [2, 0] (legacy znode)")
     wait_for(lambda: brokers_zk.exists(path) is None, 30, "the controller deleting the znode")
     assert _acls(brokers_zk, f"{CHROOT}/brokers/topics/moved") == OPEN
+    # Config changes and topic deletion: /config/changes and /admin/delete_topics.
+    admin = admin_client(secured)
+    try:
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, "acl-topic", {"retention.ms": "3600000"})]
+        )
+        admin.create_topics([NewTopic("doomed", 1, 2)])
+        wait_for(lambda: brokers_zk.exists(f"{CHROOT}/brokers/topics/doomed") is not None, 30)
+        admin.delete_topics(["doomed"])
+    finally:
+        admin.close()
+    wait_for(
+        lambda: brokers_zk.exists(f"{CHROOT}/brokers/topics/doomed") is None, 60, "doomed deleted"
+    )
+    config = json.loads(brokers_zk.get(f"{CHROOT}/config/topics/acl-topic")[0])
+    assert config["config"]["retention.ms"] == "3600000"
     records = consume_all(secured, "moved", 1, 50)
     assert [r for r in records[0] if r.startswith(b"kp-")] == [
         f"kp-{i}".encode() for i in range(50)

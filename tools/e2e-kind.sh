@@ -31,16 +31,26 @@ helm install kpo charts/kpo --namespace "$NS" --create-namespace \
 helm test kpo --namespace "$NS" --timeout 5m
 
 BOOTSTRAP=kpo-broker.$NS.svc.cluster.local:9092  # the chart's client Service (release "kpo")
+# The chart is secured: SASL_SSL as the operator's SCRAM user, trusting the generated CA.
+PASSWORD=$(kubectl -n "$NS" get secret kpo-user-operator -o jsonpath='{.data.password}' | base64 -d)
+CA=$(kubectl -n "$NS" get secret kpo-broker-tls -o jsonpath='{.data.ca\.crt}' | base64 -d)
 # Topic on brokers 0 and 1, 20 MiB of data, then move partition 0 to broker 2 at 2 MiB/s.
 kubectl -n "$NS" run kpo-e2e-data --rm -i --restart=Never --image="$IMAGE" \
-  --image-pull-policy=Never --env="BOOTSTRAP=$BOOTSTRAP" -- python - <<'PY'
+  --labels="app.kubernetes.io/name=kpo,app.kubernetes.io/instance=kpo" \
+  --image-pull-policy=Never --env="BOOTSTRAP=$BOOTSTRAP" \
+  --env=KPO_KAFKA_SECURITY_PROTOCOL=SASL_SSL --env=KPO_KAFKA_SASL_MECHANISM=SCRAM-SHA-512 \
+  --env=KPO_KAFKA_SASL_USERNAME=kpo-operator --env="KPO_KAFKA_SASL_PASSWORD=$PASSWORD" \
+  --env=KPO_KAFKA_SSL_TRUSTSTORE_TYPE=PEM --env="KPO_KAFKA_SSL_TRUSTSTORE_CERTIFICATES=$CA" \
+  -- python - <<'PY'
 import os
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewTopic
+from kpo_kafka.client_config import client_security_from_env
 bootstrap = os.environ["BOOTSTRAP"]
-admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+client = client_security_from_env().kafka_python_kwargs()
+admin = KafkaAdminClient(bootstrap_servers=bootstrap, **client)
 admin.create_topics([NewTopic("orders", -1, -1, replica_assignments={0: [0, 1]})])
-producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", **client)
 for _ in range(1280):
     producer.send("orders", b"x" * 16384, partition=0)
 producer.flush()

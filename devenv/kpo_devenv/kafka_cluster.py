@@ -39,6 +39,9 @@ class BrokerProcess:
             ``PLAINTEXT`` listener.
         runner: how the broker runs: a local process (default) or a container
             (:class:`kpo_devenv.runner.ContainerRunner`, the workdir mounted at its path).
+        env: further environment variables of the broker process, e.g. ``KAFKA_OPTS``
+            naming a JAAS file for ZooKeeper SASL
+            (:func:`kpo_devenv.kafka_security.zookeeper_client_jaas`).
     """
 
     #: Port of the Prometheus endpoint (``metrics.port``); None when metrics are off.
@@ -55,8 +58,10 @@ class BrokerProcess:
         metrics: bool = False,
         listeners: Mapping[str, str] | None = None,
         runner: Runner | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.env = dict(env or {})
         self.runner: Runner = runner or LocalRunner()
         self.workdir = workdir
         self.listener_protocols = dict(listeners or {"PLAINTEXT": "PLAINTEXT"})
@@ -100,7 +105,7 @@ class BrokerProcess:
             "broker",
             ["python", "-m", "kpo_broker", str(self.config_path)],
             self.workdir / "broker.log",
-            env={"PYTHONUNBUFFERED": "1"},
+            env={"PYTHONUNBUFFERED": "1", **self.env},
             mounts=[self.workdir],
         )
 
@@ -172,6 +177,7 @@ class KafkaCluster:
         broker_properties: broker id -> properties of that broker only (its keystore...),
             over ``properties``.
         runner: how the brokers run (local processes by default; see :mod:`kpo_devenv.runner`).
+        env: further environment variables of every broker (see :class:`BrokerProcess`).
     """
 
     def __init__(
@@ -187,6 +193,7 @@ class KafkaCluster:
         listeners: Mapping[str, str] | None = None,
         broker_properties: Callable[[int], Mapping[str, str]] | None = None,
         runner: Runner | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -204,6 +211,7 @@ class KafkaCluster:
                 metrics,
                 listeners,
                 runner,
+                env,
             )
             for i in range(size)
         }

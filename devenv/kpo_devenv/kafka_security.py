@@ -7,7 +7,9 @@ holding the private key and the certificate chain: :func:`pem_keystore` writes i
 brokers start, as ``kafka-configs --zookeeper ... --alter --add-config
 'SCRAM-SHA-512=[password=...]' --entity-type users`` does (the credential formatted by
 the broker's own ``ScramCredentialUtils`` equivalent, with a ``/config/changes``
-notification).
+notification). :func:`zookeeper_client_jaas` writes the JAAS file with which brokers
+(and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
+authenticate to a ZooKeeper with SASL, and returns the ``KAFKA_OPTS`` naming it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,15 @@ from pathlib import Path
 from kpo_broker.security.credentials import sanitize
 from kpo_broker.security.scram import MECHANISMS, credential_to_string, generate_credential
 from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.security import (
+    DIGEST_LOGIN_MODULE,
+    JAVA_LOGIN_CONFIG_PARAM,
+    ZkClientSecurity,
+    jaas_section,
+)
 from kpo_devenv.pki import CertKeyPair, KafkaPki
 
-__all__ = ["add_scram_user", "broker_ssl_properties", "pem_keystore"]
+__all__ = ["add_scram_user", "broker_ssl_properties", "pem_keystore", "zookeeper_client_jaas"]
 
 
 def pem_keystore(pair: CertKeyPair) -> Path:
@@ -48,6 +56,7 @@ def add_scram_user(
     password: str,
     mechanisms: Iterable[str] = ("SCRAM-SHA-512",),
     iterations: int = 4096,
+    zk_security: ZkClientSecurity | None = None,
 ) -> None:
     """Create or replace ``user``'s SCRAM credentials in ``/config/users/<user>``.
 
@@ -57,8 +66,11 @@ def add_scram_user(
         password: the clear password.
         mechanisms: ``SCRAM-SHA-256`` and/or ``SCRAM-SHA-512``.
         iterations: PBKDF2 iterations (at least 4096).
+        zk_security: how to authenticate to ZooKeeper and which znode ACLs to create
+            (as the brokers do: with ``zookeeper.set.acl`` only the brokers' own SASL
+            user may write, and read, ``/config/users``).
     """
-    zk = KafkaZkClient(zookeeper_connect)
+    zk = KafkaZkClient(zookeeper_connect, security=zk_security)
     zk.connect()
     try:
         name = sanitize(user)
@@ -69,3 +81,21 @@ def add_scram_user(
         zk.set_entity_config("users", name, config)
     finally:
         zk.close()
+
+
+def zookeeper_client_jaas(path: Path, username: str, password: str) -> str:
+    """Write a JAAS file whose ``Client`` section logs in to ZooKeeper with SASL DIGEST-MD5.
+
+    Args:
+        path: the file to write (mode 0600).
+        username: the ZooKeeper SASL user (a ``user_<name>`` of the server's JAAS file).
+        password: its password.
+
+    Returns:
+        the ``KAFKA_OPTS`` value naming the file, as a Kafka broker is given it.
+    """
+    path.write_text(
+        jaas_section("Client", DIGEST_LOGIN_MODULE, {"username": username, "password": password})
+    )
+    path.chmod(0o600)
+    return f"-D{JAVA_LOGIN_CONFIG_PARAM}={path}"

@@ -1,4 +1,13 @@
-"""A real, standalone ZooKeeper server (Debian's ``zookeeper`` 3.8) on a loopback port."""
+"""A real, standalone ZooKeeper server (Debian's ``zookeeper`` 3.8) on a loopback port.
+
+With ``sasl_users`` the server authenticates clients with SASL DIGEST-MD5, configured as
+ZooKeeper documents it: a JAAS file (``java.security.auth.login.config``) whose
+``Server`` section lists ``DigestLoginModule`` users as ``user_<name>="<password>"``,
+``authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider`` in
+``zoo.cfg`` and, unless ``enforce_sasl`` is False, ``enforce.auth.enabled=true`` with
+``enforce.auth.schemes=sasl`` (ZooKeeper 3.7+): a client that has not authenticated
+with SASL gets no answer but a closed session.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
+from kpo_broker.zk.security import DIGEST_LOGIN_MODULE, jaas_section
 from kpo_devenv.net import LOOPBACK, free_port, port_accepts
 from kpo_devenv.process import ManagedProcess, ProcessStartError
 from kpo_devenv.runner import Runner
@@ -14,6 +24,8 @@ from kpo_devenv.tools import ZOOKEEPER_JARS, java_path, zookeeper_classpath
 
 #: ZooKeeper's standalone entry point (the one zkServer.sh starts).
 MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+#: ZooKeeper's SASL authentication provider (``authProvider.<n>``).
+SASL_AUTH_PROVIDER = "org.apache.zookeeper.server.auth.SASLAuthenticationProvider"
 
 
 def four_letter_word(port: int, word: str, host: str = LOOPBACK, timeout_s: float = 2.0) -> str:
@@ -42,6 +54,10 @@ class ZooKeeperServer:
         runner: how the server runs: a local process with the machine's Java and Debian's
             jars (default), or e.g. a container of the ``zookeeper`` image
             (:class:`kpo_devenv.runner.ContainerRunner`; the same jars at the same paths).
+        sasl_users: user name -> password of the SASL DIGEST-MD5 users the server
+            accepts (its JAAS ``Server`` section); None: no SASL.
+        enforce_sasl: with ``sasl_users``, refuse every client that has not
+            authenticated with SASL (``enforce.auth.enabled``).
     """
 
     def __init__(
@@ -51,8 +67,13 @@ class ZooKeeperServer:
         tick_time_ms: int = 500,
         extra_config: Mapping[str, str] | None = None,
         runner: Runner | None = None,
+        sasl_users: Mapping[str, str] | None = None,
+        enforce_sasl: bool = True,
     ) -> None:
         self.workdir = workdir
+        self.sasl_users = dict(sasl_users) if sasl_users is not None else None
+        self.enforce_sasl = enforce_sasl
+        self.jaas_path = workdir / "zookeeper_jaas.conf"
         self.port = port if port is not None else free_port()
         self.tick_time_ms = tick_time_ms
         self.extra_config = dict(extra_config or {})
@@ -64,6 +85,8 @@ class ZooKeeperServer:
             "-Dorg.slf4j.simpleLogger.showDateTime=true",
             "-Dzookeeper.jmx.log4j.disable=true",
         ]
+        if self.sasl_users is not None:
+            options.append(f"-Djava.security.auth.login.config={self.jaas_path}")
         log = workdir / "zookeeper.log"
         config = str(self.config_path)
         self.process: ManagedProcess
@@ -89,7 +112,7 @@ class ZooKeeperServer:
         return f"{LOOPBACK}:{self.port}"
 
     def write_config(self) -> None:
-        """Write ``zoo.cfg`` for a standalone server on 127.0.0.1."""
+        """Write ``zoo.cfg`` (and the JAAS file with SASL) for a standalone server on 127.0.0.1."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         settings = {
             "tickTime": str(self.tick_time_ms),
@@ -99,8 +122,21 @@ class ZooKeeperServer:
             "maxClientCnxns": "0",
             "admin.enableServer": "false",
             "4lw.commands.whitelist": "ruok,srvr,stat,mntr",
-            **self.extra_config,
         }
+        if self.sasl_users is not None:
+            self.jaas_path.write_text(
+                jaas_section(
+                    "Server",
+                    DIGEST_LOGIN_MODULE,
+                    {f"user_{name}": password for name, password in self.sasl_users.items()},
+                )
+            )
+            self.jaas_path.chmod(0o600)
+            settings["authProvider.sasl"] = SASL_AUTH_PROVIDER
+            if self.enforce_sasl:
+                settings["enforce.auth.enabled"] = "true"
+                settings["enforce.auth.schemes"] = "sasl"
+        settings.update(self.extra_config)
         self.config_path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
 
     def is_serving(self) -> bool:

@@ -26,8 +26,8 @@ SASL properties: ``sasl.enabled.mechanisms`` (``PLAIN``, ``SCRAM-SHA-256``,
 broker's own credentials.
 
 Security settings of features not implemented yet refuse start-up rather than run
-unprotected: ``authorizer.class.name`` (no ACLs are enforced), ``zookeeper.set.acl=true``
-and ``zookeeper.ssl.client.enable=true``.
+unprotected: ``authorizer.class.name`` (no ACLs are enforced) and
+``zookeeper.ssl.client.enable=true``.
 
 Anything set that cannot be honoured refuses start-up with a :class:`ConfigError`
 naming the property (never quoting a JAAS value, which holds passwords).
@@ -74,8 +74,9 @@ _UNSUPPORTED_IF_SET = (
     "principal.builder.class",
     "authorizer.class.name",  # ACLs are not enforced yet: refusing beats allowing everyone
 )
-#: Boolean properties that may not be true (ZooKeeper TLS and ACLs are not implemented yet).
-_UNSUPPORTED_IF_TRUE = ("zookeeper.set.acl", "zookeeper.ssl.client.enable")
+#: Boolean properties that may not be true (ZooKeeper TLS is not implemented yet; znode
+#: ACLs, ``zookeeper.set.acl``, are in :mod:`kpo_broker.zk.security`).
+_UNSUPPORTED_IF_TRUE = ("zookeeper.ssl.client.enable",)
 
 
 @dataclass(frozen=True)

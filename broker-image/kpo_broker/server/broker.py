@@ -70,6 +70,7 @@ from kpo_broker.server.topic_admin import TopicAdmin
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.errors import BrokerIdAlreadyRegisteredError, ZkConnectionLossError
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
+from kpo_broker.zk.security import resolve_zk_client_security
 from kpo_broker.zk.session import ZkSessionState
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -167,12 +168,14 @@ class KafkaServer:
         supported = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
         authenticators, connector = self._security(supported)
         self._connector = connector
+        zk_security = resolve_zk_client_security(c.extra)
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
         quotas = self._new_replication_quotas()
         zk = KafkaZkClient(
             c.zookeeper_connect,
             session_timeout_ms=c.zookeeper_session_timeout_ms,
             connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+            security=zk_security,
         )
         self.zk = zk
         await asyncio.to_thread(zk.connect)

@@ -125,6 +125,7 @@ from kpo_broker.zk.producer_ids import (
     encode_producer_id_block,
     next_producer_id_block,
 )
+from kpo_broker.zk.security import ZkClientSecurity
 from kpo_broker.zk.session import (
     DEFAULT_MAX_IN_FLIGHT_REQUESTS,
     DEFAULT_SESSION_TIMEOUT_MS,
@@ -166,6 +167,8 @@ class KafkaZkClient:
         connection_timeout_ms: ``zookeeper.connection.timeout.ms`` (default: the session
             timeout).
         max_in_flight_requests: requests pipelined before waiting for responses.
+        security: SASL credentials and znode ACLs (``zookeeper.set.acl``, see
+            :mod:`kpo_broker.zk.security`); default unauthenticated with open znodes.
 
     Use :meth:`connect` and :meth:`close`, or a ``with`` block. Errors are the named
     classes of :mod:`kpo_broker.zk.errors`.
@@ -181,12 +184,14 @@ class KafkaZkClient:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
         max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
+        security: ZkClientSecurity | None = None,
     ) -> None:
         self._session = ZkSession(
             connect,
             session_timeout_ms=session_timeout_ms,
             connection_timeout_ms=connection_timeout_ms,
             max_in_flight_requests=max_in_flight_requests,
+            security=security,
         )
 
     # --- session --------------------------------------------------------------------------

@@ -35,6 +35,13 @@ class ZkConnectionLossError(KafkaZkError):
     """
 
 
+class ZkAuthFailedError(ZkConnectionLossError):
+    """SASL authentication to ZooKeeper failed (a wrong password, an unknown user).
+
+    Kafka's ``ZooKeeperClientAuthFailedException``: the broker does not start.
+    """
+
+
 class ZkOperationError(KafkaZkError):
     """ZooKeeper refused a request for a reason the caller is not expected to handle.
 

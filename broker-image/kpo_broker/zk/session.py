@@ -34,6 +34,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import (
+    AuthFailedError,
     BadVersionError,
     ConnectionDropped,
     ConnectionLoss,
@@ -52,8 +53,14 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kpo_broker.zk import paths
-from kpo_broker.zk.errors import ControllerMovedError, ZkConnectionLossError, ZkOperationError
+from kpo_broker.zk.errors import (
+    ControllerMovedError,
+    ZkAuthFailedError,
+    ZkConnectionLossError,
+    ZkOperationError,
+)
 from kpo_broker.zk.ops import CreateOp, DeleteOp, Op, SetDataOp, multi_error
+from kpo_broker.zk.security import ZkClientSecurity
 
 _log = logging.getLogger(__name__)
 
@@ -124,6 +131,12 @@ class ZkRequestStats:
 
     requests: int = 0
     round_trips: int = 0
+
+
+def _ancestors_and_self(path: str) -> list[str]:
+    """Return ``/a``, ``/a/b``, ``/a/b/c`` for ``/a/b/c``."""
+    parts = [part for part in path.split("/") if part]
+    return ["/" + "/".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def split_connect_string(connect: str) -> tuple[str, str]:
@@ -215,6 +228,9 @@ class ZkSession:
         connection_timeout_ms: ``zookeeper.connection.timeout.ms``; defaults to the
             session timeout, as in Kafka.
         max_in_flight_requests: requests pipelined before waiting (see module docstring).
+        security: SASL credentials and znode ACLs (``zookeeper.set.acl``); default an
+            unauthenticated client creating open znodes. Every znode created through
+            this session, the chroot included, gets ``security.acls(path)``.
 
     Raises:
         ValueError: ``max_in_flight_requests`` is below 1.
@@ -227,6 +243,7 @@ class ZkSession:
         session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
         connection_timeout_ms: int | None = None,
         max_in_flight_requests: int = DEFAULT_MAX_IN_FLIGHT_REQUESTS,
+        security: ZkClientSecurity | None = None,
     ) -> None:
         if max_in_flight_requests < 1:
             raise ValueError("max_in_flight_requests must be at least 1")
@@ -236,15 +253,28 @@ class ZkSession:
         self._max_in_flight = max_in_flight_requests
         self._stats = ZkRequestStats()
         self._stats_lock = threading.Lock()
-        self._zk: Any = KazooClient(
-            hosts=connect,
-            timeout=session_timeout_ms / 1000,
-            connection_retry=dict(_RETRY_POLICY),
-            command_retry=dict(_RETRY_POLICY),
-        )
+        self._security = security or ZkClientSecurity()
+        self._zk: Any = self._new_client(connect)
         self._states = SessionStateTracker()
         self._listeners: list[Callable[[ZkSessionState], None]] = []
         self._zk.add_listener(self._on_kazoo_state)
+
+    def _new_client(self, hosts: str) -> Any:
+        """Return a kazoo client of ``hosts`` authenticating as :attr:`_security` says."""
+        return KazooClient(
+            hosts=hosts,
+            timeout=self._session_timeout_ms / 1000,
+            connection_retry=dict(_RETRY_POLICY),
+            command_retry=dict(_RETRY_POLICY),
+            sasl_options=self._security.sasl_options,
+            # Only a fallback: every create below names its znode's ACLs.
+            default_acl=self._security.acls("/") if self._security.set_acl else None,
+        )
+
+    @property
+    def security(self) -> ZkClientSecurity:
+        """The session's authentication and znode ACL settings."""
+        return self._security
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -253,26 +283,51 @@ class ZkSession:
 
         Raises:
             ZkConnectionLossError: no server answered within ``zookeeper.connection.timeout.ms``.
+            ZkAuthFailedError: SASL authentication failed.
         """
         timeout_s = self._connection_timeout_ms / 1000
         if self._chroot:
-            root = KazooClient(hosts=self._hosts, timeout=self._session_timeout_ms / 1000)
+            root = self._new_client(self._hosts)
             try:
                 self._start(root, timeout_s)
-                root.ensure_path(self._chroot)
+                for path in _ancestors_and_self(self._chroot):
+                    # Each level with its own ACLs (Kafka's createRecursive).
+                    root.ensure_path(path, acl=self._security.acls(path))
             finally:
                 root.stop()
                 root.close()
         self._start(self._zk, timeout_s)
         self.ensure_paths(paths.PERSISTENT_PATHS)
 
-    @staticmethod
-    def _start(client: Any, timeout_s: float) -> None:
+    def _start(self, client: Any, timeout_s: float) -> None:
+        """Start ``client``; with SASL, prove the session authenticated with one read.
+
+        Kazoo reports CONNECTED before its SASL exchange, and a failed exchange ends its
+        connection loop: the read then fails at once (AUTH_FAILED, or a closed session
+        when the server enforces SASL) instead of stalling every later request.
+        """
         try:
             client.start(timeout=timeout_s)
         except KazooTimeoutError as exc:
             client.stop()
             raise ZkConnectionLossError(f"no ZooKeeper session within {timeout_s} s") from exc
+        if self._security.username is None:
+            return
+        try:
+            client.exists_async("/").get(timeout=timeout_s)
+        except (AuthFailedError, *_CONNECTION_ERRORS) as exc:
+            # A lost connection keeps kazoo's loop retrying; a failed SASL exchange ends it.
+            loop_ended = client._connection.connection_stopped.is_set()
+            client.stop()
+            client.close()
+            if not isinstance(exc, AuthFailedError) and not loop_ended:
+                raise ZkConnectionLossError(
+                    f"ZooKeeper connection lost while authenticating ({type(exc).__name__})"
+                ) from exc
+            raise ZkAuthFailedError(
+                f"SASL authentication to ZooKeeper as {self._security.username!r} failed "
+                f"({type(exc).__name__}): check the JAAS Client section's username and password"
+            ) from exc
 
     def close(self) -> None:
         """Close the session (its ephemeral znodes vanish); idempotent."""
@@ -376,6 +431,8 @@ class ZkSession:
             *args: the method's other positional arguments.
             **kwargs: the method's keyword arguments.
         """
+        if method in ("create_async", "ensure_path_async") and "acl" not in kwargs:
+            kwargs = {**kwargs, "acl": self._security.acls(path)}
 
         def send() -> Any:
             return getattr(self._zk, method)(path, *args, **kwargs)
@@ -411,7 +468,11 @@ class ZkSession:
             for op in ops:
                 if isinstance(op, CreateOp):
                     transaction.create(
-                        op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequence
+                        op.path,
+                        op.data,
+                        acl=self._security.acls(op.path),
+                        ephemeral=op.ephemeral,
+                        sequence=op.sequence,
                     )
                 elif isinstance(op, SetDataOp):
                     transaction.set_data(op.path, op.data, op.version)
@@ -438,14 +499,26 @@ class ZkSession:
     def ensure_paths(self, znode_paths: Sequence[str]) -> None:
         """Create persistent znodes (and their parents) that do not exist yet, pipelined.
 
+        Without znode ACLs one wave of ``ensure_path`` requests; with them, level by level
+        (parents first), so that each znode gets its own path's ACLs (a parent of a
+        sensitive path is not sensitive itself).
+
         Raises:
             ZkConnectionLossError: the session failed.
             ZkOperationError: a path could not be created.
         """
-        results = self.handle_requests([self.request("ensure_path_async", p) for p in znode_paths])
-        for path, result in zip(znode_paths, results, strict=True):
-            if isinstance(result, ZookeeperError):
-                raise ZkOperationError(path, type(result).__name__)
+        if self._security.set_acl:
+            levels: dict[int, list[str]] = {}
+            for path in dict.fromkeys(a for p in znode_paths for a in _ancestors_and_self(p)):
+                levels.setdefault(path.count("/"), []).append(path)
+            waves = [levels[depth] for depth in sorted(levels)]
+        else:
+            waves = [list(znode_paths)]
+        for wave in waves:
+            results = self.handle_requests([self.request("ensure_path_async", p) for p in wave])
+            for path, result in zip(wave, results, strict=True):
+                if isinstance(result, ZookeeperError):
+                    raise ZkOperationError(path, type(result).__name__)
 
     def set_or_create(
         self, path: str, data: bytes, expected_version: int | None = None

@@ -129,13 +129,29 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
   verbs: [create]
 {{- end -}}
 
-{{/* Kafka client security of the operator and the placement job (values kafkaClient):
-     KPO_KAFKA_* variables read by kpo_kafka.client_config, secrets only as mounted files. */}}
+{{/* Kafka client security of the operator, the placement job and the helm test: KPO_KAFKA_*
+     variables read by kpo_kafka.client_config, secrets only as mounted files. The settings
+     are values kafkaClient when its securityProtocol is set (an external Kafka), else the
+     chart's own fleet: SASL_SSL as the component's SCRAM user (security.scram.users), its
+     password and the fleet's CA projected from Secrets; PLAINTEXT with security.plaintext.
+     Call with (dict "ctx" $ "component" "operator"|"placement"|"test"). */}}
 {{- define "kpo.kafkaClient.dir" -}}/etc/kpo/kafka-client{{- end -}}
 
+{{- define "kpo.kafkaClient.settings" -}}
+{{- $v := .ctx.Values -}}
+{{- if $v.kafkaClient.securityProtocol -}}
+{{- toJson (merge (dict "projected" false) $v.kafkaClient) -}}
+{{- else if $v.security.plaintext -}}
+{{- toJson (dict "securityProtocol" "PLAINTEXT" "projected" false "secret" (dict)) -}}
+{{- else -}}
+{{- $secret := dict "name" (include "kpo.user.secret" (dict "ctx" .ctx "component" .component)) "caKey" "ca.crt" "certificateKey" "" "privateKeyKey" "" "passwordKey" "password" -}}
+{{- toJson (dict "securityProtocol" "SASL_SSL" "saslMechanism" $v.security.scram.mechanism "saslUsername" (index $v.security.scram.users .component) "verifyHostname" true "projected" true "secret" $secret) -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "kpo.kafkaClient.env" -}}
-{{- $c := .Values.kafkaClient -}}
-{{- $dir := include "kpo.kafkaClient.dir" . -}}
+{{- $c := include "kpo.kafkaClient.settings" . | fromJson -}}
+{{- $dir := include "kpo.kafkaClient.dir" .ctx -}}
 {{- $tls := has $c.securityProtocol (list "SSL" "SASL_SSL") -}}
 {{- $sasl := has $c.securityProtocol (list "SASL_PLAINTEXT" "SASL_SSL") -}}
 {{- if ne $c.securityProtocol "PLAINTEXT" }}
@@ -177,14 +193,112 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
 {{- end -}}
 
 {{- define "kpo.kafkaClient.mounts" -}}
-{{- if and .Values.kafkaClient.secret.name (ne .Values.kafkaClient.securityProtocol "PLAINTEXT") }}
-- {name: kafka-client, mountPath: {{ include "kpo.kafkaClient.dir" . }}, readOnly: true}
+{{- $c := include "kpo.kafkaClient.settings" . | fromJson -}}
+{{- if and $c.secret.name (ne $c.securityProtocol "PLAINTEXT") }}
+- {name: kafka-client, mountPath: {{ include "kpo.kafkaClient.dir" .ctx }}, readOnly: true}
 {{- end }}
 {{- end -}}
 
 {{- define "kpo.kafkaClient.volumes" -}}
-{{- if and .Values.kafkaClient.secret.name (ne .Values.kafkaClient.securityProtocol "PLAINTEXT") }}
+{{- $c := include "kpo.kafkaClient.settings" . | fromJson -}}
+{{- if and $c.secret.name (ne $c.securityProtocol "PLAINTEXT") }}
+{{- if $c.projected }}
 - name: kafka-client
-  secret: {secretName: {{ .Values.kafkaClient.secret.name | quote }}, defaultMode: 0440}
+  projected:
+    defaultMode: 0440
+    sources:
+      - secret: {name: {{ $c.secret.name | quote }}, items: [{key: password, path: password}]}
+      - secret: {name: {{ include "kpo.tls.caSecret" .ctx | quote }}, items: [{key: ca.crt, path: ca.crt}]}
+{{- else }}
+- name: kafka-client
+  secret: {secretName: {{ $c.secret.name | quote }}, defaultMode: 0440}
 {{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* --- Security of the chart's own fleet (values security) --------------------------- */}}
+
+{{/* "true" unless security.plaintext. */}}
+{{- define "kpo.secure" -}}{{ not .Values.security.plaintext }}{{- end -}}
+
+{{/* Where the broker certificates come from: certManager, generated or secret. */}}
+{{- define "kpo.tls.source" -}}
+{{- $s := .Values.security.tls.source -}}
+{{- if eq $s "auto" -}}
+{{- ternary "certManager" "generated" (.Capabilities.APIVersions.Has "cert-manager.io/v1") -}}
+{{- else -}}
+{{- $s -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Secret of broker <ordinal>'s cert-manager Certificate. */}}
+{{- define "kpo.tls.brokerSecret" -}}{{ include "kpo.broker.name" .ctx }}-{{ .ordinal }}-tls{{- end -}}
+
+{{/* The Secret whose key ca.crt is the CA of the brokers' certificates. */}}
+{{- define "kpo.tls.caSecret" -}}
+{{- $source := include "kpo.tls.source" . -}}
+{{- if eq $source "certManager" -}}
+{{ include "kpo.tls.brokerSecret" (dict "ctx" . "ordinal" 0) }}
+{{- else if eq $source "secret" -}}
+{{ required "security.tls.existingSecret is required when security.tls.source is secret" .Values.security.tls.existingSecret }}
+{{- else -}}
+{{ include "kpo.fullname" . }}-broker-tls
+{{- end -}}
+{{- end -}}
+
+{{/* Subject common name of every broker certificate; User:CN=<it> is the super user. */}}
+{{- define "kpo.tls.brokerCN" -}}{{ include "kpo.broker.name" . }}{{- end -}}
+
+{{/* DNS names of broker <ordinal>'s certificate; call with (dict "ctx" $ "ordinal" i). */}}
+{{- define "kpo.tls.dnsNames" -}}
+{{- $ctx := .ctx -}}
+{{- $name := include "kpo.broker.name" $ctx -}}
+{{- $ns := $ctx.Release.Namespace -}}
+{{- $names := list (printf "%s-%d.%s.%s.svc.%s" $name (int .ordinal) (include "kpo.broker.headless" $ctx) $ns $ctx.Values.clusterDomain) (printf "%s.%s.svc.%s" $name $ns $ctx.Values.clusterDomain) (printf "%s.%s.svc" $name $ns) (printf "%s.%s" $name $ns) $name -}}
+{{- toJson (concat $names $ctx.Values.security.tls.extraDnsNames) -}}
+{{- end -}}
+
+{{/* The Secret holding a component's SCRAM password (key password). */}}
+{{- define "kpo.user.secret" -}}{{ include "kpo.fullname" .ctx }}-user-{{ .component }}{{- end -}}
+
+{{/* The Secret holding the brokers' ZooKeeper SASL password (key password). */}}
+{{- define "kpo.zookeeper.saslSecret" -}}
+{{- if .Values.security.zookeeper.existingSecret -}}
+{{ .Values.security.zookeeper.existingSecret }}
+{{- else -}}
+{{ include "kpo.fullname" . }}-zookeeper-sasl
+{{- end -}}
+{{- end -}}
+
+{{/* A password kept across upgrades: the existing Secret's key, else a new random one.
+     Call with (dict "ctx" $ "name" secretName "key" "password"). */}}
+{{- define "kpo.keptPassword" -}}
+{{- $existing := lookup "v1" "Secret" .ctx.Release.Namespace .name -}}
+{{- if and $existing $existing.data (hasKey $existing.data .key) -}}
+{{ index $existing.data .key | b64dec }}
+{{- else -}}
+{{ randAlphaNum 32 }}
+{{- end -}}
+{{- end -}}
+
+{{/* The brokers' inter-broker (INTERNAL, mutual TLS) addresses, for the bootstrap Job. */}}
+{{- define "kpo.internalBootstrapServers" -}}
+{{- $name := include "kpo.broker.name" . -}}
+{{- $headless := include "kpo.broker.headless" . -}}
+{{- $hosts := list -}}
+{{- range $i := until (int .Values.broker.replicas) -}}
+{{- $hosts = append $hosts (printf "%s-%d.%s.%s.svc.%s:%d" $name $i $headless $.Release.Namespace $.Values.clusterDomain (int $.Values.broker.internalPort)) -}}
+{{- end -}}
+{{ join "," $hosts }}
+{{- end -}}
+
+{{/* The broker's listeners: CLIENT (SASL_SSL) and INTERNAL (SSL), or PLAINTEXT; call with
+     (dict "ctx" $ "host" "<host>"). */}}
+{{- define "kpo.broker.listeners" -}}
+{{- $b := .ctx.Values.broker -}}
+{{- if eq (include "kpo.secure" .ctx) "true" -}}
+CLIENT://{{ .host }}:{{ $b.port }},INTERNAL://{{ .host }}:{{ $b.internalPort }}
+{{- else -}}
+PLAINTEXT://{{ .host }}:{{ $b.port }}
+{{- end -}}
 {{- end -}}

@@ -1,8 +1,9 @@
 """Run the chart's rendered pods as local processes: a small stand-in for a kubelet.
 
 No container engine runs here, so a pod spec rendered by the chart is executed the
-way a kubelet would, minus the image: volumes become folders (a ConfigMap's keys are
-written as files, ``emptyDir`` and the StatefulSet's claim are empty folders), the
+way a kubelet would, minus the image: volumes become folders (a ConfigMap's or a
+Secret's keys are written as files, also through ``items`` and ``projected`` sources,
+``emptyDir`` and the StatefulSet's claim are empty folders), the
 init containers run one after the other and must exit 0, then the main container
 starts with the pod's environment (``value`` with ``$(VAR)`` expansion, ``fieldRef``
 and ``configMapKeyRef``). The interpreter is this test run's Python, which has the
@@ -17,6 +18,7 @@ gives each pod the ports and addresses a pod IP and DNS name would provide
 
 from __future__ import annotations
 
+import base64
 import re
 import subprocess
 import sys
@@ -76,6 +78,21 @@ class LocalPod:
                 return dict(obj.get("data") or {})
         raise PodSpecError(f"ConfigMap {name} is not among the rendered objects")
 
+    def _secret(self, name: str) -> dict[str, str]:
+        for obj in self.objects:
+            if obj["kind"] == "Secret" and obj["metadata"]["name"] == name:
+                data = {k: base64.b64decode(v).decode() for k, v in (obj.get("data") or {}).items()}
+                return {**data, **(obj.get("stringData") or {})}
+        raise PodSpecError(f"Secret {name} is not among the given objects")
+
+    def _write_keys(self, folder: Path, data: dict[str, str], items: list[Manifest] | None) -> None:
+        """Write a ConfigMap's or Secret's keys (or only ``items``, at their paths)."""
+        chosen = [(i["key"], i["path"]) for i in items] if items else [(k, k) for k in data]
+        for key, path in chosen:
+            target = folder / path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(self.rewrite(data[key]))
+
     def _volume_dir(self, volume: str) -> Path:
         return self.root / "volumes" / volume
 
@@ -107,10 +124,23 @@ class LocalPod:
             folder = self._volume_dir(volume["name"])
             folder.mkdir(parents=True, exist_ok=True)
             if "configMap" in volume:
-                for key, value in self._config_map(volume["configMap"]["name"]).items():
-                    (folder / key).write_text(self.rewrite(value))
-            elif "emptyDir" not in volume and "projected" not in volume:
-                raise PodSpecError(f"volume {volume['name']}: only configMap and emptyDir")
+                source = volume["configMap"]
+                self._write_keys(folder, self._config_map(source["name"]), source.get("items"))
+            elif "secret" in volume:
+                source = volume["secret"]
+                self._write_keys(folder, self._secret(source["secretName"]), source.get("items"))
+            elif "projected" in volume:
+                for part in volume["projected"]["sources"]:
+                    if "secret" in part:
+                        data = self._secret(part["secret"]["name"])
+                        self._write_keys(folder, data, part["secret"].get("items"))
+                    elif "configMap" in part and "serviceAccountToken" not in str(
+                        volume["projected"]["sources"]
+                    ):
+                        data = self._config_map(part["configMap"]["name"])
+                        self._write_keys(folder, data, part["configMap"].get("items"))
+            elif "emptyDir" not in volume:
+                raise PodSpecError(f"volume {volume['name']}: only configMap, secret, emptyDir")
         for claim in self.claims:
             self._volume_dir(claim).mkdir(parents=True, exist_ok=True)
 

@@ -2,19 +2,25 @@
 
 kwok marks pods Running without running them; this module runs what the chart
 renders instead (see :mod:`tests.integration.charts.local_pods`). The release is
-installed with ``helm install`` into the real control plane (ServiceAccounts, Roles,
-ConfigMaps); then the broker StatefulSet's pods run from their rendered init
-container, command and environment against the real ZooKeeper, the operator's
-Deployment pod runs with a token of the chart's ServiceAccount (so its Role is
-what allows or refuses each call), and the ``helm test`` pod's script produces and
-consumes through them. Each pod gets its own ports, as a pod IP would give it.
+installed with ``helm install --no-hooks`` into the real control plane (ServiceAccounts,
+Roles, ConfigMaps, Secrets); then the broker StatefulSet's pods run from their rendered
+init container, command and environment against a real ZooKeeper that requires SASL
+(the brokers' password in a Secret given as ``security.zookeeper.existingSecret``), the
+security bootstrap hook Job's pod creates the SCRAM users through the brokers' mutual-TLS
+listener, the operator's Deployment pod runs with a token of the chart's ServiceAccount
+(so its Role is what allows or refuses each call) and its SCRAM user over SASL_SSL, and the
+``helm test`` pod's script produces and consumes through them. Each pod gets its own
+ports, as a pod IP would give it; the broker certificates name 127.0.0.1
+(``security.tls.extraIpAddresses``). An unauthenticated client gets nothing.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import ssl
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,8 +32,11 @@ import pytest
 import yaml
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
+from kafka.errors import KafkaError
+from kazoo.client import KazooClient
 
 from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.security import ZkClientSecurity
 from kpo_devenv import ControlPlane
 from kpo_devenv.net import LOOPBACK, free_port
 from kpo_devenv.process import ManagedProcess
@@ -43,6 +52,9 @@ RELEASE = "kpo-local"
 NAMESPACE = "kpo-local-pods"
 RACKS = ["rack-a", "rack-b", "rack-c"]
 TOPIC = "orders"
+ZK_PASSWORD = "zk-secret-of-the-brokers"
+ZK_SECRET = "zk-sasl"
+ZK_SECURITY = ZkClientSecurity("kafka", ZK_PASSWORD, set_acl=True)
 
 
 @dataclass
@@ -59,6 +71,7 @@ class Release:
     bootstrap: str
     root: Path
     zk_connect: str
+    bootstrap_output: str
 
     def find(self, kind: str, suffix: str) -> Manifest:
         (found,) = [
@@ -67,6 +80,32 @@ class Release:
             if o["kind"] == kind and o["metadata"]["name"].endswith(suffix)
         ]
         return found
+
+    def user_password(self, component: str) -> str:
+        (secret,) = [
+            o
+            for o in self.objects
+            if o["kind"] == "Secret" and o["metadata"]["name"].endswith(f"-user-{component}")
+        ]
+        return base64.b64decode(secret["data"]["password"]).decode()
+
+    def client(self, component: str = "operator") -> dict[str, Any]:
+        """kafka-python settings of a chart user: SASL_SSL with SCRAM, trusting the fleet's CA."""
+        (tls,) = [
+            o
+            for o in self.objects
+            if o["kind"] == "Secret" and o["metadata"]["name"].endswith("-broker-tls")
+        ]
+        context = ssl.create_default_context(
+            cadata=base64.b64decode(tls["data"]["ca.crt"]).decode()
+        )
+        return {
+            "security_protocol": "SASL_SSL",
+            "ssl_context": context,
+            "sasl_mechanism": "SCRAM-SHA-512",
+            "sasl_plain_username": {"operator": "kpo-operator", "test": "kpo-helm-test"}[component],
+            "sasl_plain_password": self.user_password(component),
+        }
 
     def status(self, name: str) -> dict[str, Any]:
         out = self.plane.kubectl(
@@ -104,6 +143,10 @@ def _values(zookeeper: ZooKeeperServer) -> dict[str, Any]:
             "enabled": False,
             "externalConnect": f"{zookeeper.connect_string}/{RELEASE}-{uuid.uuid4().hex[:8]}",
         },
+        "security": {
+            "zookeeper": {"existingSecret": ZK_SECRET},
+            "tls": {"extraIpAddresses": [LOOPBACK]},
+        },
         "broker": {
             "replicas": 3,
             "rack": {"source": "static", "racks": RACKS},
@@ -115,31 +158,48 @@ def _values(zookeeper: ZooKeeperServer) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def sasl_zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
+    """A ZooKeeper that requires SASL, knowing the brokers' user."""
+    with ZooKeeperServer(
+        tmp_path_factory.mktemp("zk-sasl"), sasl_users={"kafka": ZK_PASSWORD}
+    ) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
 def release(
     control_plane: ControlPlane,
-    zookeeper: ZooKeeperServer,
+    sasl_zookeeper: ZooKeeperServer,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Release]:
     """The chart installed, its broker pods and operator pod running as local processes."""
     root = tmp_path_factory.mktemp("chart-pods")
     values = root / "values.yaml"
-    rendered = _values(zookeeper)
+    rendered = _values(sasl_zookeeper)
     values.write_text(yaml.safe_dump(rendered))
     control_plane.kubectl("create", "namespace", NAMESPACE)
+    zk_secret: Manifest = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": ZK_SECRET, "namespace": NAMESPACE},
+        "stringData": {"password": ZK_PASSWORD},
+    }
+    control_plane.kubectl("apply", "-f", "-", input_text=yaml.safe_dump(zk_secret))
     processes: list[ManagedProcess] = []
     try:
-        _helm(control_plane, "install", RELEASE, str(CHART), "-f", str(values))
-        objects = _documents(_helm(control_plane, "get", "manifest", RELEASE))
+        # No hooks: no kube-controller-manager runs Jobs here; the hook's pod runs below.
+        _helm(control_plane, "install", RELEASE, str(CHART), "-f", str(values), "--no-hooks")
+        objects = [*_documents(_helm(control_plane, "get", "manifest", RELEASE)), zk_secret]
         hooks = _documents(_helm(control_plane, "get", "hooks", RELEASE))
         (statefulset,) = [
             o
             for o in objects
             if o["kind"] == "StatefulSet" and o["metadata"]["name"].endswith("broker")
         ]
-        ports = [(free_port(), free_port()) for _ in range(3)]
+        ports = [(free_port(), free_port(), free_port()) for _ in range(3)]
         pods, outputs = [], []
-        for ordinal, (port, metrics_port) in enumerate(ports):
-            listener = f"PLAINTEXT://{LOOPBACK}:{port}"
+        for ordinal, (port, metrics_port, internal_port) in enumerate(ports):
+            listener = f"CLIENT://{LOOPBACK}:{port},INTERNAL://{LOOPBACK}:{internal_port}"
             pod = statefulset_pod(
                 statefulset,
                 ordinal,
@@ -155,7 +215,20 @@ def release(
             outputs += pod.run_init_containers()
             pods.append(pod)
             processes.append(pod.start())
-        bootstrap = ",".join(f"{LOOPBACK}:{port}" for port, _ in ports)
+        bootstrap = ",".join(f"{LOOPBACK}:{port}" for port, _, _ in ports)
+        internal = ",".join(f"{LOOPBACK}:{port}" for _, _, port in ports)
+        (job,) = [o for o in hooks if o["kind"] == "Job"]
+        bootstrap_pod = LocalPod(
+            "security-bootstrap",
+            job["spec"]["template"]["spec"],
+            objects,
+            root / "security-bootstrap",
+            namespace=NAMESPACE,
+            overrides={"KPO_BOOTSTRAP_SERVERS": internal, "KPO_BOOTSTRAP_TIMEOUT_S": "120"},
+        )
+        bootstrapper = bootstrap_pod.start()
+        wait_for(lambda: not bootstrapper.is_running(), 150, "the security bootstrap Job's pod")
+        assert bootstrapper.returncode == 0, bootstrapper.log_tail()
         (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
         spec = deployment["spec"]["template"]["spec"]
         kubeconfig = _service_account_kubeconfig(
@@ -187,6 +260,7 @@ def release(
             bootstrap,
             root,
             rendered["zookeeper"]["externalConnect"],
+            bootstrapper.log_tail(),
         )
         _wait_for_brokers(stack, 3)
         yield stack
@@ -198,7 +272,9 @@ def release(
 
 
 def _admin(stack: Release) -> KafkaAdminClient:
-    return KafkaAdminClient(bootstrap_servers=stack.bootstrap, request_timeout_ms=10000)
+    return KafkaAdminClient(
+        bootstrap_servers=stack.bootstrap, request_timeout_ms=10000, **stack.client()
+    )
 
 
 def _cluster(stack: Release) -> dict[str, Any]:
@@ -237,6 +313,49 @@ def test_broker_pods_register_with_their_ordinal_ids_and_racks(release: Release)
     assert (data / "data").is_dir()  # log.dirs as rendered, on the claim's volume
 
 
+def test_bootstrap_created_the_users_and_unauthenticated_clients_get_nothing(
+    release: Release,
+) -> None:
+    assert "SCRAM credentials of kpo-operator created" in release.bootstrap_output
+    assert "security bootstrap done: 3 users" in release.bootstrap_output
+    with KafkaZkClient(release.zk_connect, security=ZK_SECURITY) as zk:
+        users = set(zk.get_entity_names("users"))
+    assert users == {"kpo-operator", "kpo-placement", "kpo-helm-test"}
+    first = release.bootstrap.split(",")[0]
+    context = release.client()["ssl_context"]
+    refused: list[dict[str, Any]] = [
+        {},  # PLAINTEXT to the SASL_SSL listener
+        {"security_protocol": "SSL", "ssl_context": context},  # TLS without SASL
+        {**release.client(), "sasl_plain_password": "wrong"},
+        {**release.client(), "sasl_plain_username": "nobody"},
+    ]
+    for settings in refused:
+        with pytest.raises((KafkaError, OSError, ValueError)):
+            admin = KafkaAdminClient(bootstrap_servers=first, request_timeout_ms=5000, **settings)
+            try:
+                admin.list_topics()
+            finally:
+                admin.close()
+    # The brokers' znodes carry Kafka's ACLs: nobody else may write, nor read the users.
+    anyone = KazooClient(
+        hosts=release.zk_connect.split("/")[0],
+        sasl_options={"mechanism": "DIGEST-MD5", "username": "kafka", "password": ZK_PASSWORD},
+    )
+    anyone.start(timeout=15)
+    try:
+        chroot = "/" + release.zk_connect.split("/", 1)[1]
+        acls, _ = anyone.get_acls(f"{chroot}/config/users/kpo-operator")
+        assert [(a.perms, a.id.scheme, a.id.id) for a in acls] == [(31, "sasl", "kafka")]
+        acls, _ = anyone.get_acls(f"{chroot}/brokers/ids/0")
+        assert {(a.perms, a.id.scheme, a.id.id) for a in acls} == {
+            (31, "sasl", "kafka"),
+            (1, "world", "anyone"),
+        }
+    finally:
+        anyone.stop()
+        anyone.close()
+
+
 def test_helm_test_pod_produces_and_consumes_through_the_brokers(release: Release) -> None:
     spec = release.find("Pod", "test-produce-consume")["spec"]
     pod = LocalPod(
@@ -251,6 +370,7 @@ def test_helm_test_pod_produces_and_consumes_through_the_brokers(release: Releas
     wait_for(lambda: not process.is_running(), 120, "the helm test pod to finish")
     assert process.returncode == 0, process.log_tail()
     assert "produced and consumed 10 records on kpo-helm-test" in process.log_tail()
+    assert "connecting: SASL_SSL, SCRAM-SHA-512 as kpo-helm-test" in process.log_tail()
 
 
 def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
@@ -262,7 +382,9 @@ def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
     finally:
         admin.close()
     wait_for(lambda: _partition(release, TOPIC, 0)["leader_id"] >= 0, 30, "a leader for orders-0")
-    producer = KafkaProducer(bootstrap_servers=release.bootstrap, acks="all", linger_ms=20)
+    producer = KafkaProducer(
+        bootstrap_servers=release.bootstrap, acks="all", linger_ms=20, **release.client()
+    )
     values = [i.to_bytes(8, "big") * 2048 for i in range(256)]  # 4 MiB
     for value in values:
         producer.send(TOPIC, value, partition=0)
@@ -307,7 +429,10 @@ def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
     ]
     assert not refused, "the operator made calls its Role refuses:\n" + "\n".join(refused[:5])
     consumer = KafkaConsumer(
-        bootstrap_servers=release.bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
+        bootstrap_servers=release.bootstrap,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+        **release.client(),
     )
     consumer.assign([TopicPartition(TOPIC, 0)])
     read = [m.value for m in consumer]
@@ -331,5 +456,5 @@ def test_sigterm_as_sent_by_the_prestop_hook_is_a_controlled_shutdown(release: R
     # Moved before the broker left: the controller writes the new leader to ZooKeeper before
     # it answers ControlledShutdown (the brokers' metadata caches follow asynchronously).
     tp = KpoTopicPartition(TOPIC, 0)
-    with KafkaZkClient(release.zk_connect) as zk:
+    with KafkaZkClient(release.zk_connect, security=ZK_SECURITY) as zk:
         assert zk.get_partition_states([tp])[tp].leader_and_isr.leader == 1

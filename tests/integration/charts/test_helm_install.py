@@ -4,7 +4,9 @@ etcd, kube-apiserver, kube-controller-manager and kube-scheduler are the real bi
 kwok stands in for the kubelets of three fake nodes (zones a/b/c) and marks the pods
 bound to them Running. Volumes come from pre-created hostPath PersistentVolumes of a
 StorageClass with ``volumeBindingMode: Immediate``. The tests run in file order: install,
-upgrade, uninstall of one release.
+upgrade, uninstall of one release. kwok's pods never finish, so the security bootstrap
+hook Job could not complete: install and upgrade pass ``--no-hooks`` (the hook's pod runs
+against real brokers in ``test_chart_processes.py``).
 """
 
 from __future__ import annotations
@@ -44,6 +46,9 @@ DEPLOYMENTS = {f"{RELEASE}-operator"}
 CRONJOBS = {f"{RELEASE}-placement"}
 POD_COUNT = 1 + 3 + 1  # ZooKeeper, brokers, operator
 CLAIMS = {f"data-{RELEASE}-zookeeper-0"} | {f"data-{RELEASE}-broker-{i}" for i in range(3)}
+SECRETS = {f"{RELEASE}-{name}" for name in ("ca", "broker-tls", "zookeeper-sasl")} | {
+    f"{RELEASE}-user-{component}" for component in ("operator", "placement", "test")
+}
 
 
 def _wait_for(check: Callable[[], bool], what: str, timeout_s: float = 90) -> None:
@@ -117,7 +122,15 @@ def release(
     control_plane.kubectl("create", "namespace", NAMESPACE)
     control_plane.kubectl("create", "-f", "-", input_text=storage)
     try:
-        _helm(control_plane, "install", RELEASE, str(CHART), "-f", _values_file(workdir, VALUES))
+        _helm(
+            control_plane,
+            "install",
+            RELEASE,
+            str(CHART),
+            "-f",
+            _values_file(workdir, VALUES),
+            "--no-hooks",
+        )
         yield workdir
     finally:
         helm("uninstall", RELEASE, "-n", NAMESPACE, "--kubeconfig", str(control_plane.kubeconfig))
@@ -163,6 +176,9 @@ def test_install_creates_workloads_with_running_pods_and_bound_claims(
     )
     claims = _get(control_plane, "pvc")
     assert _names(claims) == CLAIMS
+    assert _names(_get(control_plane, "secrets")) == SECRETS
+    hooks = _helm(control_plane, "get", "hooks", RELEASE)
+    assert f"name: {RELEASE}-security-bootstrap\n" in hooks
     for claim in claims:
         assert claim["status"]["phase"] == "Bound"
         assert claim["spec"]["storageClassName"] == STORAGE_CLASS
@@ -180,7 +196,19 @@ def test_upgrade_changes_broker_resources_and_placement_schedule(
     values = json.loads(json.dumps(VALUES))
     values["broker"]["resources"]["requests"]["cpu"] = "250m"
     values["placement"]["schedule"] = "30 4 * * 1"
-    _helm(control_plane, "upgrade", RELEASE, str(CHART), "-f", _values_file(release, values))
+    secrets = {s["metadata"]["name"]: s["data"] for s in _get(control_plane, "secrets")}
+    _helm(
+        control_plane,
+        "upgrade",
+        RELEASE,
+        str(CHART),
+        "-f",
+        _values_file(release, values),
+        "--no-hooks",
+    )
+    # The generated CA, the broker certificates and every password survive the upgrade.
+    after = {s["metadata"]["name"]: s["data"] for s in _get(control_plane, "secrets")}
+    assert after == secrets
 
     (cronjob,) = _get(control_plane, "cronjobs")
     assert cronjob["spec"]["schedule"] == "30 4 * * 1"
@@ -236,10 +264,11 @@ def test_uninstall_removes_every_object_except_the_retained_claims_and_ledger(
 
     # The throttle ownership ledger is kept (helm.sh/resource-policy: keep): a reinstall must
     # still know which throttle values the operator wrote, so it neither leaks nor deletes
-    # values that other tools set.
-    ledger = f"configmap/{RELEASE}-operator-throttle-ledger"
+    # values that other tools set. So is the generated CA: a reinstall keeps trusting it.
+    kept = sorted([f"configmap/{RELEASE}-operator-throttle-ledger", f"secret/{RELEASE}-ca"])
     _wait_for(
-        lambda: leftovers() == [ledger], f"only the ledger of the release left (have {leftovers()})"
+        lambda: sorted(leftovers()) == kept,
+        f"only the ledger and the CA of the release left (have {leftovers()})",
     )
     cluster_scoped = control_plane.kubectl(
         "get", "clusterroles,clusterrolebindings", "-l", INSTANCE, "-o", "name"

@@ -125,6 +125,10 @@ def _render(
 ) -> list[Manifest]:
     values = {
         "zookeeper": {"enabled": False, "externalConnect": zk_connect},
+        # The secured pods (certificates, SCRAM users, ZooKeeper SASL) run in
+        # tests/integration/charts/test_chart_processes.py; here the images and the pods'
+        # container settings are under test, on the development switch.
+        "security": {"plaintext": True},
         "operator": {"bootstrapServers": bootstrap},
         "broker": {
             "replicas": 3,

@@ -61,11 +61,11 @@ def find(objects: list[Manifest], kind: str, name_suffix: str = "") -> list[Mani
 
 
 def pod_specs(objects: list[Manifest]) -> list[tuple[str, Manifest]]:
-    """``(kind/name, pod spec)`` of every workload: StatefulSet, Deployment, CronJob, Pod."""
+    """``(kind/name, pod spec)`` of every workload: StatefulSet, Deployment, Job, CronJob, Pod."""
     specs: list[tuple[str, Manifest]] = []
     for obj in objects:
         label = f"{obj['kind']}/{obj['metadata']['name']}"
-        if obj["kind"] in ("StatefulSet", "Deployment"):
+        if obj["kind"] in ("StatefulSet", "Deployment", "Job"):
             specs.append((label, obj["spec"]["template"]["spec"]))
         elif obj["kind"] == "CronJob":
             specs.append((label, obj["spec"]["jobTemplate"]["spec"]["template"]["spec"]))

@@ -52,8 +52,9 @@ def test_broker_id_is_the_pod_ordinal_and_listeners_use_pod_dns(value_set: str) 
         "metadata.labels['apps.kubernetes.io/pod-index']"
     )
     assert env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
+    host = f"$(POD_NAME).{sts['spec']['serviceName']}.ns1.svc.cluster.local"
     assert env["KAFKA_ADVERTISED_LISTENERS"]["value"] == (
-        f"PLAINTEXT://$(POD_NAME).{sts['spec']['serviceName']}.ns1.svc.cluster.local:9092"
+        f"CLIENT://{host}:9092,INTERNAL://{host}:9093"
     )
     assert broker["command"] == ["python", "-m", "kpo_broker", "/var/run/kpo/server.properties"]
     assert broker["lifecycle"]["preStop"]["exec"]["command"][-1].startswith("kill -TERM 1")
@@ -239,9 +240,34 @@ def test_kafka_client_security_comes_from_a_mounted_secret(tmp_path: Path) -> No
     assert security.kafka_python_kwargs()["sasl_plain_password"] == "operator-password"
 
 
-def test_kafka_client_defaults_to_plaintext_without_secrets() -> None:
+def test_kafka_client_defaults_to_the_fleets_scram_user_or_plaintext() -> None:
     objects = render("default")
     (deploy,) = find(objects, "Deployment", "-operator")
+    env, mounts, volumes = _kafka_client(deploy["spec"]["template"]["spec"])
+    assert env == {
+        "KPO_KAFKA_SECURITY_PROTOCOL": "SASL_SSL",
+        "KPO_KAFKA_SSL_ENDPOINT_IDENTIFICATION_ALGORITHM": "https",
+        "KPO_KAFKA_SSL_TRUSTSTORE_TYPE": "PEM",
+        "KPO_KAFKA_SSL_TRUSTSTORE_LOCATION": "/etc/kpo/kafka-client/ca.crt",
+        "KPO_KAFKA_SASL_MECHANISM": "SCRAM-SHA-512",
+        "KPO_KAFKA_SASL_USERNAME": "kpo-operator",
+        "KPO_KAFKA_SASL_PASSWORD_FILE": "/etc/kpo/kafka-client/password",
+    }
+    (volume,) = [v for v in volumes if v["name"] == "kafka-client"]  # type: ignore[index]
+    assert volume["projected"]["sources"] == [  # type: ignore[index]
+        {
+            "secret": {
+                "name": "kpo-user-operator",
+                "items": [{"key": "password", "path": "password"}],
+            }
+        },
+        {"secret": {"name": "kpo-broker-tls", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+    ]
+    (cron,) = find(objects, "CronJob")
+    env, _, _ = _kafka_client(cron["spec"]["jobTemplate"]["spec"]["template"]["spec"])
+    assert env["KPO_KAFKA_SASL_USERNAME"] == "kpo-placement"
+    plain = render("default", "security.plaintext=true")
+    (deploy,) = find(plain, "Deployment", "-operator")
     env, mounts, volumes = _kafka_client(deploy["spec"]["template"]["spec"])
     assert env == {}
     assert all(m["name"] != "kafka-client" for m in mounts)  # type: ignore[index]

@@ -43,6 +43,10 @@ def test_wrong_value_is_refused_naming_the_field(command: str, setting: str, fie
         (["broker.rack.source=static"], "broker.rack.racks must list at least one rack"),
         (["placement.mode=add-brokers"], "placement.brokers must list broker ids"),
         (["zookeeper.enabled=false"], "zookeeper.externalConnect is required"),
+        (
+            ["zookeeper.enabled=false", "zookeeper.externalConnect=zk-0.zk:2181"],
+            "security.zookeeper.existingSecret (key password of the brokers' ZooKeeper SASL user)",
+        ),
         (["metrics.enabled=false"], "enable metrics or set placement.metricsUrlTemplate"),
         (
             ["kafkaClient.securityProtocol=SASL_SSL"],
@@ -80,7 +84,10 @@ def test_external_zookeeper_is_used_when_the_ensemble_is_off() -> None:
         "zookeeper.enabled=false",
         "--set",
         "zookeeper.externalConnect=zk-0.zk:2181",
+        "--set",
+        "security.zookeeper.existingSecret=zk-sasl",
     )
     assert result.returncode == 0, result.stderr
     assert "zookeeper.connect=zk-0.zk:2181\n" in result.stdout
+    assert "secretName: zk-sasl" in result.stdout  # the brokers' ZooKeeper SASL password
     assert "kind: StatefulSet\nmetadata:\n  name: t-kpo-zookeeper" not in result.stdout

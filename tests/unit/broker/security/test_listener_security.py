@@ -115,7 +115,7 @@ _ONLY_SASL = {"listeners": "SASL_PLAINTEXT://:9092"}
             {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
             "authorizer.class.name",
         ),
-        ({"zookeeper.set.acl": "true"}, "zookeeper.set.acl"),
+        ({"zookeeper.ssl.client.enable": "true"}, "zookeeper.ssl.client.enable"),
     ],
 )
 def test_what_cannot_be_applied_is_refused_naming_the_property(

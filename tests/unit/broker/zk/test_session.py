@@ -51,7 +51,7 @@ class FakeTransaction:
     def check(self, path: str, version: int) -> None:
         self.ops.append(("check", path, version))
 
-    def create(self, path: str, data: bytes, *, ephemeral: bool, sequence: bool) -> None:
+    def create(self, path: str, data: bytes, *, acl: Any, ephemeral: bool, sequence: bool) -> None:
         self.ops.append(("create", path, data, ephemeral, sequence))
 
     def set_data(self, path: str, data: bytes, version: int) -> None:

@@ -266,7 +266,9 @@ def _check_port(server: str) -> str:
 
 
 BootstrapServer = Annotated[
-    str, Field(min_length=3, max_length=1024, pattern=_HOST_PORT_PATTERN), AfterValidator(_check_port)
+    str,
+    Field(min_length=3, max_length=1024, pattern=_HOST_PORT_PATTERN),
+    AfterValidator(_check_port),
 ]
 """One ``host:port`` of ``bootstrap.servers``."""
 
@@ -281,9 +283,9 @@ class KafkaClientConfig(_Spec):
             ``https`` (default) or empty to skip the host-name check.
     """
 
-    security_protocol: (
-        Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None
-    ) = Field(default=None, alias="security.protocol")
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = Field(
+        default=None, alias="security.protocol"
+    )
     sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
         default=None, alias="sasl.mechanism"
     )

@@ -22,7 +22,8 @@ condition       True                                          False (reason)
 
 A Warning (or, back to Ready, Normal) Event is recorded when ``Ready`` changes reason.
 Deleting a KafkaCluster waits (finalizer) while a TopicReplicaQuota or an unfinished
-PartitionReassignment names it, so that their throttles can still be removed.
+PartitionReassignment names it, so that their throttles can still be removed; then its
+empty ledger is discarded (one that still owns something is kept).
 
 :func:`report_unavailable` sets ``Ready`` False / ``Stalled`` True with the reason on a
 PartitionReassignment or TopicReplicaQuota whose cluster is missing, unusable or
@@ -156,6 +157,11 @@ class KafkaClusterReconciler:
                     ready = Condition(ConditionType.READY, "False", "InUse", message)
                     self._write(obj, [ready], {}, record=False)
             raise ClusterInUse(message)
+        runtime = self.registry.known(namespace, name)
+        if runtime is not None:
+            ledger = runtime.writer.ledger_store.load()
+            if ledger is not None and not ledger.brokers and not ledger.topics:
+                runtime.writer.ledger_store.discard()  # an owned entry left is kept
         self.registry.drop(namespace, name)
 
     def _write(

@@ -229,6 +229,14 @@ class ThrottleLedgerStore(Protocol):
         """
         ...
 
+    def discard(self) -> None:
+        """Remove the saved ledger (its cluster is gone from the operator).
+
+        Raises:
+            ObjectStoreError: The storage refused or failed the removal.
+        """
+        ...
+
 
 class ConfigMapLedgerStore:
     """:class:`ThrottleLedgerStore` in one key of a core/v1 ConfigMap.
@@ -297,5 +305,21 @@ class ConfigMapLedgerStore:
                 self._core.create_namespaced_config_map(self.namespace, body)
         except ApiException as exc:
             raise ObjectStoreError(f"{what}: {exc.status} {exc.reason}: {exc.body}") from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"{what}: {exc}") from exc
+
+    def discard(self) -> None:
+        """See :meth:`ThrottleLedgerStore.discard`: the key goes, the ConfigMap stays."""
+        from kubernetes.client.exceptions import ApiException
+
+        what = f"remove key {self.key} of ConfigMap {self.namespace}/{self.name}"
+        try:
+            self._core.patch_namespaced_config_map(
+                self.name, self.namespace, {"data": {self.key: None}}
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise ObjectStoreError(f"{what}: {exc.status} {exc.reason}") from exc
         except Exception as exc:  # connection errors of urllib3
             raise ObjectStoreError(f"{what}: {exc}") from exc

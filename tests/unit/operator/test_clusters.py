@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kpo_kafka.admin import KafkaAdmin
-from kpo_kafka.admin_types import ConfigResource, KafkaUnavailableError
+from kpo_kafka.admin_types import KafkaUnavailableError
 from kpo_kafka.security import SecurityProtocol
 from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.cluster_status import ClusterInUse
@@ -431,12 +431,16 @@ def test_a_cluster_in_use_cannot_go(env: Env) -> None:
     env.store.apply(kafka_cluster("a", ["a:9092"]))
     env.store.apply(quota("qa", "t", 1000, cluster="a"))
     env.runtime.kafka_clusters.reconcile(NS, "a")
+    env.quota_step("qa", "a")
     with pytest.raises(ClusterInUse, match="TopicReplicaQuota ns/qa"):
         env.runtime.kafka_clusters.finalize(NS, "a")
     assert conditions(env.status(KAFKA_CLUSTER, "a"))["Ready"]["reason"] == "InUse"
     env.store.delete(TOPIC_REPLICA_QUOTA, NS, "qa")
+    env.runtime.run_on(TOPIC_REPLICA_QUOTA, NS, "qa", "a", lambda c: c.quotas.finalize(NS, "qa"))
+    assert env.ledgers[(NS, "a")].text is not None
     env.store.remove(TOPIC_REPLICA_QUOTA, NS, "qa")
     env.runtime.kafka_clusters.finalize(NS, "a")
+    assert env.ledgers[(NS, "a")].text is None  # the empty ledger goes with the cluster
     assert env.runtime.clusters.known(NS, "a") is None
     assert env.a.closed
-    assert ConfigResource.broker(10) not in env.a.configs
+    assert throttles(env.a) == {}

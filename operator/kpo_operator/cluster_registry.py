@@ -89,7 +89,7 @@ class ClusterRuntime:
         store: The Kubernetes API (wrapped in a :class:`ScopedStore` for ``key``).
         ledger_store: Where this cluster's throttle ownership ledger is kept.
         settings: Intervals of the reconcilers.
-        fingerprint: Of the connection ``admin`` uses (``None``: the default connection).
+        connection: The KafkaCluster connection ``admin`` uses (``None``: the default).
     """
 
     def __init__(
@@ -99,12 +99,12 @@ class ClusterRuntime:
         store: ObjectStore,
         ledger_store: ThrottleLedgerStore,
         settings: OperatorSettings,
-        fingerprint: str | None = None,
+        connection: Connection | None = None,
     ) -> None:
         self.key = key
         self.admin = admin
         self.store = ScopedStore(store, key)
-        self.fingerprint = fingerprint
+        self.connection = connection
         self.writer = ThrottleWriter(admin, self.store, ledger_store)
         self.reassignments = ReassignmentReconciler(
             admin,
@@ -204,7 +204,7 @@ class ClusterRegistry:
                     self.store,
                     self._ledger_store_for(key),
                     self.settings,
-                    connection.fingerprint,
+                    connection,
                 )
                 self._clusters[key] = runtime
                 logger.info(
@@ -213,10 +213,12 @@ class ClusterRegistry:
                     ",".join(connection.bootstrap_servers),
                     connection.security.describe(),
                 )
-            elif runtime.fingerprint != connection.fingerprint:
+            elif runtime.connection is None or (
+                runtime.connection.fingerprint != connection.fingerprint
+            ):
                 assert isinstance(runtime.admin, KafkaAdminPool)
                 runtime.admin.reconnect(lambda: self._client_for(connection))
-                runtime.fingerprint = connection.fingerprint
+                runtime.connection = connection
                 logger.info(
                     "%s: connection changed, reconnecting to %s (%s)",
                     describe_key(key),

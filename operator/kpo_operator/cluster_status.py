@@ -61,6 +61,14 @@ UNREACHABLE = "Unreachable"
 AUTHENTICATION_FAILED = "AuthenticationFailed"
 AUTHORIZATION_FAILED = "AuthorizationFailed"
 
+BOOTSTRAP_TIMEOUT = "Unable to bootstrap"
+"""How kafka-python reports that no bootstrap broker could be used."""
+SASL_HINT = (
+    " (or the brokers refused the SASL credentials: kafka-python reports those as a"
+    " bootstrap timeout; check the user and password Secrets)"
+)
+"""Added to an unreachable SASL cluster's message: the two cannot be told apart."""
+
 MAX_NAMED_USERS = 10
 """At most this many referencing objects are named in a message."""
 
@@ -114,8 +122,12 @@ class KafkaClusterReconciler:
             reachable = Condition(REACHABLE, "True", CONNECTED, "the brokers answered")
             ready = Condition(ConditionType.READY, "False", AUTHORIZATION_FAILED, str(exc))
         except KafkaAdminError as exc:
-            reachable = Condition(REACHABLE, "False", UNREACHABLE, str(exc))
-            ready = Condition(ConditionType.READY, "False", UNREACHABLE, str(exc))
+            text = str(exc)
+            sasl = runtime.connection is not None and runtime.connection.security.protocol.uses_sasl
+            if sasl and BOOTSTRAP_TIMEOUT in text:
+                text += SASL_HINT
+            reachable = Condition(REACHABLE, "False", UNREACHABLE, text)
+            ready = Condition(ConditionType.READY, "False", UNREACHABLE, text)
         else:
             found = {
                 "clusterId": info.cluster_id,

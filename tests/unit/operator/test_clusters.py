@@ -444,3 +444,26 @@ def test_a_cluster_in_use_cannot_go(env: Env) -> None:
     assert env.runtime.clusters.known(NS, "a") is None
     assert env.a.closed
     assert throttles(env.a) == {}
+
+
+def test_a_sasl_bootstrap_timeout_says_the_credentials_may_be_refused(env: Env) -> None:
+    env.secrets.data[(NS, "user")] = {"password": PASSWORD}
+    env.store.apply(
+        kafka_cluster(
+            "a",
+            ["a:9092"],
+            config={"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
+            secretRefs={
+                "sasl.username": {"name": "user", "key": "password"},
+                "sasl.password": {"name": "user", "key": "password"},
+            },
+        )
+    )
+    env.a.fail_next.append(
+        KafkaUnavailableError("connect: KafkaTimeoutError: Unable to bootstrap from a:9092")
+    )
+    env.runtime.kafka_clusters.reconcile(NS, "a")
+    ready = conditions(env.status(KAFKA_CLUSTER, "a"))["Ready"]
+    assert ready["reason"] == "Unreachable"
+    assert "refused the SASL credentials" in ready["message"]
+    assert PASSWORD not in ready["message"]

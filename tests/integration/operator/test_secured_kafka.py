@@ -391,7 +391,12 @@ def test_mutual_tls_operator_and_one_without_a_client_certificate(
     assert stalled["reason"] == "AuthenticationFailed", stalled
     assert "TLS handshake failed" in stalled["message"], stalled
     assert "certificate" in stalled["message"].lower(), stalled  # Java: bad_certificate
-    assert "TLS handshake failed" in refused.operator.log_path.read_text()
+    # kopf logs the handler's error after the handler returned, i.e. after the status write.
+    wait_for(
+        lambda: "TLS handshake failed" in refused.operator.log_path.read_text(),
+        30,
+        "the TLS failure in the operator log",
+    )
     assert _replicas(secured, "mtls-moved") == (0, 2)
 
 

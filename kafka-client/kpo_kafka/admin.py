@@ -144,6 +144,15 @@ class KafkaAdmin(Protocol):
         """Move replicas to another log dir of their broker (AlterReplicaLogDirs, KIP-113)."""
         ...
 
+    def kafka_version(self, brokers: Collection[int]) -> str | None:
+        """Return the Kafka release ``brokers`` speak, inferred from their ApiVersions answers.
+
+        Kafka has no API that names its version; the newest Apache Kafka release
+        whose request versions every one of ``brokers`` supports (``"3.9"``) is a
+        lower bound of it. ``None`` when no broker answered or none is given.
+        """
+        ...
+
     def close(self) -> None:
         """Release the connections; the object must not be used afterwards."""
         ...
@@ -470,6 +479,23 @@ class KafkaPythonAdmin:
             (tpr.broker_id, tpr.topic, tpr.partition): error_of_class(err)
             for tpr, err in answer.items()
         }
+
+    def kafka_version(self, brokers: Collection[int]) -> str | None:
+        """See :meth:`KafkaAdmin.kafka_version` (kafka-python's inference from ApiVersions).
+
+        A broker that cannot be reached is skipped.
+        """
+        found: list[tuple[int, ...]] = []
+        for broker in sorted(set(brokers)):
+            try:
+                with translated("ApiVersions"):
+                    data = self._client().get_broker_version_data(broker)
+            except KafkaUnavailableError:
+                continue
+            version = getattr(data, "broker_version", None)
+            if isinstance(version, tuple) and version:
+                found.append(tuple(int(v) for v in version))
+        return ".".join(str(v) for v in min(found)) if found else None
 
     def close(self) -> None:
         """See :meth:`KafkaAdmin.close`."""

@@ -13,7 +13,7 @@ checked there too, because objects may come from other sources (the CLI, tests).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Self, TypeVar
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -30,12 +30,15 @@ ANY_LOG_DIR = "any"
 """The log-dir placeholder meaning "let the broker choose" (KIP-113, reassignment JSON)."""
 
 _TOPIC_PATTERN = r"^[a-zA-Z0-9._-]+$"
+_OBJECT_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 _THROTTLED_REPLICAS_PATTERN = r"^(\*|[0-9]{1,10}:[0-9]{1,10}(,[0-9]{1,10}:[0-9]{1,10})*)$"
 
 MAX_ID = 2**31 - 1
 """The largest partition index or broker id: Kafka's ids are Java ints."""
 
 TopicName = Annotated[str, Field(min_length=1, max_length=249, pattern=_TOPIC_PATTERN)]
+ClusterRef = Annotated[str, Field(min_length=1, max_length=253, pattern=_OBJECT_NAME_PATTERN)]
+"""``spec.clusterRef``: the name of a KafkaCluster in the object's namespace."""
 BrokerId = Annotated[int, Field(ge=0, le=MAX_ID)]
 Rate = Annotated[int, Field(ge=1, le=2**63 - 1)]
 """A throttle rate in bytes/s."""
@@ -164,6 +167,8 @@ class PartitionReassignmentSpec(_Spec):
         preferred_leader_election: Run ElectLeaders (PREFERRED) on completion.
         cancel: Revert the in-flight partitions (KIP-455 cancellation).
         suspend: Plan only; submit nothing while true.
+        cluster_ref: Name of the KafkaCluster (same namespace) to act on; ``None``:
+            the operator's default connection.
     """
 
     partitions: Annotated[list[PartitionTarget], Field(min_length=1, max_length=2000)]
@@ -171,6 +176,7 @@ class PartitionReassignmentSpec(_Spec):
     preferred_leader_election: bool = Field(default=False, alias="preferredLeaderElection")
     cancel: bool = False
     suspend: bool = False
+    cluster_ref: ClusterRef | None = Field(default=None, alias="clusterRef")
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> PartitionReassignmentSpec:
@@ -206,6 +212,8 @@ class TopicReplicaQuotaSpec(_Spec):
         leader_replication_throttled_replicas: ``leader.replication.throttled.replicas``,
             ``"*"`` or ``"partition:broker,..."``.
         follower_replication_throttled_replicas: ``follower.replication.throttled.replicas``.
+        cluster_ref: Name of the KafkaCluster (same namespace) to act on; ``None``:
+            the operator's default connection.
     """
 
     topics: TopicSelector
@@ -222,6 +230,7 @@ class TopicReplicaQuotaSpec(_Spec):
     follower_replication_throttled_replicas: ThrottledReplicaList | None = Field(
         default=None, alias="followerReplicationThrottledReplicas"
     )
+    cluster_ref: ClusterRef | None = Field(default=None, alias="clusterRef")
 
     @model_validator(mode="after")
     def _consistent(self) -> Self:
@@ -244,3 +253,128 @@ class TopicReplicaQuotaSpec(_Spec):
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
         return _parse(cls, "TopicReplicaQuota", obj)
+
+
+_HOST_PORT_PATTERN = r"^[^\s,:]+:[0-9]{1,5}$|^\[[0-9a-fA-F:.]+\]:[0-9]{1,5}$"
+
+
+def _check_port(server: str) -> str:
+    port = int(server.rpartition(":")[2])
+    if not 0 < port < 65536:
+        raise ValueError(f"{server!r}: port {port} is not in 1..65535")
+    return server
+
+
+BootstrapServer = Annotated[
+    str,
+    Field(min_length=3, max_length=1024, pattern=_HOST_PORT_PATTERN),
+    AfterValidator(_check_port),
+]
+"""One ``host:port`` of ``bootstrap.servers``."""
+
+
+class KafkaClientConfig(_Spec):
+    """``spec.config`` of a KafkaCluster: the non-secret client properties, Kafka's names.
+
+    Attributes:
+        security_protocol: ``security.protocol`` (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL).
+        sasl_mechanism: ``sasl.mechanism`` (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+        ssl_endpoint_identification_algorithm: ``ssl.endpoint.identification.algorithm``:
+            ``https`` (default) or empty to skip the host-name check.
+    """
+
+    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] | None = Field(
+        default=None, alias="security.protocol"
+    )
+    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = Field(
+        default=None, alias="sasl.mechanism"
+    )
+    ssl_endpoint_identification_algorithm: Literal["https", ""] | None = Field(
+        default=None, alias="ssl.endpoint.identification.algorithm"
+    )
+
+    def properties(self) -> dict[str, str]:
+        """Return the set properties by their Kafka names."""
+        return {
+            name: value
+            for name, value in self.model_dump(by_alias=True).items()
+            if value is not None
+        }
+
+
+class SecretKeyRef(_Spec):
+    """A key of a core/v1 Secret in the KafkaCluster's namespace (never the value itself).
+
+    Attributes:
+        name: The Secret's name.
+        key: The key in its ``data``.
+    """
+
+    name: Annotated[str, Field(min_length=1, max_length=253, pattern=_OBJECT_NAME_PATTERN)]
+    key: Annotated[str, Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")]
+
+
+class KafkaClusterSecretRefs(_Spec):
+    """``spec.secretRefs`` of a KafkaCluster: client property name -> Secret key holding it.
+
+    Attributes:
+        ssl_truststore_certificates: ``ssl.truststore.certificates``: PEM CA certificates.
+        ssl_keystore_certificate_chain: ``ssl.keystore.certificate.chain`` (mutual TLS).
+        ssl_keystore_key: ``ssl.keystore.key``: the client's PEM private key.
+        ssl_key_password: ``ssl.key.password``: the key's password (encrypted keys).
+        sasl_jaas_config: ``sasl.jaas.config`` (PlainLoginModule / ScramLoginModule).
+        sasl_username: the SASL user name, instead of ``sasl.jaas.config``.
+        sasl_password: the SASL password, instead of ``sasl.jaas.config``.
+    """
+
+    ssl_truststore_certificates: SecretKeyRef | None = Field(
+        default=None, alias="ssl.truststore.certificates"
+    )
+    ssl_keystore_certificate_chain: SecretKeyRef | None = Field(
+        default=None, alias="ssl.keystore.certificate.chain"
+    )
+    ssl_keystore_key: SecretKeyRef | None = Field(default=None, alias="ssl.keystore.key")
+    ssl_key_password: SecretKeyRef | None = Field(default=None, alias="ssl.key.password")
+    sasl_jaas_config: SecretKeyRef | None = Field(default=None, alias="sasl.jaas.config")
+    sasl_username: SecretKeyRef | None = Field(default=None, alias="sasl.username")
+    sasl_password: SecretKeyRef | None = Field(default=None, alias="sasl.password")
+
+    def refs(self) -> dict[str, SecretKeyRef]:
+        """Return the set references by their property names."""
+        return {
+            field.alias or attr: value
+            for attr, field in type(self).model_fields.items()
+            if (value := getattr(self, attr)) is not None
+        }
+
+
+class KafkaClusterSpec(_Spec):
+    """``spec`` of a KafkaCluster (``crds/kpo.dev_kafkaclusters.yaml``): how to reach one cluster.
+
+    Attributes:
+        bootstrap_servers: ``bootstrap.servers``, 1..100 ``host:port`` entries.
+        config: Non-secret client properties (Kafka's names).
+        secret_refs: Secret-held client properties, by Secret key reference.
+        request_timeout_ms: ``request.timeout.ms`` of the Admin API client (default:
+            the operator's setting).
+    """
+
+    bootstrap_servers: Annotated[list[BootstrapServer], Field(min_length=1, max_length=100)] = (
+        Field(alias="bootstrapServers")
+    )
+    config: KafkaClientConfig = Field(default_factory=KafkaClientConfig)
+    secret_refs: KafkaClusterSecretRefs = Field(
+        default_factory=KafkaClusterSecretRefs, alias="secretRefs"
+    )
+    request_timeout_ms: Annotated[int, Field(ge=1000, le=600000)] | None = Field(
+        default=None, alias="requestTimeoutMs"
+    )
+
+    @classmethod
+    def from_object(cls, obj: Mapping[str, Any]) -> KafkaClusterSpec:
+        """Parse a whole object (``{"spec": {...}, ...}``) or a bare spec dict.
+
+        Raises:
+            SpecError: The spec does not match the CRD schema; ``errors`` names each field.
+        """
+        return _parse(cls, "KafkaCluster", obj)

@@ -6,7 +6,8 @@ once. Each Admin API call borrows an idle client for its duration (opening one w
 fewer than ``size`` exist, waiting otherwise), so a slow call of one object (a
 DescribeLogDirs over many partitions) does not wait for another object's call, and no
 client is ever used by two threads at a time. Clients connect lazily and keep their
-connections between calls.
+connections between calls; :meth:`KafkaAdminPool.reconnect` replaces them (new
+bootstrap servers, a rotated password) without stopping the calls in flight.
 """
 
 from __future__ import annotations
@@ -51,21 +52,44 @@ class KafkaAdminPool:
         self._lock = threading.Lock()
         self._idle: list[KafkaAdmin] = []
         self._clients: list[KafkaAdmin] = []
+        self._retired: list[KafkaAdmin] = []
 
     @contextmanager
     def _borrow(self) -> Iterator[KafkaAdmin]:
         with self._slots:
             with self._lock:
                 client = self._idle.pop() if self._idle else None
+                connect = self._connect
             if client is None:
-                client = self._connect()
+                client = connect()
                 with self._lock:
                     self._clients.append(client)
             try:
                 yield client
             finally:
                 with self._lock:
-                    self._idle.append(client)
+                    retired = any(c is client for c in self._retired)
+                    if retired:
+                        self._retired = [c for c in self._retired if c is not client]
+                    else:
+                        self._idle.append(client)
+                if retired:
+                    client.close()
+
+    def reconnect(self, connect: Callable[[], KafkaAdmin]) -> None:
+        """Make new clients with ``connect`` from now on; close the old ones.
+
+        Idle clients are closed at once, clients in use when their call returns (that
+        call finishes on the old connection).
+        """
+        with self._lock:
+            self._connect = connect
+            idle, self._idle = self._idle, []
+            busy = [c for c in self._clients if not any(c is i for i in idle)]
+            self._retired.extend(busy)
+            self._clients = []
+        for client in idle:
+            client.close()
 
     @property
     def opened(self) -> int:
@@ -141,6 +165,11 @@ class KafkaAdminPool:
         """See :meth:`KafkaAdmin.alter_replica_log_dirs`."""
         with self._borrow() as admin:
             return admin.alter_replica_log_dirs(moves)
+
+    def kafka_version(self, brokers: Collection[int]) -> str | None:
+        """See :meth:`KafkaAdmin.kafka_version`."""
+        with self._borrow() as admin:
+            return admin.kafka_version(brokers)
 
     def close(self) -> None:
         """Close every client; the pool must not be used afterwards."""

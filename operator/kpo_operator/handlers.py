@@ -16,8 +16,17 @@ quota create/update/     sync the throttles now and report
 resume
 quota timer              every ``quota_interval_s``: drift repair and status
 quota delete             sync without the quota (removes what only it set)
+cluster create/update/   connect (or reconnect) a KafkaCluster and write its status
+resume
+cluster timer            every ``cluster_interval_s``: re-read its Secrets (a rotated
+                         one reconnects) and refresh the status
+cluster delete           wait while objects name it, then close its connections
 cleanup                  close the Kafka connections
 ======================== =============================================================
+
+PartitionReassignment and TopicReplicaQuota handlers act on the cluster named in
+``spec.clusterRef`` (:meth:`~kpo_operator.runtime.OperatorRuntime.run_on`), the default
+connection without one.
 """
 
 from __future__ import annotations
@@ -27,7 +36,14 @@ from typing import Any
 
 import kopf
 
-from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, VERSION
+from kpo_operator.cluster_status import ClusterInUse
+from kpo_operator.resources import (
+    GROUP,
+    KAFKA_CLUSTER,
+    PARTITION_REASSIGNMENT,
+    TOPIC_REPLICA_QUOTA,
+    VERSION,
+)
 from kpo_operator.runtime import MAX_WORKERS, OperatorRuntime, RetryLater
 from kpo_operator.settings import OperatorSettings
 from kpo_operator.states import FINAL_PHASES
@@ -42,11 +58,17 @@ FINALIZER = "kpo.dev/finalizer"
 _SETTINGS = OperatorSettings.from_env()
 _PR = (GROUP, VERSION, PARTITION_REASSIGNMENT.plural)
 _TRQ = (GROUP, VERSION, TOPIC_REPLICA_QUOTA.plural)
+_KC = (GROUP, VERSION, KAFKA_CLUSTER.plural)
 
 
 def _runtime(memo: Any) -> OperatorRuntime:
     runtime: OperatorRuntime = memo.runtime
     return runtime
+
+
+def _ref(spec: Any) -> str | None:
+    ref = (spec or {}).get("clusterRef")
+    return str(ref) if ref else None
 
 
 def _active(*, status: Any, **_: Any) -> bool:
@@ -82,10 +104,16 @@ def cleanup(*, memo: Any, **_: Any) -> None:
         runtime.close()
 
 
-def _step_reassignment(memo: Any, namespace: str, name: str) -> None:
+def _step_reassignment(memo: Any, namespace: str, name: str, spec: Any) -> None:
     runtime = _runtime(memo)
     try:
-        runtime.run("pr", namespace, name, lambda: runtime.reassignments.reconcile(namespace, name))
+        runtime.run_on(
+            PARTITION_REASSIGNMENT,
+            namespace,
+            name,
+            _ref(spec),
+            lambda cluster: cluster.reassignments.reconcile(namespace, name),
+        )
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
 
@@ -93,37 +121,55 @@ def _step_reassignment(memo: Any, namespace: str, name: str) -> None:
 @kopf.on.resume(*_PR)
 @kopf.on.create(*_PR)
 @kopf.on.update(*_PR, field="spec")
-def reassignment_changed(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+def reassignment_changed(
+    *, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any
+) -> None:
     """Take a reconcile step when a PartitionReassignment appears or its spec changes."""
-    _step_reassignment(memo, namespace or "", name)
+    _step_reassignment(memo, namespace or "", name, spec)
 
 
 @kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, when=_active)
-def reassignment_poll(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+def reassignment_poll(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
     """Track progress and finish moving PartitionReassignments."""
-    _step_reassignment(memo, namespace or "", name)
+    _step_reassignment(memo, namespace or "", name, spec)
 
 
 @kopf.on.delete(*_PR)
-def reassignment_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
-    """Cancel what is in flight and remove the throttles before the object goes."""
+def reassignment_deleted(
+    *, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any
+) -> None:
+    """Cancel what is in flight and remove the throttles before the object goes.
+
+    An object naming a KafkaCluster that no longer exists has nothing left to undo.
+    """
     runtime, ns = _runtime(memo), namespace or ""
     try:
-        done = runtime.run("pr", ns, name, lambda: runtime.reassignments.finalize(ns, name))
+        done = runtime.run_on(
+            PARTITION_REASSIGNMENT,
+            ns,
+            name,
+            _ref(spec),
+            lambda cluster: cluster.reassignments.finalize(ns, name),
+            when_missing=lambda: True,
+        )
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
     if not done:
         raise kopf.TemporaryError(
             "cancelling in-flight partitions", delay=_SETTINGS.poll_interval_s
         )
-    runtime.forget("pr", ns, name)
+    runtime.forget(PARTITION_REASSIGNMENT.plural, ns, name)
 
 
-def _step_quota(memo: Any, namespace: str, name: str, max_age_s: float | None) -> None:
+def _step_quota(memo: Any, namespace: str, name: str, spec: Any, max_age_s: float | None) -> None:
     runtime = _runtime(memo)
     try:
-        runtime.run(
-            "trq", namespace, name, lambda: runtime.quotas.reconcile(namespace, name, max_age_s)
+        runtime.run_on(
+            TOPIC_REPLICA_QUOTA,
+            namespace,
+            name,
+            _ref(spec),
+            lambda cluster: cluster.quotas.reconcile(namespace, name, max_age_s),
         )
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
@@ -132,25 +178,77 @@ def _step_quota(memo: Any, namespace: str, name: str, max_age_s: float | None) -
 @kopf.on.resume(*_TRQ)
 @kopf.on.create(*_TRQ)
 @kopf.on.update(*_TRQ, field="spec")
-def quota_changed(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+def quota_changed(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
     """Apply a TopicReplicaQuota as soon as it appears or changes."""
-    _step_quota(memo, namespace or "", name, None)
+    _step_quota(memo, namespace or "", name, spec, None)
 
 
 @kopf.timer(*_TRQ, interval=_SETTINGS.quota_interval_s)
-def quota_poll(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
-    """Repair drift and refresh the status (one sync per interval for all quotas)."""
-    _step_quota(memo, namespace or "", name, _SETTINGS.quota_interval_s * 0.9)
+def quota_poll(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
+    """Repair drift and refresh the status (one sync per interval per cluster)."""
+    _step_quota(memo, namespace or "", name, spec, _SETTINGS.quota_interval_s * 0.9)
 
 
 @kopf.on.delete(*_TRQ)
-def quota_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
-    """Remove what only this quota set before the object goes."""
+def quota_deleted(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
+    """Remove what only this quota set before the object goes.
+
+    A quota naming a KafkaCluster that no longer exists has nothing left to undo.
+    """
     runtime, ns = _runtime(memo), namespace or ""
     try:
-        done = runtime.run("trq", ns, name, lambda: runtime.quotas.finalize(ns, name))
+        done = runtime.run_on(
+            TOPIC_REPLICA_QUOTA,
+            ns,
+            name,
+            _ref(spec),
+            lambda cluster: cluster.quotas.finalize(ns, name),
+            when_missing=lambda: True,
+        )
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
     if not done:
         raise kopf.TemporaryError("removing throttles failed", delay=_SETTINGS.quota_interval_s)
-    runtime.forget("trq", ns, name)
+    runtime.forget(TOPIC_REPLICA_QUOTA.plural, ns, name)
+
+
+def _refresh_cluster(memo: Any, namespace: str, name: str) -> None:
+    runtime = _runtime(memo)
+    try:
+        runtime.run(
+            KAFKA_CLUSTER.plural,
+            namespace,
+            name,
+            lambda: runtime.kafka_clusters.reconcile(namespace, name),
+        )
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+
+
+@kopf.on.resume(*_KC)
+@kopf.on.create(*_KC)
+@kopf.on.update(*_KC, field="spec")
+def cluster_changed(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Connect (or reconnect) a KafkaCluster and report what the cluster answers."""
+    _refresh_cluster(memo, namespace or "", name)
+
+
+@kopf.timer(*_KC, interval=_SETTINGS.cluster_interval_s)
+def cluster_poll(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Re-read the Secrets (reconnect when rotated) and refresh the status."""
+    _refresh_cluster(memo, namespace or "", name)
+
+
+@kopf.on.delete(*_KC)
+def cluster_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Let a KafkaCluster go once no quota or unfinished reassignment names it."""
+    runtime, ns = _runtime(memo), namespace or ""
+    try:
+        runtime.run(
+            KAFKA_CLUSTER.plural, ns, name, lambda: runtime.kafka_clusters.finalize(ns, name)
+        )
+    except ClusterInUse as exc:
+        raise kopf.TemporaryError(str(exc), delay=_SETTINGS.poll_interval_s * 5) from exc
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+    runtime.forget(KAFKA_CLUSTER.plural, ns, name)

@@ -1,7 +1,8 @@
 """Names of the project's custom resources (``crds/``), in one place.
 
-The API group ``kpo.dev`` shares the project's prefix; both kinds are
-namespaced and served as ``v1alpha1``.
+The API group ``kpo.dev`` shares the project's prefix; every kind is namespaced and
+served as ``v1alpha1``. A KafkaCluster is a connection (bootstrap servers, client
+security, Secret references) that the other two kinds name in ``spec.clusterRef``.
 """
 
 from __future__ import annotations
@@ -32,4 +33,6 @@ PARTITION_REASSIGNMENT = ResourceKind(
 )
 TOPIC_REPLICA_QUOTA = ResourceKind("TopicReplicaQuota", "topicreplicaquotas", ("trq",))
 
-ALL_KINDS = (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA)
+KAFKA_CLUSTER = ResourceKind("KafkaCluster", "kafkaclusters", ("kc",))
+
+ALL_KINDS = (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, KAFKA_CLUSTER)

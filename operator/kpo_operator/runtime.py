@@ -10,6 +10,11 @@ is shared and not thread-safe is serialised:
   :class:`~kpo_operator.admin_pool.KafkaAdminPool` of :data:`MAX_WORKERS` clients;
 - the throttle writer's merge-and-write of the shared configs: its own lock.
 
+Each Kafka cluster (the default connection, each KafkaCluster named in a
+``spec.clusterRef``) has its own pool, writer, ledger and reconcilers
+(:mod:`kpo_operator.cluster_registry`); :meth:`OperatorRuntime.run_on` picks the
+object's.
+
 Errors worth a retry (Kafka unreachable, API server unavailable) surface as
 :class:`RetryLater` with the delay to wait.
 """
@@ -20,21 +25,33 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import (
     KafkaAdminError,
     KafkaAuthenticationError,
     KafkaAuthorizationError,
+    KafkaUnavailableError,
 )
 from kpo_operator.admin_pool import KafkaAdminPool
-from kpo_operator.quota import QuotaReconciler
-from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.cluster_registry import ClusterRegistry, ClusterRuntime
+from kpo_operator.cluster_status import KafkaClusterReconciler, report_unavailable
+from kpo_operator.connections import (
+    CLUSTER_NOT_FOUND,
+    CLUSTER_UNREACHABLE,
+    ClusterKey,
+    ClusterUnavailable,
+    Connection,
+    KubeSecretReader,
+    SecretReader,
+    describe_key,
+)
+from kpo_operator.resources import ResourceKind
 from kpo_operator.settings import OperatorSettings
 from kpo_operator.store import KubeObjectStore, ObjectStore, ObjectStoreError, kube_api_client
-from kpo_operator.throttle_ledger import ConfigMapLedgerStore, ThrottleLedgerStore
-from kpo_operator.throttle_writer import ThrottleWriter
+from kpo_operator.throttle_ledger import ConfigMapLedgerStore, ThrottleLedgerStore, ledger_key
 
 logger = logging.getLogger(__name__)
 
@@ -65,11 +82,22 @@ class OperatorRuntime:
 
     Args:
         settings: The operator settings.
-        admin: The Admin API client, used from several threads at once (default: a pool
-            of :data:`MAX_WORKERS` kafka-python clients on ``bootstrap_servers``).
+        admin: The Admin API client of the default connection, used from several
+            threads at once (default: a pool of :data:`MAX_WORKERS` kafka-python clients
+            on ``bootstrap_servers``).
         store: The Kubernetes API (default: the ``kubernetes`` client on ``namespaces``).
-        ledger_store: Where the throttle ownership ledger is kept (default: the
-            ConfigMap ``throttle_ledger`` in the operator's ``namespace``).
+        ledger_store: Where the default cluster's throttle ownership ledger is kept
+            (default: key ``ledger.json`` of the ConfigMap ``throttle_ledger`` in the
+            operator's ``namespace``).
+        secrets: Reads the Secrets KafkaClusters reference (default: the ``kubernetes``
+            client).
+        ledger_store_for: The ledger store of a KafkaCluster (default: its own key of the
+            same ConfigMap, :func:`~kpo_operator.throttle_ledger.ledger_key`).
+        client_for: Makes an Admin API client for a KafkaCluster's connection (default
+            kafka-python).
+
+    The default cluster's runtime is also reachable as ``admin``, ``writer``,
+    ``reassignments`` and ``quotas``; KafkaClusters' through :attr:`clusters`.
     """
 
     def __init__(
@@ -78,9 +106,12 @@ class OperatorRuntime:
         admin: KafkaAdmin | None = None,
         store: ObjectStore | None = None,
         ledger_store: ThrottleLedgerStore | None = None,
+        secrets: SecretReader | None = None,
+        ledger_store_for: Callable[[ClusterKey], ThrottleLedgerStore] | None = None,
+        client_for: Callable[[Connection], KafkaAdmin] | None = None,
     ) -> None:
         self.settings = settings
-        self.admin: KafkaAdmin = admin or KafkaAdminPool(
+        default_admin: KafkaAdmin = admin or KafkaAdminPool(
             lambda: KafkaPythonAdmin(
                 ",".join(settings.bootstrap_servers),
                 client_id=settings.client_id,
@@ -89,20 +120,40 @@ class OperatorRuntime:
             ),
             MAX_WORKERS,
         )
-        api_client = kube_api_client() if store is None or ledger_store is None else None
-        self.store = store or KubeObjectStore(settings.namespaces, api_client)
-        self.ledger_store = ledger_store or ConfigMapLedgerStore(
-            settings.namespace, settings.throttle_ledger, api_client
-        )
-        self.writer = ThrottleWriter(self.admin, self.store, self.ledger_store)
-        self.reassignments = ReassignmentReconciler(
-            self.admin,
+        api_client: list[Any] = []
+
+        def kube() -> Any:
+            if not api_client:
+                api_client.append(kube_api_client())
+            return api_client[0]
+
+        self.store = store or KubeObjectStore(settings.namespaces, kube())
+
+        def config_map_ledger(key: ClusterKey) -> ThrottleLedgerStore:
+            return ConfigMapLedgerStore(
+                settings.namespace, settings.throttle_ledger, kube(), ledger_key(key)
+            )
+
+        default = ClusterRuntime(
+            None,
+            default_admin,
             self.store,
-            self.writer,
-            rate_window_s=settings.rate_window_s,
-            throttle_resync_s=settings.quota_interval_s,
+            ledger_store or config_map_ledger(None),
+            settings,
         )
-        self.quotas = QuotaReconciler(self.store, self.writer)
+        self.admin = default.admin
+        self.writer = default.writer
+        self.reassignments = default.reassignments
+        self.quotas = default.quotas
+        self.clusters = ClusterRegistry(
+            settings,
+            self.store,
+            secrets or _LazySecretReader(kube),
+            default,
+            ledger_store_for or config_map_ledger,
+            client_for,
+        )
+        self.kafka_clusters = KafkaClusterReconciler(self.store, self.clusters)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -122,15 +173,62 @@ class OperatorRuntime:
             RetryLater: Kafka or the API server failed; the message says which.
         """
         with self._serialised(f"{kind}/{namespace}/{name}"):
+            return self._retrying(step)
+
+    def run_on(
+        self,
+        kind: ResourceKind,
+        namespace: str,
+        name: str,
+        cluster_ref: str | None,
+        step: Callable[[ClusterRuntime], T],
+        when_missing: Callable[[], T] | None = None,
+    ) -> T:
+        """Run ``step`` on the runtime of the cluster the object names, under the object's lock.
+
+        Without ``cluster_ref`` that is the default connection. When the KafkaCluster
+        is missing or unusable, or (with ``cluster_ref``) its brokers do not answer, the
+        object gets ``Ready`` False / ``Stalled`` True with the reason and nothing is
+        changed in Kafka; ``when_missing`` (finalizers), if given, is returned instead
+        for a KafkaCluster that does not exist.
+
+        Raises:
+            RetryLater: The cluster cannot be used now, Kafka or the API server failed.
+        """
+        with self._serialised(f"{kind.plural}/{namespace}/{name}"):
             try:
-                return step()
-            except (KafkaAuthorizationError, KafkaAuthenticationError) as exc:
-                delay = max(REFUSED_RETRY_S, self.settings.poll_interval_s * 2)
-                raise RetryLater(f"Kafka refused the operator: {exc}", delay) from exc
-            except KafkaAdminError as exc:
-                raise RetryLater(f"Kafka: {exc}", self.settings.poll_interval_s * 2) from exc
-            except ObjectStoreError as exc:
-                raise RetryLater(f"Kubernetes API: {exc}", self.settings.poll_interval_s) from exc
+                cluster = self.clusters.get(namespace, cluster_ref)
+            except ClusterUnavailable as exc:
+                if exc.reason == CLUSTER_NOT_FOUND and when_missing is not None:
+                    return when_missing()
+                self._unavailable(kind, namespace, name, exc.reason, exc.message)
+                raise RetryLater(exc.message, self.settings.cluster_interval_s) from exc
+            try:
+                return self._retrying(lambda: step(cluster))
+            except RetryLater as exc:
+                cause = exc.__cause__
+                if cluster_ref is not None and isinstance(cause, KafkaUnavailableError):
+                    what = f"{describe_key(cluster.key)} unreachable: {cause}"
+                    self._unavailable(kind, namespace, name, CLUSTER_UNREACHABLE, what)
+                raise
+
+    def _unavailable(
+        self, kind: ResourceKind, namespace: str, name: str, reason: str, message: str
+    ) -> None:
+        obj = self.store.get(kind, namespace, name)
+        if obj is not None and not obj["metadata"].get("deletionTimestamp"):
+            report_unavailable(self.store, kind, obj, reason, message, datetime.now(UTC))
+
+    def _retrying(self, step: Callable[[], T]) -> T:
+        try:
+            return step()
+        except (KafkaAuthorizationError, KafkaAuthenticationError) as exc:
+            delay = max(REFUSED_RETRY_S, self.settings.poll_interval_s * 2)
+            raise RetryLater(f"Kafka refused the operator: {exc}", delay) from exc
+        except KafkaAdminError as exc:
+            raise RetryLater(f"Kafka: {exc}", self.settings.poll_interval_s * 2) from exc
+        except ObjectStoreError as exc:
+            raise RetryLater(f"Kubernetes API: {exc}", self.settings.poll_interval_s) from exc
 
     def forget(self, kind: str, namespace: str, name: str) -> None:
         """Drop the lock of a deleted object."""
@@ -138,5 +236,19 @@ class OperatorRuntime:
             self._locks.pop(f"{kind}/{namespace}/{name}", None)
 
     def close(self) -> None:
-        """Close the Kafka connections."""
-        self.admin.close()
+        """Close the Kafka connections of every cluster."""
+        self.clusters.close()
+
+
+class _LazySecretReader:
+    """A :class:`KubeSecretReader` made on first use (no API client until a Secret is read)."""
+
+    def __init__(self, api_client: Callable[[], Any]) -> None:
+        self._api_client = api_client
+        self._reader: KubeSecretReader | None = None
+
+    def read(self, namespace: str, name: str, key: str) -> str:
+        """See :meth:`~kpo_operator.connections.SecretReader.read`."""
+        if self._reader is None:
+            self._reader = KubeSecretReader(self._api_client())
+        return self._reader.read(namespace, name, key)

@@ -11,6 +11,9 @@ variable                    setting                      meaning
                                                          moving reassignment (default 2)
 ``KPO_QUOTA_INTERVAL_S``    ``quota_interval_s``         seconds between drift checks of the
                                                          throttle configs (default 30)
+``KPO_CLUSTER_INTERVAL_S``  ``cluster_interval_s``       seconds between refreshes of each
+                                                         KafkaCluster's status and Secrets
+                                                         (default 60)
 ``KPO_RATE_WINDOW_S``       ``rate_window_s``            window of the replication-rate
                                                          estimate behind the ETA (default 30)
 ``KPO_REQUEST_TIMEOUT_MS``  ``request_timeout_ms``       Kafka Admin API request timeout
@@ -69,6 +72,8 @@ class OperatorSettings(BaseModel):
         namespaces: Namespaces to watch; empty means the whole cluster.
         poll_interval_s: Seconds between progress checks of moving reassignments.
         quota_interval_s: Seconds between drift checks of the throttle configs.
+        cluster_interval_s: Seconds between refreshes of each KafkaCluster (status,
+            Secrets: a rotated Secret reconnects within this time).
         rate_window_s: Seconds of samples behind the replication-rate estimate.
         request_timeout_ms: Admin API request timeout (Kafka's ``request.timeout.ms``).
         client_id: Kafka ``client.id`` of the operator's admin client.
@@ -83,6 +88,7 @@ class OperatorSettings(BaseModel):
     namespaces: tuple[str, ...] = ()
     poll_interval_s: float = Field(default=2.0, gt=0, le=3600)
     quota_interval_s: float = Field(default=30.0, gt=0, le=86400)
+    cluster_interval_s: float = Field(default=60.0, gt=0, le=86400)
     rate_window_s: float = Field(default=30.0, gt=0, le=3600)
     request_timeout_ms: int = Field(default=30000, ge=1000, le=600000)
     client_id: str = Field(default="kpo-operator", min_length=1)
@@ -120,7 +126,7 @@ class OperatorSettings(BaseModel):
             "bootstrap_servers": items("BOOTSTRAP_SERVERS"),
             "namespaces": items("NAMESPACES"),
         }
-        for name in ("poll_interval_s", "quota_interval_s", "rate_window_s"):
+        for name in ("poll_interval_s", "quota_interval_s", "cluster_interval_s", "rate_window_s"):
             if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
                 values[name] = raw
         if (raw := env.get(ENV_PREFIX + "REQUEST_TIMEOUT_MS")) is not None:

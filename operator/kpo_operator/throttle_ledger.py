@@ -17,11 +17,14 @@ the new value, and neither is a hand-made change.
 
 :class:`ThrottleLedger` is the pure value (with its JSON form);
 :class:`ThrottleLedgerStore` loads and saves it, :class:`ConfigMapLedgerStore` in a
-ConfigMap (key :data:`LEDGER_KEY`) over the ``kubernetes`` client.
+ConfigMap over the ``kubernetes`` client: the default cluster's ledger under the key
+:data:`LEDGER_KEY`, each KafkaCluster's under its own key (:func:`ledger_key`), so one
+cluster's save never touches another's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -30,6 +33,26 @@ from kpo_operator.store import ObjectStoreError
 
 LEDGER_KEY = "ledger.json"
 """The ConfigMap data key holding the ledger's JSON."""
+
+MAX_KEY_LENGTH = 253
+"""The longest ConfigMap data key."""
+
+
+def ledger_key(cluster: tuple[str, str] | None) -> str:
+    """Return the ConfigMap key of a cluster's ledger.
+
+    ``None`` (the default connection) is :data:`LEDGER_KEY`; a KafkaCluster
+    ``(namespace, name)`` is ``ledger.<namespace>.<name>.json`` (a namespace has no dots,
+    so the key is unambiguous), or a digest of both when that exceeds
+    :data:`MAX_KEY_LENGTH`.
+    """
+    if cluster is None:
+        return LEDGER_KEY
+    key = f"ledger.{cluster[0]}.{cluster[1]}.json"
+    if len(key) <= MAX_KEY_LENGTH:
+        return key
+    return "ledger." + hashlib.sha256(f"{cluster[0]}/{cluster[1]}".encode()).hexdigest() + ".json"
+
 
 LEDGER_VERSION = 1
 """Version of the JSON layout (``"version"``); another version is refused."""
@@ -206,24 +229,35 @@ class ThrottleLedgerStore(Protocol):
         """
         ...
 
+    def discard(self) -> None:
+        """Remove the saved ledger (its cluster is gone from the operator).
+
+        Raises:
+            ObjectStoreError: The storage refused or failed the removal.
+        """
+        ...
+
 
 class ConfigMapLedgerStore:
-    """:class:`ThrottleLedgerStore` in a core/v1 ConfigMap (labelled ``app.kubernetes.io/*``).
+    """:class:`ThrottleLedgerStore` in one key of a core/v1 ConfigMap.
 
     Args:
         namespace: The operator's namespace (where the ConfigMap lives).
         name: The ConfigMap's name.
         api_client: A configured ``kubernetes.client.ApiClient``.
+        key: The data key of this cluster's ledger (:func:`ledger_key`).
 
-    The operator is the only writer (its throttle writer holds a lock), so a save
-    replaces the ConfigMap without a read-modify-write cycle.
+    The operator is the only writer of a key (each cluster's throttle writer holds a
+    lock), so a save merge-patches its key without a read-modify-write cycle; the
+    ConfigMap is created (labelled ``app.kubernetes.io/*``) when missing.
     """
 
-    def __init__(self, namespace: str, name: str, api_client: Any) -> None:
+    def __init__(self, namespace: str, name: str, api_client: Any, key: str = LEDGER_KEY) -> None:
         from kubernetes import client
 
         self.namespace = namespace
         self.name = name
+        self.key = key
         self._core = client.CoreV1Api(api_client)
         self._client = client
 
@@ -241,7 +275,7 @@ class ConfigMapLedgerStore:
             ) from exc
         except Exception as exc:  # connection errors of urllib3
             raise ObjectStoreError(f"read ConfigMap {self.namespace}/{self.name}: {exc}") from exc
-        text = (found.data or {}).get(LEDGER_KEY)
+        text = (found.data or {}).get(self.key)
         return None if text is None else ThrottleLedger.from_json(text)
 
     def save(self, ledger: ThrottleLedger) -> None:
@@ -257,17 +291,35 @@ class ConfigMapLedgerStore:
                     "app.kubernetes.io/component": "throttle-ledger",
                 },
             ),
-            data={LEDGER_KEY: ledger.to_json()},
+            data={self.key: ledger.to_json()},
         )
-        what = f"save ConfigMap {self.namespace}/{self.name}"
+        what = f"save ConfigMap {self.namespace}/{self.name} key {self.key}"
         try:
             try:
-                self._core.replace_namespaced_config_map(self.name, self.namespace, body)
+                self._core.patch_namespaced_config_map(
+                    self.name, self.namespace, {"data": {self.key: ledger.to_json()}}
+                )
             except ApiException as exc:
                 if exc.status != 404:
                     raise
                 self._core.create_namespaced_config_map(self.namespace, body)
         except ApiException as exc:
             raise ObjectStoreError(f"{what}: {exc.status} {exc.reason}: {exc.body}") from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"{what}: {exc}") from exc
+
+    def discard(self) -> None:
+        """See :meth:`ThrottleLedgerStore.discard`: the key goes, the ConfigMap stays."""
+        from kubernetes.client.exceptions import ApiException
+
+        what = f"remove key {self.key} of ConfigMap {self.namespace}/{self.name}"
+        try:
+            self._core.patch_namespaced_config_map(
+                self.name, self.namespace, {"data": {self.key: None}}
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            raise ObjectStoreError(f"{what}: {exc.status} {exc.reason}") from exc
         except Exception as exc:  # connection errors of urllib3
             raise ObjectStoreError(f"{what}: {exc}") from exc

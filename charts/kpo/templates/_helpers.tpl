@@ -119,14 +119,17 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
 {{/* The operator's namespaced rules (Role or ClusterRole). */}}
 {{- define "kpo.operator.rules" -}}
 - apiGroups: [kpo.dev]
-  resources: [partitionreassignments, topicreplicaquotas]
+  resources: [partitionreassignments, topicreplicaquotas, kafkaclusters]
   verbs: [get, list, watch, patch]
 - apiGroups: [kpo.dev]
-  resources: [partitionreassignments/status, topicreplicaquotas/status]
+  resources: [partitionreassignments/status, topicreplicaquotas/status, kafkaclusters/status]
   verbs: [patch]
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get]
 {{- end -}}
 
 {{/* Kafka client security of the operator, the placement job and the helm test: KPO_KAFKA_*

@@ -72,8 +72,8 @@ def _apply_rbac(plane: ControlPlane, objects: list[dict[str, object]], ns: str) 
 
 
 FORBIDDEN_EVERYWHERE = [
-    ("get", "secrets"),
     ("list", "secrets"),
+    ("watch", "secrets"),
     ("create", "pods"),
     ("create", "pods/exec"),
     ("delete", "namespaces"),
@@ -93,7 +93,13 @@ OPERATOR_CALLS = [
     ("watch", "topicreplicaquotas.kpo.dev"),
     ("patch", "topicreplicaquotas.kpo.dev"),
     ("patch", "topicreplicaquotas.kpo.dev/status"),
+    ("get", "kafkaclusters.kpo.dev"),
+    ("list", "kafkaclusters.kpo.dev"),
+    ("watch", "kafkaclusters.kpo.dev"),
+    ("patch", "kafkaclusters.kpo.dev"),
+    ("patch", "kafkaclusters.kpo.dev/status"),
     ("create", "events"),
+    ("get", "secrets"),  # the keys KafkaClusters reference, by name (never list/watch)
 ]
 
 
@@ -101,12 +107,12 @@ LEDGER = "configmaps/kpo-operator-throttle-ledger"
 
 
 def _check_ledger_rights(plane: ControlPlane, operator: str, ns: str, elsewhere: str) -> None:
-    """The operator may read and replace its throttle ledger, in its namespace, and nothing else."""
-    for verb in ("get", "update"):
+    """The operator may read and patch its throttle ledger, in its namespace, and nothing else."""
+    for verb in ("get", "patch"):
         assert _can(plane, operator, verb, LEDGER, ns), verb
         assert not _can(plane, operator, verb, LEDGER, elsewhere), verb
         assert not _can(plane, operator, verb, "configmaps/kpo-broker-config", ns), verb
-    for verb in ("list", "watch", "delete", "patch"):
+    for verb in ("list", "watch", "delete", "update"):
         assert not _can(plane, operator, verb, LEDGER, ns), verb
 
 
@@ -129,6 +135,7 @@ def test_cluster_wide_operator_and_dry_run_placement_rbac(control_plane: Control
     for user in (operator, placement):
         for verb, resource in FORBIDDEN_EVERYWHERE:
             assert not _can(control_plane, user, verb, resource, ns), (user, verb, resource)
+    assert not _can(control_plane, placement, "get", "secrets", ns)
 
 
 def test_namespaced_operator_and_applying_placement_rbac(control_plane: ControlPlane) -> None:
@@ -160,6 +167,8 @@ def test_namespaced_operator_and_applying_placement_rbac(control_plane: ControlP
     for user in (operator, placement, broker):
         for verb, resource in FORBIDDEN_EVERYWHERE:
             assert not _can(control_plane, user, verb, resource, ns), (user, verb, resource)
+    for user in (placement, broker):
+        assert not _can(control_plane, user, "get", "secrets", ns), user
 
 
 def test_gitops_quotas_are_accepted_by_the_crd(control_plane: ControlPlane) -> None:

@@ -12,7 +12,13 @@ import yaml
 from kubernetes import client
 
 from kpo_devenv import ControlPlane
-from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, VERSION
+from kpo_operator.resources import (
+    GROUP,
+    KAFKA_CLUSTER,
+    PARTITION_REASSIGNMENT,
+    TOPIC_REPLICA_QUOTA,
+    VERSION,
+)
 from tests.conftest import EXAMPLES_DIR
 
 pytestmark = pytest.mark.integration
@@ -24,6 +30,12 @@ PR: dict[str, Any] = {
     "kind": "PartitionReassignment",
     "metadata": {"name": "bad"},
     "spec": {"partitions": [{"topic": "test", "partition": 0, "replicas": [1, 2]}]},
+}
+KC: dict[str, Any] = {
+    "apiVersion": f"{GROUP}/{VERSION}",
+    "kind": "KafkaCluster",
+    "metadata": {"name": "bad"},
+    "spec": {"bootstrapServers": ["kafka-0.kafka:9092"]},
 }
 TRQ: dict[str, Any] = {
     "apiVersion": f"{GROUP}/{VERSION}",
@@ -169,6 +181,24 @@ MALFORMED: list[tuple[str, dict[str, Any], str]] = [
         _with(TRQ, brokerAddress="10.0.0.1:9092"),
         'unknown field "spec.brokerAddress"',
     ),
+    ("trq-bad-cluster-ref", _with(TRQ, clusterRef="Not_A_Name"), "spec.clusterRef: Invalid"),
+    ("kc-no-servers", _with(KC, bootstrapServers=[]), "spec.bootstrapServers: Invalid value"),
+    ("kc-no-port", _with(KC, bootstrapServers=["kafka-0"]), "spec.bootstrapServers[0]"),
+    (
+        "kc-inline-password",
+        _with(KC, config={"sasl.password": "hunter2"}),
+        'unknown field "spec.config.sasl.password"',
+    ),
+    (
+        "kc-unknown-protocol",
+        _with(KC, config={"security.protocol": "SASL_TLS"}),
+        'spec.config.security.protocol: Unsupported value: "SASL_TLS"',
+    ),
+    (
+        "kc-secret-ref-without-key",
+        _with(KC, secretRefs={"sasl.password": {"name": "user"}}),
+        "spec.secretRefs.sasl.password.key: Required value",
+    ),
 ]
 
 
@@ -184,7 +214,7 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
 def _kinds_in(namespace: str, control_plane: ControlPlane) -> list[str]:
     out = control_plane.kubectl(
         "get",
-        f"{PARTITION_REASSIGNMENT.plural},{TOPIC_REPLICA_QUOTA.plural}",
+        f"{PARTITION_REASSIGNMENT.plural},{TOPIC_REPLICA_QUOTA.plural},{KAFKA_CLUSTER.plural}",
         "-n",
         namespace,
         "-o",
@@ -272,3 +302,26 @@ def test_printer_columns_and_status_subresource(
         api.delete_namespaced_custom_object(
             GROUP, VERSION, namespace, PARTITION_REASSIGNMENT.plural, "columns"
         )
+
+
+def test_cluster_ref_cannot_be_added_changed_or_removed(
+    control_plane: ControlPlane, namespace: str
+) -> None:
+    doc = copy.deepcopy(TRQ)
+    doc["metadata"] = {"name": "pinned"}
+    doc["spec"]["clusterRef"] = "orders"
+    control_plane.kubectl("apply", "-n", namespace, "-f", "-", input_text=json.dumps(doc))
+    try:
+        for ref in ("payments", None):
+            edited = _with(doc, clusterRef=ref)
+            result = control_plane.kubectl(
+                "apply", "-n", namespace, "-f", "-", input_text=json.dumps(edited), check=False
+            )
+            assert result.returncode != 0, ref
+            assert "clusterRef cannot be added, changed or removed" in result.stderr
+        stored = json.loads(
+            control_plane.kubectl("get", "trq", "pinned", "-n", namespace, "-o", "json").stdout
+        )
+        assert stored["spec"]["clusterRef"] == "orders"
+    finally:
+        control_plane.kubectl("delete", "trq", "pinned", "-n", namespace)

@@ -391,7 +391,12 @@ def test_mutual_tls_operator_and_one_without_a_client_certificate(
     assert stalled["reason"] == "AuthenticationFailed", stalled
     assert "TLS handshake failed" in stalled["message"], stalled
     assert "certificate" in stalled["message"].lower(), stalled  # Java: bad_certificate
-    assert "TLS handshake failed" in refused.operator.log_path.read_text()
+    # kopf logs the handler's error after the handler returned, i.e. after the status write.
+    wait_for(
+        lambda: "TLS handshake failed" in refused.operator.log_path.read_text(),
+        30,
+        "the TLS failure in the operator log",
+    )
     assert _replicas(secured, "mtls-moved") == (0, 2)
 
 
@@ -443,3 +448,88 @@ def test_missing_alter_on_cluster_is_reported_and_nothing_is_written(
     stack.wait_phase("move", "Completed", 180)
     assert _replicas(secured, "acl-moved") == (1,)
     assert _condition(stack, "partitionreassignments", "move", "Stalled")["status"] == "False"
+
+
+def test_kafka_cluster_with_mutual_tls_from_secrets(
+    secured: Secured, control_plane: ControlPlane, operators: list[OperatorProcess], tmp_path: Path
+) -> None:
+    """A KafkaCluster reaches the SSL listener with the CA, certificate and key from Secrets."""
+    env = _scram_operator_env(secured, tmp_path / "scram", OPERATOR_USER, OPERATOR_PASSWORD)
+    env["KPO_CLUSTER_INTERVAL_S"] = "3"
+    stack = _operator(secured, control_plane, operators, tmp_path, "SASL_SSL", env)
+    client = secured.pki.client("kpo-operator-kc", "kpo-operator")
+    key_text = client.key.read_text()
+    stack.kubectl(
+        "create",
+        "secret",
+        "generic",
+        "kafka-tls",
+        f"--from-file=ca.crt={secured.pki.ca.cert}",
+        f"--from-file=tls.crt={client.cert}",
+        f"--from-file=tls.key={client.key}",
+    )
+    stack.apply(
+        {
+            "apiVersion": "kpo.dev/v1alpha1",
+            "kind": "KafkaCluster",
+            "metadata": {"name": "mtls"},
+            "spec": {
+                "bootstrapServers": secured.cluster.bootstrap_for("SSL").split(","),
+                "config": {"security.protocol": "SSL"},
+                "secretRefs": {
+                    "ssl.truststore.certificates": {"name": "kafka-tls", "key": "ca.crt"},
+                    "ssl.keystore.certificate.chain": {"name": "kafka-tls", "key": "tls.crt"},
+                    "ssl.keystore.key": {"name": "kafka-tls", "key": "tls.key"},
+                },
+            },
+        }
+    )
+    wait_for(
+        lambda: _condition(stack, "kafkaclusters", "mtls", "Ready").get("status") == "True",
+        60,
+        "the KafkaCluster Ready",
+    )
+    status = stack.get("kafkaclusters", "mtls")["status"]
+    admin = secured.admin_client()
+    try:
+        info = admin.describe_cluster()
+    finally:
+        admin.close()
+    assert status["clusterId"] == info.cluster_id and status["brokerCount"] == 3
+    assert status["kafkaVersion"] == ".".join(pinned_version("KAFKA_VERSION").split(".")[:2])
+
+    _create_topic(secured, "kc-quota", {0: [0, 1]})
+    quota = {
+        "apiVersion": "kpo.dev/v1alpha1",
+        "kind": "TopicReplicaQuota",
+        "metadata": {"name": "kc-quota"},
+        "spec": {
+            "clusterRef": "mtls",
+            "topics": {"names": ["kc-quota"]},
+            "brokers": [0, 1],
+            "leaderReplicationThrottledRate": 3 * MB,
+            "leaderReplicationThrottledReplicas": "*",
+        },
+    }
+    stack.apply(quota)
+    wait_for(
+        lambda: (
+            _condition(stack, "topicreplicaquotas", "kc-quota", "Ready").get("status") == "True"
+        ),
+        60,
+        "the quota on the KafkaCluster Ready",
+    )
+    configs = _throttle_configs(secured, ["kc-quota"])
+    assert configs == {
+        "0": {"leader.replication.throttled.rate": str(3 * MB)},
+        "1": {"leader.replication.throttled.rate": str(3 * MB)},
+        "kc-quota": {"leader.replication.throttled.replicas": "*"},
+    }
+    stack.kubectl("delete", "topicreplicaquota", "kc-quota", "--timeout=60s")
+    wait_for(lambda: not _throttle_configs(secured, ["kc-quota"]), 30, "the quota's configs gone")
+    for text in (
+        stack.operator.log_path.read_text(),
+        stack.kubectl("get", "kafkaclusters", "-o", "json"),
+        stack.kubectl("get", "events", "-o", "json"),
+    ):
+        assert "PRIVATE KEY" not in text and key_text not in text

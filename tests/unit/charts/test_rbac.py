@@ -7,15 +7,21 @@ from tests.unit.charts.helm import find, render
 OPERATOR_RULES = [
     {
         "apiGroups": ["kpo.dev"],
-        "resources": ["partitionreassignments", "topicreplicaquotas"],
+        "resources": ["partitionreassignments", "topicreplicaquotas", "kafkaclusters"],
         "verbs": ["get", "list", "watch", "patch"],
     },
     {
         "apiGroups": ["kpo.dev"],
-        "resources": ["partitionreassignments/status", "topicreplicaquotas/status"],
+        "resources": [
+            "partitionreassignments/status",
+            "topicreplicaquotas/status",
+            "kafkaclusters/status",
+        ],
         "verbs": ["patch"],
     },
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
+    # Only get: KafkaClusters' Secret references are read by name, never listed or watched.
+    {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
 ]
 CRD_OBSERVER_RULES = [
     {
@@ -29,7 +35,7 @@ LEDGER_RULES = [
         "apiGroups": [""],
         "resources": ["configmaps"],
         "resourceNames": ["kpo-operator-throttle-ledger"],
-        "verbs": ["get", "update"],
+        "verbs": ["get", "patch"],
     }
 ]
 PLACEMENT_RULES = [

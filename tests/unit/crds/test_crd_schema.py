@@ -52,7 +52,11 @@ def test_every_field_is_typed_and_described(path: Any) -> None:
     assert {c["name"] for c in version["additionalPrinterColumns"]} >= {"Age"}
 
 
-@pytest.mark.parametrize("path", CRD_FILES, ids=lambda p: p.name)
+ACTION_CRD_FILES = [p for p in CRD_FILES if "kafkaclusters" not in p.name]
+"""The CRDs of what to do (not the KafkaCluster connection, which holds the addresses)."""
+
+
+@pytest.mark.parametrize("path", ACTION_CRD_FILES, ids=lambda p: p.name)
 def test_no_field_names_a_network_address(path: Any) -> None:
     schema = _load(path)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     words = ("bootstrap", "server", "host", "url", "endpoint", "address")

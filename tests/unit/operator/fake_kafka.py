@@ -66,6 +66,8 @@ class FakeKafkaAdmin:
     fail_next: list[KafkaAdminError] = field(default_factory=list)
     calls: list[tuple[str, object]] = field(default_factory=list)
     closed: bool = False
+    cluster_id: str = "fake-cluster"
+    version: str | None = "3.9"
 
     # -- test controls --------------------------------------------------------------
 
@@ -132,7 +134,7 @@ class FakeKafkaAdmin:
     def describe_cluster(self) -> ClusterInfo:
         self._enter("describe_cluster")
         return ClusterInfo(
-            dict(self.brokers), self.controller_id, "fake-cluster", self.authorized_operations
+            dict(self.brokers), self.controller_id, self.cluster_id, self.authorized_operations
         )
 
     def describe_topics(
@@ -291,6 +293,10 @@ class FakeKafkaAdmin:
                     self.future_dirs[key] = log_dir
                 result[key] = None
         return result
+
+    def kafka_version(self, brokers: Collection[int]) -> str | None:
+        self._enter("kafka_version", sorted(brokers))
+        return self.version if any(b in self.brokers for b in brokers) else None
 
     def close(self) -> None:
         self.closed = True

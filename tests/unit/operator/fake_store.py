@@ -194,6 +194,9 @@ class MemoryLedgerStore:
         self.text = ledger.to_json()
         self.saves += 1
 
+    def discard(self) -> None:
+        self.text = None
+
     @property
     def ledger(self) -> ThrottleLedger:
         """The saved ledger (empty when none was saved)."""

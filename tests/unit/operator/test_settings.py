@@ -31,6 +31,7 @@ def test_every_variable_is_parsed() -> None:
             "KPO_NAMESPACES": "kafka, team-a ,",
             "KPO_POLL_INTERVAL_S": "0.5",
             "KPO_QUOTA_INTERVAL_S": "60",
+            "KPO_CLUSTER_INTERVAL_S": "15",
             "KPO_RATE_WINDOW_S": "12.5",
             "KPO_REQUEST_TIMEOUT_MS": "45000",
             "KPO_CLIENT_ID": "kpo-test",
@@ -45,6 +46,7 @@ def test_every_variable_is_parsed() -> None:
     assert settings.clusterwide is False
     assert settings.poll_interval_s == 0.5
     assert settings.quota_interval_s == 60.0
+    assert settings.cluster_interval_s == 15.0
     assert settings.rate_window_s == 12.5
     assert settings.request_timeout_ms == 45000
     assert settings.client_id == "kpo-test"
@@ -95,6 +97,7 @@ def test_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         ({**BOOTSTRAP, "KPO_POLL_INTERVAL_S": "3601"}, "KPO_POLL_INTERVAL_S"),
         ({**BOOTSTRAP, "KPO_POLL_INTERVAL_S": "nan"}, "KPO_POLL_INTERVAL_S"),
         ({**BOOTSTRAP, "KPO_QUOTA_INTERVAL_S": "-1"}, "KPO_QUOTA_INTERVAL_S"),
+        ({**BOOTSTRAP, "KPO_CLUSTER_INTERVAL_S": "0"}, "KPO_CLUSTER_INTERVAL_S"),
         ({**BOOTSTRAP, "KPO_RATE_WINDOW_S": ""}, "KPO_RATE_WINDOW_S"),
         ({**BOOTSTRAP, "KPO_REQUEST_TIMEOUT_MS": "999"}, "KPO_REQUEST_TIMEOUT_MS"),
         ({**BOOTSTRAP, "KPO_REQUEST_TIMEOUT_MS": "1.5"}, "KPO_REQUEST_TIMEOUT_MS"),

@@ -201,6 +201,7 @@ class KafkaServer:
             ZkIsrWriter(zk, self.broker_id),
             c.replica_lag_time_max_ms,
             topic_configs.log_config,
+            known_partition=lambda tp: metadata_cache.partition(tp[0], tp[1]) is not None,
         )
         log_manager.attach_cleaner(_new_log_cleaner(c, log_dirs, log_manager, replica_manager))
         fetchers = ReplicaFetcherManager(

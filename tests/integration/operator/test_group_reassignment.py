@@ -48,8 +48,9 @@ class Trickle:
         self.sent = 0
         self.errors: list[str] = []
         self._stop = threading.Event()
+        # Retries bounded by delivery.timeout.ms (120 s), not by a count: leaders move.
         self._producer = KafkaProducer(
-            bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5, retries=20
+            bootstrap_servers=cluster.bootstrap_servers, acks="all", linger_ms=5
         )
         self._thread = threading.Thread(target=self._run, name="trickle")
         self._thread.start()

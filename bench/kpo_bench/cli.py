@@ -79,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
+            "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
             "'operator' = one PartitionReassignment's reconcile latency while 50 others move"
         ),

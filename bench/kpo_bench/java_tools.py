@@ -3,8 +3,8 @@
 Produce load is Kafka's own ``org.apache.kafka.tools.ProducerPerformance``
 (kafka-tools). Consume load is :file:`java/KpoConsumePerf.java`, compiled here with
 ``javac`` against kafka-clients: a group-less ``assign()`` consumer reading every partition
-from the log start, the same on both systems (it predates kpo's group coordinator; Kafka's
-``ConsumerPerformance`` through a group is the next consume measurement to add).
+from the log start, the same on both systems. Consume load through a consumer group is
+Kafka's own ``org.apache.kafka.tools.ConsumerPerformance`` with ``--group``.
 """
 
 from __future__ import annotations
@@ -16,14 +16,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kpo_bench.perf_output import (
+    ConsumerPerformanceSummary,
     ConsumerSummary,
     ProducerSummary,
     parse_consumer_output,
+    parse_consumer_performance,
     parse_producer_output,
 )
 from kpo_devenv.apache_kafka import java_command
 
 PRODUCER_PERFORMANCE = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERFORMANCE = "org.apache.kafka.tools.ConsumerPerformance"
 CONSUMER_MAIN = "KpoConsumePerf"
 CONSUMER_SOURCE = Path(__file__).with_name("java") / f"{CONSUMER_MAIN}.java"
 
@@ -122,3 +125,27 @@ def run_consumer_perf(
     args = [bootstrap_servers, topic, str(int(timeout_s))]
     argv = java_command(classpath, tools.heap_mb, CONSUMER_MAIN, args)
     return parse_consumer_output(_run(argv, timeout_s + 60, "KpoConsumePerf"))
+
+
+def run_consumer_performance(
+    tools: JavaTools,
+    bootstrap_servers: str,
+    topic: str,
+    group: str,
+    records: int,
+    timeout_s: float,
+) -> ConsumerPerformanceSummary:
+    """Read ``records`` records of ``topic`` through ``group`` with Kafka's ConsumerPerformance.
+
+    The group is new, so the consumer starts at the log start (``auto.offset.reset`` is
+    ``earliest`` in the tool). ``--timeout 60000``: the tool gives up after 60 s without a
+    record (its default, 10 s, is short for a group join on a loaded machine).
+
+    Raises:
+        JavaToolError: the tool failed or timed out.
+        kpo_bench.perf_output.PerfOutputError: it printed no summary.
+    """
+    args = ["--bootstrap-server", bootstrap_servers, "--topic", topic, "--group", group]
+    args += ["--messages", str(records), "--timeout", "60000"]
+    argv = java_command(tools.kafka_classpath, tools.heap_mb, CONSUMER_PERFORMANCE, args)
+    return parse_consumer_performance(_run(argv, timeout_s, "ConsumerPerformance"))

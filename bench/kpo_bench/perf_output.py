@@ -5,6 +5,9 @@
   latency, P50 ms 50th, ...``; earlier progress lines lack the percentiles.
 * ``KpoConsumePerf`` (``java/KpoConsumePerf.java`` in this package) prints one line
   ``records=N bytes=B elapsed_ms=T``.
+* ``org.apache.kafka.tools.ConsumerPerformance`` (kafka-tools, consuming through a group)
+  prints an optional header and one line of ten comma-separated columns
+  (:class:`ConsumerPerformanceSummary`).
 """
 
 from __future__ import annotations
@@ -102,3 +105,59 @@ def parse_consumer_output(text: str) -> ConsumerSummary:
         raise PerfOutputError(f"no KpoConsumePerf summary in output: {text[-500:]!r}")
     m = matches[-1]
     return ConsumerSummary(int(m["records"]), int(m["bytes"]), int(m["ms"]))
+
+
+_DATE = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}:\d{3}"
+_NUMBER = r"-?[\d.]+(?:E-?\d+)?|NaN|Infinity"
+_CONSUMER_PERFORMANCE = re.compile(
+    rf"^(?P<start>{_DATE}), (?P<end>{_DATE}), (?P<mib>{_NUMBER}), (?P<mib_s>{_NUMBER}), "
+    rf"(?P<records>\d+), (?P<records_s>{_NUMBER}), (?P<rebalance_ms>-?\d+), "
+    rf"(?P<fetch_ms>-?\d+), (?P<fetch_mib_s>{_NUMBER}), (?P<fetch_records_s>{_NUMBER})\s*$",
+    re.MULTILINE,
+)
+
+
+@dataclass(frozen=True)
+class ConsumerPerformanceSummary:
+    """The summary line of Kafka's ``org.apache.kafka.tools.ConsumerPerformance``.
+
+    Its columns (without ``--show-detailed-stats``): ``start.time, end.time,
+    data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, rebalance.time.ms,
+    fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec``; its "MB" are MiB (bytes / 1024²) of
+    record keys and values.
+
+    Attributes:
+        records: records consumed.
+        mib: MiB consumed.
+        mib_per_s: MiB/s over the whole run, the group join included.
+        rebalance_ms: time the consumer spent joining its group before the first records, ms.
+        fetch_ms: time spent fetching (the run minus the rebalance), ms.
+        fetch_mib_per_s: MiB/s over ``fetch_ms``.
+    """
+
+    records: int
+    mib: float
+    mib_per_s: float
+    rebalance_ms: int
+    fetch_ms: int
+    fetch_mib_per_s: float
+
+
+def parse_consumer_performance(text: str) -> ConsumerPerformanceSummary:
+    """Return the last summary line of ConsumerPerformance's stdout (header or not).
+
+    Raises:
+        PerfOutputError: no summary line in ``text``.
+    """
+    matches = list(_CONSUMER_PERFORMANCE.finditer(text))
+    if not matches:
+        raise PerfOutputError(f"no ConsumerPerformance summary in output: {text[-500:]!r}")
+    m = matches[-1]
+    return ConsumerPerformanceSummary(
+        records=int(m["records"]),
+        mib=float(m["mib"]),
+        mib_per_s=float(m["mib_s"]),
+        rebalance_ms=int(m["rebalance_ms"]),
+        fetch_ms=int(m["fetch_ms"]),
+        fetch_mib_per_s=float(m["fetch_mib_s"]),
+    )

@@ -110,7 +110,7 @@ def print_report(
     console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
     console.print(
         "ratio > 1 means kpo is better: kpo/Kafka for throughputs (MiB/s of record "
-        "payload), Kafka/kpo for the failover time."
+        "payload), Kafka/kpo for durations (failover, group rebalance)."
     )
     for result in (ours, baseline):
         if result is None:

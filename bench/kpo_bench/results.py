@@ -41,9 +41,23 @@ PRODUCE = MetricSpec("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", "MiB/s"
 CONSUME = MetricSpec("consume_mib_s", "consume", "MiB/s", True)
 CATCH_UP = MetricSpec("catch_up_mib_s", "follower catch-up", "MiB/s", True, 1.0)
 FAILOVER = MetricSpec("failover_s", "leader failover after kill -9", "s", False)
+#: Issue 15: consume through a consumer group (Kafka's ConsumerPerformance), goal >= 1.0.
+GROUP_CONSUME = MetricSpec(
+    "group_consume_mib_s", "consume via a group (ConsumerPerformance)", "MiB/s", True, 1.0
+)
+GROUP_REBALANCE = MetricSpec(
+    "group_rebalance_s", "3-member group rebalance after kill -9", "s", False
+)
 
 #: Every metric, in table order.
-METRICS: tuple[MetricSpec, ...] = (PRODUCE, CONSUME, CATCH_UP, FAILOVER)
+METRICS: tuple[MetricSpec, ...] = (
+    PRODUCE,
+    CONSUME,
+    GROUP_CONSUME,
+    CATCH_UP,
+    FAILOVER,
+    GROUP_REBALANCE,
+)
 
 #: The throttled-reassignment experiments (``kpo_bench.throttle_plan``): durations, s, judged
 #: against the ``min(leaders, followers) * R`` estimate rather than against Kafka (see

@@ -12,12 +12,15 @@ from kpo_bench.admin import admin_session, wait_for_brokers
 from kpo_bench.catch_up import measure_catch_up
 from kpo_bench.clusters import Cluster
 from kpo_bench.failover import measure_failover
+from kpo_bench.groups import measure_group_consume, measure_group_rebalance
 from kpo_bench.java_tools import JavaTools
 from kpo_bench.machine import load_average
 from kpo_bench.results import (
     CATCH_UP,
     CONSUME,
     FAILOVER,
+    GROUP_CONSUME,
+    GROUP_REBALANCE,
     PRODUCE,
     THROTTLE_METRICS,
     Measured,
@@ -33,7 +36,9 @@ from kpo_bench.throughput import measure_consume, measure_produce
 
 #: ``--only`` choices: the group of measurements to run instead of all of them.
 ONLY_THROTTLE = "throttle"
-ONLY_CHOICES = (ONLY_THROTTLE,)
+#: The consumer group measurements (after a produce run that fills the topic they read).
+ONLY_GROUPS = "groups"
+ONLY_CHOICES = (ONLY_THROTTLE, ONLY_GROUPS)
 
 Step = tuple[MetricSpec, Callable[[], Measured]]
 
@@ -49,8 +54,8 @@ def plan_steps(
 ) -> list[Step]:
     """Return the measurements to run, in order: all of them, or the ``only`` group.
 
-    The throttled-reassignment experiments run before the failover test, which kills a
-    broker.
+    The throttled-reassignment experiments and the group rebalance run before the failover
+    test, which kills a broker.
 
     Raises:
         ValueError: ``only`` is not one of :data:`ONLY_CHOICES`.
@@ -59,15 +64,22 @@ def plan_steps(
         (metric, _throttle_step(cluster, tools, workload, experiment))
         for metric, experiment in zip(THROTTLE_METRICS, EXPERIMENTS, strict=True)
     ]
+    produce: Step = (PRODUCE, lambda: measure_produce(cluster, tools, workload))
+    group_consume: Step = (GROUP_CONSUME, lambda: measure_group_consume(cluster, tools, workload))
+    rebalance: Step = (GROUP_REBALANCE, lambda: measure_group_rebalance(cluster, workload))
     if only == ONLY_THROTTLE:
         return throttle
+    if only == ONLY_GROUPS:
+        return [produce, group_consume, rebalance]
     if only is not None:
         raise ValueError(f"unknown measurement group {only!r}; choose from {ONLY_CHOICES}")
     return [
-        (PRODUCE, lambda: measure_produce(cluster, tools, workload)),
+        produce,
         (CONSUME, lambda: measure_consume(cluster, tools, workload)),
+        group_consume,
         (CATCH_UP, lambda: measure_catch_up(cluster, tools, workload)),
         *throttle,
+        rebalance,
         (FAILOVER, lambda: measure_failover(cluster, workload)),
     ]
 

@@ -29,6 +29,9 @@ class Workload:
         throttle_rate_bytes_s: the throttle R, bytes/s (KIP-73
             ``leader/follower.replication.throttled.rate``), on every involved broker.
         throttle_timeout_s: longest wait for one experiment's reassignments, s.
+        group_session_timeout_ms: ``session.timeout.ms`` of the rebalance test's members
+            (Kafka's ``group.min.session.timeout.ms`` default, the shortest both accept).
+        group_timeout_s: longest wait for the rebalance test's group to own every partition, s.
     """
 
     record_size: int = 1024
@@ -50,6 +53,8 @@ class Workload:
     throttle_records: int = 20_480
     throttle_rate_bytes_s: int = MIB
     throttle_timeout_s: float = 300.0
+    group_session_timeout_ms: int = 6000
+    group_timeout_s: float = 120.0
 
     @property
     def produce_bytes(self) -> int:

@@ -3,12 +3,15 @@
 :func:`run_demo` starts ZooKeeper, a control plane (etcd + kube-apiserver, CRDs
 Established), three brokers in three racks and the kpo operator watching one
 namespace, all as local processes. It creates topic ``orders`` on brokers 0 and
-1, produces data with kafka-python (``acks=all``), applies a
+1, produces data with kafka-python (``acks=all``), starts a consumer group of three
+members reading the topic at a pace that lasts about as long as the move
+(:mod:`kpo_devenv.demo_group`; its lag is printed while the partitions move), applies a
 ``PartitionReassignment`` with ``kubectl`` that gives broker 2 a replica of two
 partitions under a replication throttle (KIP-73), follows the object's status
 in a progress bar until ``Completed``, verifies the data (see
-:mod:`kpo_devenv.demo_verify`), shows ``kubectl get``/``describe`` and stops
-everything. :mod:`kpo_devenv.demo_state` records the processes for ``demo-down``.
+:mod:`kpo_devenv.demo_verify`) and the group's committed offsets, shows
+``kubectl get``/``describe`` and stops everything. :mod:`kpo_devenv.demo_state` records
+the processes for ``demo-down``.
 """
 
 from __future__ import annotations
@@ -29,7 +32,22 @@ from rich.markup import escape
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kpo_devenv.controlplane import ControlPlane
-from kpo_devenv.demo_data import CLIENT_ID, PartitionDigest, produce, wait_brokers
+from kpo_devenv.demo_data import (
+    CLIENT_ID,
+    RECORD_BYTES,
+    PartitionDigest,
+    produce,
+    wait_brokers,
+)
+from kpo_devenv.demo_group import (
+    GROUP_ID,
+    DemoGroup,
+    GroupCheck,
+    LagSample,
+    check_group,
+    group_table,
+    lag_line,
+)
 from kpo_devenv.demo_state import (
     clear_state,
     default_state_dir,
@@ -56,10 +74,20 @@ TARGET: dict[int, tuple[int, ...]] = {0: (2, 1), 1: (1, 2)}
 #: Broker properties for the demo. Kafka's quota window (11 samples of 1 s) lets a throttled
 #: follower take ~10 s worth of bytes at once and then wait; 3 samples and smaller follower
 #: fetches keep the same average rate but make the progress smooth at demo time scales.
-BROKER_PROPERTIES = {"replication.quota.window.num": "3", "replica.fetch.max.bytes": "262144"}
+#: ``__consumer_offsets`` gets 6 partitions instead of 50: created when the group first looks
+#: for its coordinator, it is then ready in a moment on a small machine.
+BROKER_PROPERTIES = {
+    "replication.quota.window.num": "3",
+    "replica.fetch.max.bytes": "262144",
+    "offsets.topic.num.partitions": "6",
+}
 #: Default replication throttle, bytes/s: 50 MiB moves ~33 MiB, about 35 s here.
 DEFAULT_THROTTLE = 1024 * 1024
 REASSIGNMENT = "orders-onto-broker-2"
+#: Members of the demo's consumer group (one per partition of the topic).
+GROUP_MEMBERS = 3
+#: Seconds between two lines about the group's lag while the partitions move.
+LAG_EVERY_S = 3.0
 
 
 @dataclass
@@ -98,16 +126,27 @@ class DemoResult:
         phase: The PartitionReassignment's final ``status.phase``.
         checks: The verification of every partition.
         reassignment: The final object as the API server returned it.
+        group: The consumer group's committed offsets and reads, per partition.
+        lag: The group's lag samples printed while the partitions moved.
+        rebalances: Assignments the group's members received while the partitions moved.
     """
 
     phase: str
     checks: list[PartitionCheck]
     reassignment: dict[str, Any]
+    group: list[GroupCheck] = field(default_factory=list)
+    lag: list[LagSample] = field(default_factory=list)
+    rebalances: int = 0
 
     @property
     def ok(self) -> bool:
-        """Whether the move completed and every check passed."""
-        return self.phase == "Completed" and not any(c.problems() for c in self.checks)
+        """Whether the move completed and every check, of the data and the group, passed."""
+        checks: list[PartitionCheck | GroupCheck] = [*self.checks, *self.group]
+        return (
+            self.phase == "Completed"
+            and len(self.group) == len(self.checks)
+            and not any(c.problems() for c in checks)
+        )
 
 
 class DemoStack:
@@ -247,6 +286,7 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
     options.workdir.mkdir(parents=True, exist_ok=True)
     console.print(f"work dir: {options.workdir}")
     stack = DemoStack(options)
+    group: DemoGroup | None = None
     try:
         console.rule("[bold]1. Start ZooKeeper, the control plane, 3 brokers and the operator")
         stack.start(lambda text: console.print(f"  ✓ {text}"))
@@ -258,15 +298,19 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
             f"  topic {TOPIC}: {', '.join(f'{p}→{list(r)}' for p, r in ORIGINAL.items())}"
         )
         produced = _produce(bootstrap, options.megabytes * 1024 * 1024, console)
-        console.rule(
-            f"[bold]3. kubectl apply a PartitionReassignment (throttle {mib(options.throttle)}/s)"
-        )
-        _apply(stack, console)
         moving = sum(
             produced[p].value_bytes * len(set(r) - set(ORIGINAL[p])) for p, r in TARGET.items()
         )
+        console.rule(f"[bold]3. A consumer group of {GROUP_MEMBERS} members reads {TOPIC}")
+        group = _start_group(bootstrap, produced, moving / options.throttle, console)
+        console.rule(
+            f"[bold]4. kubectl apply a PartitionReassignment (throttle {mib(options.throttle)}/s)"
+        )
+        _apply(stack, console)
         timeout = options.timeout_s or 120 + 3 * moving / options.throttle
-        console.rule("[bold]4. The operator throttles, submits and reports progress")
+        console.rule("[bold]5. The operator throttles, submits and reports progress")
+        assigned_before = group.assignments
+        lag = _LagNotes(group)
         final = watch_reassignment(
             stack.plane.kubeconfig,
             options.namespace,
@@ -274,25 +318,90 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
             stack.started_operator(),
             timeout,
             console,
+            note=lag.note,
         )
+        rebalances = group.assignments - assigned_before
         console.print(f"  {escape(summary(final.get('status') or {}))}")
-        console.rule("[bold]5. Verify the data on the new replicas")
+        console.print(
+            f"  group {GROUP_ID}: {lag_line(group.latest(), RECORD_BYTES)}; "
+            f"{rebalances} rebalances while moving"
+        )
+        console.rule("[bold]6. Verify the data on the new replicas and the group's offsets")
         log_dirs = {i: b.log_dirs for i, b in stack.kafka.brokers.items()}
         checks = verify_move(bootstrap, TOPIC, ORIGINAL, TARGET, log_dirs, produced)
         console.print(HOW_CHECKED)
         console.print(checks_table(TOPIC, checks))
-        for problem in [p for c in checks for p in c.problems()]:
+        group_checks = check_group(group, produced)
+        console.print(GROUP_CHECKED)
+        console.print(group_table(GROUP_ID, TOPIC, group_checks))
+        every: list[PartitionCheck | GroupCheck] = [*checks, *group_checks]
+        for problem in [p for c in every for p in c.problems()]:
             console.print(f"[red]✗[/] {escape(problem)}")
-        console.rule("[bold]6. The result, as kubectl shows it")
+        console.rule("[bold]7. The result, as kubectl shows it")
         for args in (("get", PLURAL, "-o", "wide"), ("describe", "pr", REASSIGNMENT)):
             _show_kubectl(stack, console, *args, "-n", options.namespace)
-        result = DemoResult(final.get("status", {}).get("phase", ""), checks, final)
+        result = DemoResult(
+            final.get("status", {}).get("phase", ""),
+            checks,
+            final,
+            group_checks,
+            lag.samples,
+            rebalances,
+        )
         if options.hold:
             _hold(stack, console)
         return result
     finally:
+        if group is not None:
+            group.stop()
         console.print("stopping the operator, the brokers, kube-apiserver, etcd and ZooKeeper")
         stack.stop()
+
+
+GROUP_CHECKED = """How the group is checked:
+ • after the move the members read on until the group's committed offset of every
+   partition (OffsetFetch, from the coordinator) is the partition's log end offset;
+ • every committed offset must equal the number of records the producer got
+   acknowledged (nothing lost, nothing committed past the end), and what the members
+   read must have the producer's digest (nothing skipped)."""
+
+
+class _LagNotes:
+    """The lag line shown while the partitions move, and the samples printed."""
+
+    def __init__(self, group: DemoGroup) -> None:
+        self.group = group
+        self.samples: list[LagSample] = []
+        self._last = float("-inf")
+
+    def note(self) -> str | None:
+        """Return a line every :data:`LAG_EVERY_S` seconds (None in between)."""
+        now = time.monotonic()
+        if now - self._last < LAG_EVERY_S:
+            return None
+        self._last = now
+        sample = self.group.latest()
+        if sample is not None:
+            self.samples.append(sample)
+        return f"group {GROUP_ID}: {lag_line(sample, RECORD_BYTES)}"
+
+
+def _start_group(
+    bootstrap: str, produced: dict[int, PartitionDigest], move_s: float, console: Console
+) -> DemoGroup:
+    """Start the group, paced so that reading the topic lasts about as long as the move."""
+    total = sum(d.value_bytes for d in produced.values())
+    rate = total / (move_s + 2)  # the move starts a moment after the group
+    group = DemoGroup(bootstrap, TOPIC, sorted(produced), GROUP_MEMBERS, rate)
+    group.start()
+    owned = group.wait_balanced()
+    console.print(
+        f"  group {GROUP_ID} (kafka-python, subscribe(), commits after every poll), "
+        f"paced at {mib(rate)}/s:"
+    )
+    for name, parts in sorted(owned.items()):
+        console.print(f"  {name} owns {', '.join(f'{TOPIC}-{p}' for p in parts)}")
+    return group
 
 
 def _apply(stack: DemoStack, console: Console) -> None:

@@ -8,6 +8,7 @@ schema), read from the API server with the ``kubernetes`` client.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,7 @@ def watch_reassignment(
     timeout_s: float,
     console: Console,
     poll_s: float = 0.5,
+    note: Callable[[], str | None] | None = None,
 ) -> dict[str, Any]:
     """Show the object's status as a progress bar until its phase is ``Completed``.
 
@@ -95,6 +97,8 @@ def watch_reassignment(
         timeout_s: Limit, seconds.
         console: Where the bar is drawn.
         poll_s: Pause between GETs, seconds.
+        note: Called at every poll while the phase is Moving; a line it returns is printed
+            above the bar with the time since the watch began, the phase and the progress.
 
     Returns:
         The final object.
@@ -112,7 +116,8 @@ def watch_reassignment(
         TextColumn("{task.fields[bytes]}"),
         TextColumn("{task.fields[rate]:>10}  ETA {task.fields[eta]}  {task.fields[parts]}"),
     )
-    deadline = time.monotonic() + timeout_s
+    began = time.monotonic()
+    deadline = began + timeout_s
     status: dict[str, Any] = {}
     last_error: Exception | None = None
     try:
@@ -130,6 +135,14 @@ def watch_reassignment(
                 fields = _fields(status)
                 bar.update(task, **fields)
                 phase = fields["phase"]
+                line = note() if note is not None and phase == "Moving" else None
+                if line:
+                    done = bar.tasks[0].percentage if fields["total"] else 0.0
+                    bar.console.print(
+                        f"  {time.monotonic() - began:4.0f} s  {phase} {done:3.0f}%  {line}",
+                        markup=False,
+                        highlight=False,
+                    )
                 if obj is not None and phase == "Completed":
                     return dict(obj)
                 if phase in FAILED_PHASES:

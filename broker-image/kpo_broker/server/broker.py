@@ -204,6 +204,7 @@ class KafkaServer:
             ZkIsrWriter(zk, self.broker_id),
             c.replica_lag_time_max_ms,
             topic_configs.log_config,
+            known_partition=lambda tp: metadata_cache.partition(tp[0], tp[1]) is not None,
         )
         log_manager.attach_cleaner(_new_log_cleaner(c, log_dirs, log_manager, replica_manager))
         fetchers = ReplicaFetcherManager(
@@ -504,7 +505,8 @@ class KafkaServer:
 
         Topic log configs follow new log defaults (``log.retention.ms``, ``message.max.bytes``,
         ...), the socket server its connection limits, the controller its
-        ``unclean.leader.election.enable`` default.
+        ``unclean.leader.election.enable`` default, the log cleaner its ``log.cleaner.*``
+        settings (Kafka's ``LogCleaner.reconfigure``).
         """
         assert self.components is not None and self.dynamic_config is not None
         own, default = await asyncio.to_thread(self._read_dynamic_broker_configs)
@@ -527,6 +529,14 @@ class KafkaServer:
         machine = getattr(controller, "partition_state_machine", None)
         if machine is not None:
             machine.set_unclean_default(effective.unclean_leader_election_enable)
+        cleaner = self.components.log_manager.cleaner
+        wanted = cleaner_config(effective)
+        if cleaner is not None and cleaner.config != wanted:
+            log.info("broker %d: reconfiguring the log cleaner: %s", self.broker_id, wanted)
+            try:  # stops and restarts the cleaner threads, off the event loop
+                await asyncio.to_thread(cleaner.reconfigure, wanted)
+            except ValueError as exc:  # written to ZooKeeper by other means than the API
+                log.error("log cleaner not reconfigured: %s", exc)
 
     def _maybe_enable_unclean_election(self, topic: str) -> None:
         """Tell the controller when a topic now allows unclean elections.
@@ -683,6 +693,19 @@ def _log_config_applier(
     return apply
 
 
+def cleaner_config(config: BrokerConfig) -> CleanerConfig:
+    """Return the log cleaner's settings from the broker's (effective) ``log.cleaner.*``."""
+    return CleanerConfig(
+        num_threads=config.log_cleaner_threads,
+        dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
+        dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
+        io_buffer_size=config.log_cleaner_io_buffer_size,
+        max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
+        backoff_ms=config.log_cleaner_backoff_ms,
+        enable=config.log_cleaner_enable,
+    )
+
+
 def _new_log_cleaner(
     config: BrokerConfig, log_dirs: list[Path], logs: LogManager, replicas: ReplicaManager
 ) -> LogCleaner:
@@ -693,15 +716,7 @@ def _new_log_cleaner(
         return partition.high_watermark if partition is not None else None
 
     return LogCleaner(
-        CleanerConfig(
-            num_threads=config.log_cleaner_threads,
-            dedupe_buffer_size=config.log_cleaner_dedupe_buffer_size,
-            dedupe_buffer_load_factor=config.log_cleaner_io_buffer_load_factor,
-            io_buffer_size=config.log_cleaner_io_buffer_size,
-            max_io_bytes_per_second=config.log_cleaner_io_max_bytes_per_second,
-            backoff_ms=config.log_cleaner_backoff_ms,
-            enable=config.log_cleaner_enable,
-        ),
+        cleaner_config(config),
         log_dirs,
         logs.current_logs,
         high_watermark,

@@ -15,6 +15,11 @@ Which dynamic configs are accepted (:data:`DYNAMIC_BROKER_CONFIGS`):
   ``message.format.version``), validated as the topic config;
 * the replication throttles of KIP-73 and ``replica.alter.log.dirs.io.max.bytes.per.second``;
 * ``max.connections.per.ip`` and ``max.connections.per.ip.overrides``;
+* the log cleaner's settings of Kafka's ``LogCleaner.ReconfigurableConfigs``
+  (``log.cleaner.threads``, ``.dedupe.buffer.size``, ``.io.buffer.load.factor``,
+  ``.io.buffer.size``, ``.io.max.bytes.per.second``, ``.backoff.ms``): applied to the running
+  cleaner (new throttle rate, threads restarted), ``log.cleaner.threads`` only within half to
+  double the current count as Kafka validates it;
 * ``num.io.threads``, ``background.threads``, ``num.recovery.threads.per.data.dir``:
   validated as Kafka does (at least 1, at least half and at most double the current
   value) and documented as without effect (this broker has no such thread pools).
@@ -105,6 +110,66 @@ def _number(name: str, minimum: int, maximum: int = _LONG_MAX) -> Callable[[str]
     return parse
 
 
+def _double(name: str, minimum: float) -> Callable[[str], str]:
+    def parse(value: str) -> str:
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise InvalidBrokerConfigError(
+                f"Invalid value {value} for configuration {name}: Not a number of type DOUBLE"
+            ) from None
+        if not number >= minimum:  # NaN too
+            raise InvalidBrokerConfigError(
+                f"Invalid value {value} for configuration {name}: Value must be at least {minimum}"
+            )
+        return value.strip()
+
+    return parse
+
+
+def _log_cleaner_configs() -> dict[str, BrokerConfigDef]:
+    """Kafka's ``LogCleaner.ReconfigurableConfigs`` (but ``message.max.bytes``, a log default).
+
+    A change restarts the cleaner threads with the new settings (``LogCleaner.reconfigure``).
+    """
+    defs = (
+        ("log.cleaner.threads", "int", "Cleaner threads.", _number("log.cleaner.threads", 0)),
+        (
+            "log.cleaner.dedupe.buffer.size",
+            "long",
+            "Offset map memory of all cleaner threads, bytes.",
+            _number("log.cleaner.dedupe.buffer.size", 0),
+        ),
+        (
+            "log.cleaner.io.buffer.load.factor",
+            "double",
+            "Offset map fill before a cleaning pass ends.",
+            _double("log.cleaner.io.buffer.load.factor", 0.0),
+        ),
+        (
+            "log.cleaner.io.buffer.size",
+            "int",
+            "Cleaner read and write buffers of all threads, bytes.",
+            _number("log.cleaner.io.buffer.size", 0, 2**31 - 1),
+        ),
+        (
+            "log.cleaner.io.max.bytes.per.second",
+            "double",
+            "Cleaner read+write throttle, bytes/s.",
+            _double("log.cleaner.io.max.bytes.per.second", 0.0),
+        ),
+        (
+            "log.cleaner.backoff.ms",
+            "long",
+            "Sleep when no log needs cleaning, ms.",
+            _number("log.cleaner.backoff.ms", 0),
+        ),
+    )
+    return {
+        name: BrokerConfigDef(name, kind, None, doc, True, parse) for name, kind, doc, parse in defs
+    }
+
+
 _HOST_COUNT = re.compile(r"^\s*(\S.*):\s*([0-9]+)\s*$")
 
 
@@ -135,6 +200,7 @@ def _dynamic_log_configs() -> dict[str, BrokerConfigDef]:
 #: Dynamic broker configs this broker accepts, by name.
 DYNAMIC_BROKER_CONFIGS: dict[str, BrokerConfigDef] = {
     **_dynamic_log_configs(),
+    **_log_cleaner_configs(),
     **{
         d.name: d
         for d in (
@@ -388,6 +454,8 @@ class DynamicBrokerConfig:
         for name in _THREAD_POOLS:
             if name in parsed:
                 self._check_thread_pool(name, int(parsed[name]))
+        if "log.cleaner.threads" in parsed:
+            self._check_cleaner_threads(int(parsed["log.cleaner.threads"]))
         per = parsed if per_broker else self.per_broker
         default = self.cluster_default if per_broker else parsed
         try:
@@ -411,6 +479,22 @@ class DynamicBrokerConfig:
         if new > current * 2:
             raise InvalidBrokerConfigError(
                 f"{message}, value should not be greater than double the current value {current}"
+            )
+
+    def _check_cleaner_threads(self, new: int) -> None:
+        """Kafka's ``LogCleaner.validateReconfiguration`` of ``log.cleaner.threads``."""
+        current = self.effective.log_cleaner_threads
+        if new < 1:
+            raise InvalidBrokerConfigError("Log cleaner threads should be at least 1")
+        if new < current / 2:
+            raise InvalidBrokerConfigError(
+                f"Log cleaner threads cannot be reduced to less than half the current value "
+                f"{current}"
+            )
+        if new > current * 2:
+            raise InvalidBrokerConfigError(
+                f"Log cleaner threads cannot be increased to more than double the current value "
+                f"{current}"
             )
 
     # ------------------------------------------------------------ describe

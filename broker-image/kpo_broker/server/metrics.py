@@ -224,6 +224,14 @@ class LogCleanerView(Protocol):
         ...
 
 
+class GroupCoordinatorView(Protocol):
+    """What the collector reads of the group coordinator (``GroupCoordinator.metrics``)."""
+
+    def metrics(self) -> tuple[Mapping[str, int], Mapping[str, int]]:
+        """Return the ``GroupMetadataManager`` gauges and ``group-coordinator-metrics`` counts."""
+        ...
+
+
 class LogView(Protocol):
     """What the collector reads of a partition's log (:class:`kpo_broker.log.log.Log`)."""
 
@@ -353,6 +361,7 @@ class BrokerState:
         fetcher_lags: the lag (leader HW - fetch offset, in messages) of each partition
             the replica fetchers follow, where known.
         log_cleaner: the log cleaner, None when there is none.
+        group_coordinator: the consumer group coordinator, None when there is none.
     """
 
     logs: Sequence[LogView]
@@ -364,6 +373,7 @@ class BrokerState:
     follower_quota: QuotaView | None = None
     fetcher_lags: Sequence[int] = ()
     log_cleaner: LogCleanerView | None = None
+    group_coordinator: GroupCoordinatorView | None = None
 
 
 class AuthenticationStats:

@@ -35,6 +35,7 @@ from kpo_broker.server.metrics import (
     BrokerState,
     BrokerTopicStats,
     ControllerView,
+    GroupCoordinatorView,
     LogCleanerView,
     LogView,
     PartitionView,
@@ -287,6 +288,32 @@ def _log_cleaner_families(cleaner: LogCleanerView | None) -> Iterator[Metric]:
     yield from families.values()
 
 
+def _group_coordinator_families(coordinator: GroupCoordinatorView | None) -> Iterator[Metric]:
+    """Kafka's ``GroupMetadataManager`` gauges and ``group-coordinator-metrics`` counters.
+
+    ``kafka.coordinator.group<type=GroupMetadataManager, name=NumGroups>`` becomes
+    ``kafka_coordinator_group_groupmetadatamanager_numgroups``;
+    ``kafka.server<type=group-coordinator-metrics>`` attribute ``group-completed-rebalance-count``
+    becomes ``kafka_server_group_coordinator_metrics_group_completed_rebalance_total``.
+    """
+    if coordinator is None:
+        return
+    gauges, counts = coordinator.metrics()
+    for name, value in gauges.items():
+        yield GaugeMetricFamily(
+            f"kafka_coordinator_group_groupmetadatamanager_{name.lower()}",
+            f"kafka.coordinator.group:type=GroupMetadataManager,name={name}",
+            value=value,
+        )
+    for name, count in counts.items():
+        family = name.removesuffix("-count").replace("-", "_")
+        yield CounterMetricFamily(
+            f"kafka_server_group_coordinator_metrics_{family}",
+            f"kafka.server:type=group-coordinator-metrics,{name}",
+            value=count,
+        )
+
+
 def _authentication_families(stats: AuthenticationStats) -> Iterator[Metric]:
     counts = stats.counts()
     listeners = sorted({listener for listener, _ in counts})
@@ -340,3 +367,4 @@ class BrokerMetricsCollector(Collector):
         yield from _quota_families(state)
         yield from _fetcher_families(state.fetcher_lags)
         yield from _log_cleaner_families(state.log_cleaner)
+        yield from _group_coordinator_families(state.group_coordinator)

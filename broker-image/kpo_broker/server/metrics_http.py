@@ -83,6 +83,7 @@ def broker_state(components: BrokerComponents | None) -> BrokerState | None:
         follower_quota=quotas.follower if quotas is not None else None,
         fetcher_lags=lags,
         log_cleaner=components.log_manager.cleaner,
+        group_coordinator=components.group_coordinator,
     )
 
 

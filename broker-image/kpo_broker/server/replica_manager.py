@@ -77,6 +77,10 @@ class ReplicaManager:
         isr_writer: persists ISR changes.
         replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
         log_config_for: topic -> LogConfig for new logs (the topic's effective configs).
+        known_partition: whether the metadata cache knows a partition; one known there but
+            not hosted here is NOT_LEADER_OR_FOLLOWER rather than UNKNOWN_TOPIC_OR_PARTITION
+            (Kafka's ``ReplicaManager.getPartitionOrError``), so a client whose metadata still
+            names a replica removed by a reassignment refreshes its metadata.
 
     Attributes:
         topic_stats: traffic counters of the hosted topics (Kafka's ``BrokerTopicStats``).
@@ -89,8 +93,10 @@ class ReplicaManager:
         isr_writer: IsrWriter,
         replica_lag_time_max_ms: int = 30000,
         log_config_for: Callable[[str], LogConfig] | None = None,
+        known_partition: Callable[[TopicPartition], bool] | None = None,
     ) -> None:
         self.broker_id = broker_id
+        self.known_partition = known_partition
         self.log_manager = log_manager
         self.isr_writer = isr_writer
         self.log_config_for = log_config_for
@@ -111,11 +117,15 @@ class ReplicaManager:
         """Return ``tp`` if this broker leads it at ``current_leader_epoch`` (-1: any).
 
         Raises:
-            kafka.errors.UnknownTopicOrPartitionError: not hosted here.
+            kafka.errors.UnknownTopicOrPartitionError: not hosted here, unknown to the metadata.
+            kafka.errors.NotLeaderForPartitionError: not hosted here but known to the metadata
+                (NOT_LEADER_OR_FOLLOWER, e.g. a replica a reassignment removed).
             NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError.
         """
         partition = self.partitions.get(tp)
         if partition is None:
+            if self.known_partition is not None and self.known_partition(tp):
+                raise kafka_errors.NotLeaderForPartitionError(f"{tp[0]}-{tp[1]}")
             raise kafka_errors.UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]}")
         partition.require_leader(current_leader_epoch)
         return partition

@@ -10,6 +10,7 @@ from rich.console import Console
 
 from kpo_devenv.demo import REASSIGNMENT, TARGET, DemoOptions, reassignment_manifest, run_demo
 from kpo_devenv.demo_data import DigestBuilder
+from kpo_devenv.demo_group import GROUP_ID, GroupCheck, LagSample, lag_line
 from kpo_devenv.demo_state import (
     POINTER_FILE,
     STATE_FILE,
@@ -52,6 +53,15 @@ def test_demo_moves_verifies_and_stops_everything(tmp_path: Path) -> None:
         if check.partition in TARGET:
             assert check.state.replicas == TARGET[check.partition]
             assert set(check.on_disk) == {2}  # broker 2's own log was decoded and matched
+    # The consumer group read while the partitions moved (its lag was printed and shrank),
+    # and after the move its committed offsets cover every produced record.
+    assert result.lag and result.lag[0].total > 0, text
+    assert f"group {GROUP_ID}: lag" in text
+    assert [c.partition for c in result.group] == [c.partition for c in result.checks]
+    for group_check in result.group:
+        assert group_check.problems() == []
+        assert group_check.committed == group_check.produced.records > 0
+    assert result.rebalances <= 1, text  # leaders moving is no reason to rebalance
     assert f"kubectl get partitionreassignments -o wide -n {options.namespace}" in text
     assert f"{REASSIGNMENT}   Completed" in text
     # Every process the demo recorded is gone, and demo-down has nothing left to stop.
@@ -177,8 +187,19 @@ def test_a_check_reports_every_mismatch() -> None:
     assert len(problems) == 4, problems
     assert any("replicas [2, 1, 0]" in p for p in problems)
     assert any("broker 2's log" in p for p in problems)
+    lost = GroupCheck(0, committed=0, end=1, produced=good.digest(), read=bad.digest())
+    assert len(lost.problems()) == 2, lost.problems()
+    assert GroupCheck(0, 1, 1, good.digest(), good.digest()).problems() == []
     manifest = reassignment_manifest("ns", 1234)
     assert manifest["spec"]["throttle"] == {"replicationRate": 1234}
     assert [p["replicas"] for p in manifest["spec"]["partitions"]] == [
         list(r) for r in TARGET.values()
     ]
+
+
+def test_lag_is_log_end_minus_committed_as_kafka_consumer_groups_reports_it() -> None:
+    sample = LagSample(0.0, committed={0: 10, 1: 3}, ends={0: 12, 1: 3, 2: 5})
+    assert sample.lag == {0: 2, 1: 0, 2: 5}  # nothing committed: lag from offset 0
+    assert sample.total == 7
+    assert lag_line(sample, 8192) == "lag 7 records (0.1 MiB): 0:2 1:0 2:5"
+    assert lag_line(None, 8192) == "lag: not measured yet"

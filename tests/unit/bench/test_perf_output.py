@@ -1,6 +1,11 @@
 import pytest
 
-from kpo_bench.perf_output import PerfOutputError, parse_consumer_output, parse_producer_output
+from kpo_bench.perf_output import (
+    PerfOutputError,
+    parse_consumer_output,
+    parse_consumer_performance,
+    parse_producer_output,
+)
 
 PRODUCER_OUTPUT = """\
 98305 records sent, 19661.0 records/sec (19.20 MB/sec), 1200.5 ms avg latency, \
@@ -39,3 +44,28 @@ def test_consumer_zero_elapsed_counts_as_one_ms() -> None:
 def test_consumer_without_summary() -> None:
     with pytest.raises(PerfOutputError):
         parse_consumer_output("timeout after 3 of 10 records")
+
+
+CONSUMER_PERFORMANCE_OUTPUT = """\
+start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, \
+rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec
+2026-11-26 09:53:12:345, 2026-11-26 09:53:29:012, 50.0000, 3.0035, 51200, 3072.0000, \
+8887, 7760, 6.4433, 6597.9381
+"""
+
+
+def test_consumer_performance_summary_with_or_without_header() -> None:
+    summary = parse_consumer_performance(CONSUMER_PERFORMANCE_OUTPUT)
+    assert summary.records == 51200
+    assert summary.mib == pytest.approx(50.0)
+    assert summary.mib_per_s == pytest.approx(3.0035)
+    assert summary.rebalance_ms == 8887 and summary.fetch_ms == 7760
+    assert summary.fetch_mib_per_s == pytest.approx(6.4433)
+    headless = CONSUMER_PERFORMANCE_OUTPUT.split("\n", 1)[1]
+    assert parse_consumer_performance(f"WARN something\n{headless}") == summary
+    # Nothing read: Java prints NaN/Infinity rates; still a summary, with 0 records.
+    empty = "2026-11-26 09:53:12:345, 2026-11-26 09:54:12:345, 0.0000, 0.0000, 0, 0.0000, \
+5356, 55159, 0.0000, NaN\n"
+    assert parse_consumer_performance(empty).records == 0
+    with pytest.raises(PerfOutputError):
+        parse_consumer_performance(CONSUMER_PERFORMANCE_OUTPUT.split("\n", 1)[0])

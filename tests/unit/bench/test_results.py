@@ -58,8 +58,10 @@ def test_targets_are_the_issue_s() -> None:
     assert [m.key for m in METRICS] == [
         "produce_mib_s",
         "consume_mib_s",
+        "group_consume_mib_s",
         "catch_up_mib_s",
         "failover_s",
+        "group_rebalance_s",
     ]
 
 

@@ -129,8 +129,11 @@ def test_only_throttle_plans_the_three_experiments() -> None:
     only = plan_steps(cluster, tools, DEFAULT, ONLY_THROTTLE)  # type: ignore[arg-type]
     assert [m for m, _ in only] == [THROTTLE_A, THROTTLE_B, THROTTLE_C]
     everything = [m.key for m, _ in plan_steps(cluster, tools, DEFAULT)]  # type: ignore[arg-type]
-    assert everything[3:6] == [THROTTLE_A.key, THROTTLE_B.key, THROTTLE_C.key]
-    assert everything[-1] == "failover_s"
+    assert everything[4:7] == [THROTTLE_A.key, THROTTLE_B.key, THROTTLE_C.key]
+    assert everything[2] == "group_consume_mib_s"
+    assert everything[-2:] == ["group_rebalance_s", "failover_s"]  # before a broker is killed
+    groups = [m.key for m, _ in plan_steps(cluster, tools, DEFAULT, "groups")]  # type: ignore[arg-type]
+    assert groups == ["produce_mib_s", "group_consume_mib_s", "group_rebalance_s"]
     with pytest.raises(ValueError):
         plan_steps(cluster, tools, DEFAULT, "bogus")  # type: ignore[arg-type]
     assert DEFAULT.throttle_bytes == 20 * MIB

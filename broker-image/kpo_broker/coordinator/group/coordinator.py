@@ -36,6 +36,10 @@ from typing import TYPE_CHECKING
 
 from kpo_broker.coordinator.group.errors import Errors
 from kpo_broker.coordinator.group.group import GroupMetadata
+from kpo_broker.coordinator.group.group_metrics import (
+    GroupCoordinatorCounters,
+    group_metadata_gauges,
+)
 from kpo_broker.coordinator.group.member import (
     UNKNOWN_MEMBER_ID,
     JoinCallback,
@@ -171,16 +175,28 @@ class GroupCoordinator:
         broker_id: this broker's id.
         config: the group limits.
         manager: the group cache and its persistence.
+
+    Attributes:
+        counters: Kafka's ``group-coordinator-metrics`` counts (see :meth:`metrics`).
     """
 
     def __init__(self, broker_id: int, config: GroupConfig, manager: GroupMetadataManager) -> None:
         self.broker_id = broker_id
         self.config = config
         self.manager = manager
+        self.counters = GroupCoordinatorCounters()
         self.active = False
         self._timers = _Timers()
         self._tasks: set[asyncio.Task[None]] = set()
         self._expiry_task: asyncio.Task[None] | None = None
+
+    def metrics(self) -> tuple[dict[str, int], dict[str, int]]:
+        """Return Kafka's ``GroupMetadataManager`` gauges and ``group-coordinator-metrics`` counts.
+
+        See :mod:`kpo_broker.coordinator.group.group_metrics` for the names.
+        """
+        groups = list(self.manager.groups.values())  # a copy: the loop changes the dict
+        return group_metadata_gauges(groups), self.counters.counts()
 
     # ------------------------------------------------------------ lifecycle
     def startup(self, enable_expiration: bool = True) -> None:
@@ -196,7 +212,7 @@ class GroupCoordinator:
         while True:
             await asyncio.sleep(interval)
             try:
-                self.manager.cleanup_expired_offsets()
+                self.counters.offset_expirations += self.manager.cleanup_expired_offsets()
             except Exception:
                 log.exception("offset expiration failed")
 
@@ -1055,6 +1071,7 @@ class GroupCoordinator:
                 member.assignment = assignment.get(member.member_id, b"")
             self._propagate_assignment(group, Errors.NONE)
             group.transition_to(_S.STABLE)
+            self.counters.completed_rebalances += 1
 
     def _reset_and_propagate_assignment_error(self, group: GroupMetadata, error: int) -> None:
         for member in group.members.values():
@@ -1326,7 +1343,9 @@ class GroupCoordinator:
         else:
             return Errors.NON_EMPTY_GROUP, {}
         if eligible:
-            self.manager.cleanup_group_metadata([group], lambda g: g.remove_offsets(eligible))
+            self.counters.offset_deletions += self.manager.cleanup_group_metadata(
+                [group], lambda g: g.remove_offsets(eligible)
+            )
             results.update({tp: int(Errors.NONE) for tp in eligible})
         return Errors.NONE, results
 

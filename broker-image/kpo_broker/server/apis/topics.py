@@ -14,11 +14,14 @@ from kafka.protocol.admin import (
 )
 
 from kpo_broker.server.components import BrokerComponents, RequestContext
-from kpo_broker.zk.data import topic_id_to_uuid
+from kpo_broker.zk.data import topic_id_to_uuid, uuid_to_topic_id
 
 _Created = CreateTopicsResponse.CreatableTopicResult
 _Deleted = DeleteTopicsResponse.DeletableTopicResult
 _Partitions = CreatePartitionsResponse.CreatePartitionsTopicResult
+
+INVALID_REQUEST = 42
+UNKNOWN_TOPIC_ID = 100
 
 
 async def handle_create_topics(
@@ -64,16 +67,54 @@ async def handle_create_topics(
 async def handle_delete_topics(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> DeleteTopicsResponse:
-    """Queue the topics for deletion and wait for the controller (``timeout_ms``)."""
-    names = list(request.topic_names or [t.name for t in request.topics or ()])
-    results = await broker.topic_admin.delete_topics(names, request.timeout_ms)
-    return DeleteTopicsResponse(
-        throttle_time_ms=0,
-        responses=[
-            _Deleted(name=name, error_code=r.error_code, error_message=r.message)
-            for name, r in results.items()
-        ],
-    )
+    """Queue the topics for deletion and wait for the controller (``timeout_ms``).
+
+    v6 (KIP-516) names each topic by name or by topic id, as Kafka's
+    ``KafkaApis.handleDeleteTopicsRequest``: an id is resolved through the metadata (an
+    unknown one is UNKNOWN_TOPIC_ID, answered without a name); a topic given both ways makes
+    the whole request INVALID_REQUEST; each answer carries the id as the request gave it.
+    """
+    wanted: list[tuple[str | None, str | None]]
+    if ctx.api_version < 6:
+        wanted = [(name, None) for name in request.topic_names or ()]
+    else:
+        wanted = [(t.name, uuid_to_topic_id(t.topic_id)) for t in request.topics or ()]
+    if any(name is not None and topic_id is not None for name, topic_id in wanted):
+        message = "Topic name and topic ID can not both be specified."
+        return DeleteTopicsResponse(
+            throttle_time_ms=0,
+            responses=[
+                _Deleted(
+                    name=name,
+                    topic_id=topic_id_to_uuid(topic_id),
+                    error_code=INVALID_REQUEST,
+                    error_message=message,
+                )
+                for name, topic_id in wanted
+            ],
+        )
+    by_id = {i: n for n, i in broker.metadata_cache.topic_ids.items()}
+    resolved = [
+        (name if topic_id is None else by_id.get(topic_id), topic_id) for name, topic_id in wanted
+    ]
+    names = [name for name, _ in resolved if name is not None]
+    results = await broker.topic_admin.delete_topics(names, request.timeout_ms) if names else {}
+    responses = []
+    for name, topic_id in resolved:
+        text: str | None
+        if name is None:
+            code, text = UNKNOWN_TOPIC_ID, None  # as Kafka: the code alone
+        else:
+            code, text = results[name].error_code, results[name].message
+        responses.append(
+            _Deleted(
+                name=name,
+                topic_id=topic_id_to_uuid(topic_id),
+                error_code=code,
+                error_message=text,
+            )
+        )
+    return DeleteTopicsResponse(throttle_time_ms=0, responses=responses)
 
 
 async def handle_create_partitions(

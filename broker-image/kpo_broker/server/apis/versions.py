@@ -16,7 +16,7 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     3: (0, 12),  # Metadata
     18: (0, 3),  # ApiVersions
     19: (0, 7),  # CreateTopics
-    20: (0, 5),  # DeleteTopics
+    20: (0, 6),  # DeleteTopics (v6: by topic id, KIP-516)
     23: (0, 4),  # OffsetForLeaderEpoch
     32: (0, 4),  # DescribeConfigs
     33: (0, 2),  # AlterConfigs

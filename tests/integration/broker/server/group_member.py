@@ -4,7 +4,8 @@
 subscribes with ``client`` (``kafka-python`` or ``confluent``; with ``instance`` as a static
 member, ``group.instance.id``, KIP-345), and for every poll writes each
 record's ``partition offset`` to ``<out_dir>/<name>.records`` (flushed) before
-committing the batch synchronously; ``<out_dir>/<name>.assignment`` holds its current
+committing the batch synchronously, then each acknowledged commit's ``partition offset`` to
+``<out_dir>/<name>.commits``; ``<out_dir>/<name>.assignment`` holds its current
 partitions as JSON (rewritten on every assignment) and ``<out_dir>/<name>.events`` one
 ``assign <partitions>`` or ``revoke <partitions>`` line per callback. SIGTERM closes the
 consumer (it leaves the group) and exits 0; SIGKILL is the crash the tests inflict.
@@ -42,8 +43,20 @@ def _write_assignment(
     tmp.replace(path)
 
 
+def _write_commits(commits: Any, offsets: dict[int, int]) -> None:
+    for partition, offset in sorted(offsets.items()):
+        commits.write(f"{partition} {offset}\n")
+    commits.flush()
+
+
 def run_kafka_python(
-    bootstrap: str, group: str, topic: str, records: Any, assignment: Path, instance: str | None
+    bootstrap: str,
+    group: str,
+    topic: str,
+    records: Any,
+    commits: Any,
+    assignment: Path,
+    instance: str | None,
 ) -> None:
     """Consume with kafka-python's KafkaConsumer."""
     from kafka import KafkaConsumer
@@ -80,19 +93,28 @@ def run_kafka_python(
         batch = consumer.poll(timeout_ms=200)
         if not batch:
             continue
+        positions = {}
         for tp, messages in batch.items():
             for m in messages:
                 records.write(f"{tp.partition} {m.offset}\n")
+            positions[tp.partition] = messages[-1].offset + 1
         records.flush()
         try:
             consumer.commit()
+            _write_commits(commits, positions)
         except Exception as exc:  # a rebalance in progress: the records may be read again
             print(f"commit failed: {exc!r}", flush=True)
     consumer.close()
 
 
 def run_confluent(
-    bootstrap: str, group: str, topic: str, records: Any, assignment: Path, instance: str | None
+    bootstrap: str,
+    group: str,
+    topic: str,
+    records: Any,
+    commits: Any,
+    assignment: Path,
+    instance: str | None,
 ) -> None:
     """Consume with confluent-kafka (librdkafka)."""
     from confluent_kafka import Consumer, KafkaException
@@ -133,7 +155,10 @@ def run_confluent(
             records.write(f"{m.partition()} {m.offset()}\n")
         records.flush()
         try:
-            consumer.commit(asynchronous=False)
+            done = consumer.commit(asynchronous=False) or []
+            _write_commits(
+                commits, {p.partition: p.offset for p in done if p.error is None and p.offset >= 0}
+            )
         except KafkaException as exc:
             print(f"commit failed: {exc!r}", flush=True)
     consumer.close()
@@ -147,9 +172,12 @@ def main(argv: list[str]) -> int:
     out = Path(out_dir)
     assignment = out / f"{name}.assignment"
     _write_assignment(assignment, [])
-    with (out / f"{name}.records").open("a") as records:
+    with (
+        (out / f"{name}.records").open("a") as records,
+        (out / f"{name}.commits").open("a") as commits,
+    ):
         run = run_kafka_python if client == "kafka-python" else run_confluent
-        run(bootstrap, group, topic, records, assignment, instance)
+        run(bootstrap, group, topic, records, commits, assignment, instance)
     (out / f"{name}.closed").write_text(str(time.time()))
     return 0
 

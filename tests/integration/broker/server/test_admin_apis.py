@@ -151,3 +151,26 @@ def test_configs_given_at_creation_apply_on_every_broker(
             producer.send("strict", value=b"x", partition=0).get(30)
     finally:
         producer.close()
+
+
+def test_delete_topics_by_topic_id(kafka_cluster_factory: ClusterFactory) -> None:
+    """DeleteTopics v6 (KIP-516): topics named by id; an unknown id is UNKNOWN_TOPIC_ID."""
+    import uuid
+
+    cluster = kafka_cluster_factory(1)
+    create_topic(cluster, "by-id", partitions=2, rf=1)
+    create_topic(cluster, "by-name", partitions=1, rf=1)
+    admin = admin_client(cluster)
+    try:
+        topic_id = uuid.UUID(admin.describe_topics(["by-id"])[0]["topic_id"])
+        assert topic_id != uuid.UUID(int=0)
+        unknown = uuid.UUID(int=12345)
+        answer = admin.delete_topics([topic_id, unknown], timeout_ms=30000, raise_errors=False)
+        by_id = {uuid.UUID(str(r["topic_id"])): r for r in answer["topics"]}
+        assert set(by_id) == {topic_id, unknown}, answer
+        assert (by_id[topic_id]["name"], by_id[topic_id]["error_code"]) == ("by-id", 0), answer
+        assert (by_id[unknown]["name"], by_id[unknown]["error_code"]) == (None, 100), answer
+        wait_for(lambda: "by-id" not in admin.list_topics(), 30, "by-id deleted")
+        assert "by-name" in admin.list_topics()
+    finally:
+        admin.close()

@@ -252,14 +252,21 @@ class Member:
         return path.read_text().splitlines() if path.exists() else []
 
     def records(self) -> set[tuple[int, int]]:
-        path = self.out / f"{self.name}.records"
+        return set(self._pairs("records"))
+
+    def commits(self) -> list[tuple[int, int]]:
+        """The acknowledged commits, ``(partition, offset)`` in the order they were made."""
+        return self._pairs("commits")
+
+    def _pairs(self, suffix: str) -> list[tuple[int, int]]:
+        path = self.out / f"{self.name}.{suffix}"
         if not path.exists():
-            return set()
-        out = set()
-        for line in path.read_text().splitlines():
+            return []
+        out = []
+        for line in path.read_text().split("\n")[:-1]:  # the last one may be half written
             parts = line.split()
             if len(parts) == 2:
-                out.add((int(parts[0]), int(parts[1])))
+                out.append((int(parts[0]), int(parts[1])))
         return out
 
 

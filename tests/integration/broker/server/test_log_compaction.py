@@ -231,3 +231,56 @@ def test_kill_as_cleaning_starts_loses_nothing(kafka_cluster_factory: ClusterFac
     assert {k: found[k] for k in expected} == expected, leftovers
     wait_for(lambda: len(read_partition(cluster, TOPIC)) < len(sent) // 2, 90, "cleaning resumed")
     assert latest_by_key(read_partition(cluster, TOPIC)) == found
+
+
+def test_dynamic_log_cleaner_configs_reconfigure_the_running_cleaner(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """``kafka-configs --alter`` of ``log.cleaner.*`` restarts the cleaner with the new settings.
+
+    The cleaner looks once at start-up, then backs off for 10 minutes: nothing produced
+    afterwards is cleaned until ``log.cleaner.backoff.ms=200`` (and 2 threads) reach it
+    (Kafka's ``LogCleaner.reconfigure``).
+    """
+    from tests.integration.broker.server.test_topic_and_broker_configs import (
+        configs_tool,
+        described,
+    )
+
+    cluster = kafka_cluster_factory(1, {"log.cleaner.backoff.ms": "600000"})
+    broker_log = cluster.brokers[0].workdir / "broker.log"
+    wait_for(lambda: "log cleaner started with 1 thread" in broker_log.read_text(), 30, "cleaner")
+    create_topic(cluster, TOPIC, configs=COMPACT_CONFIGS, assignment={0: [0]})
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    sent: list[Entry] = []
+    for round_ in range(5):
+        sent += produce(producer, [(b"k%d" % k, b"v%d-%d" % (k, round_) * 5) for k in range(20)])
+    sent += produce(producer, padding("a"))
+    producer.close()
+    expected = latest_by_key(sent)
+    time.sleep(3)  # the cleaner would have compacted it by now with a short backoff
+    assert len(read_partition(cluster, TOPIC)) == len(sent) == 140
+
+    configs_tool(
+        cluster,
+        "--entity-type", "brokers", "--entity-name", "0", "--alter",
+        "--add-config", "log.cleaner.backoff.ms=200,log.cleaner.threads=2",
+    )  # fmt: skip
+    wait_for(lambda: compacted(cluster, expected), 60, "the log compacted after the change")
+    assert len(expected) == 60
+    assert "log cleaner started with 2 thread(s)" in broker_log.read_text()
+    shown = described(
+        configs_tool(
+            cluster, "--entity-type", "brokers", "--entity-name", "0", "--describe", "--all"
+        )
+    )
+    assert shown["log.cleaner.threads"].startswith("2"), shown["log.cleaner.threads"]
+    assert "DYNAMIC_BROKER_CONFIG:log.cleaner.threads=2" in shown["log.cleaner.threads"]
+    # Kafka's bounds: at most double the current count.
+    refused = configs_tool(
+        cluster,
+        "--entity-type", "brokers", "--entity-name", "0", "--alter",
+        "--add-config", "log.cleaner.threads=5",
+        ok=False,
+    )  # fmt: skip
+    assert "more than double the current value 2" in refused, refused

@@ -5,7 +5,7 @@ from __future__ import annotations
 import urllib.request
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_devenv.kafka_cluster import KafkaCluster
@@ -176,3 +176,86 @@ def test_brokers_expose_traffic_log_and_cluster_metrics(cluster: KafkaCluster) -
     ]
     assert sorted(under) == list(range(PARTITIONS))
     assert total(cluster, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+
+
+GROUP_METRICS = "kafka_coordinator_group_groupmetadatamanager_"
+COORDINATOR_METRICS = "kafka_server_group_coordinator_metrics_"
+
+
+def test_group_coordinator_metrics_follow_a_group_through_its_states(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """Kafka's GroupMetadataManager gauges and group-coordinator-metrics counters."""
+    cluster = kafka_cluster_factory(
+        3,
+        {
+            "offsets.topic.num.partitions": "3",
+            "group.initial.rebalance.delay.ms": "0",
+            "group.min.session.timeout.ms": "1000",
+        },
+        metrics=True,
+    )
+    create_topic(cluster, "metered", partitions=2, rf=3)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all")
+    try:
+        for i in range(10):
+            producer.send("metered", value=VALUE, partition=i % 2)
+        producer.flush(60)
+    finally:
+        producer.close()
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap_servers,
+        group_id="metered-group",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        request_timeout_ms=15000,
+    )
+    consumer.subscribe(["metered"])
+    try:
+        read: list[object] = []
+
+        def committed_everything() -> bool:
+            for records in consumer.poll(timeout_ms=500).values():
+                read.extend(records)
+            if len(read) < 10:
+                return False
+            consumer.commit()
+            return True
+
+        wait_for(committed_everything, 90, "the group reading and committing 10 records")
+
+        def gauges() -> dict[str, float]:
+            names = ("numgroups", "numoffsets", "numgroupsstable", "numgroupsempty")
+            found = {n: total(cluster, GROUP_METRICS + n) for n in names}
+            found["rebalances"] = total(
+                cluster, COORDINATOR_METRICS + "group_completed_rebalance_total"
+            )
+            found["deletions"] = total(cluster, COORDINATOR_METRICS + "offset_deletion_total")
+            for name in (
+                "numgroupspreparingrebalance",
+                "numgroupscompletingrebalance",
+                "numgroupsdead",
+            ):
+                found[name] = total(cluster, GROUP_METRICS + name)
+            return found
+
+        stable = {"numgroups": 1, "numoffsets": 2, "numgroupsstable": 1, "numgroupsempty": 0}
+        wait_for(lambda: {k: gauges()[k] for k in stable} == stable, 30, f"gauges {stable}")
+        now = gauges()
+        assert now["rebalances"] >= 1, now
+        assert now["numgroupspreparingrebalance"] == now["numgroupscompletingrebalance"] == 0
+    finally:
+        consumer.close()  # LeaveGroup: the group is Empty, its offsets stay
+    empty = {"numgroups": 1, "numoffsets": 2, "numgroupsstable": 0, "numgroupsempty": 1}
+    wait_for(lambda: {k: gauges()[k] for k in empty} == empty, 30, f"gauges {empty}")
+    admin = admin_client(cluster)
+    try:
+        deleted = admin.delete_group_offsets(
+            "metered-group", [TopicPartition("metered", 0), TopicPartition("metered", 1)]
+        )
+    finally:
+        admin.close()
+    assert all(error.errno == 0 for error in deleted.values()), deleted
+    after = gauges()
+    assert after["numoffsets"] == 0 and after["deletions"] == 2, after

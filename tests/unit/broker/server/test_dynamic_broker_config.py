@@ -119,6 +119,11 @@ def test_topic_describe_lists_the_override_then_broker_synonyms() -> None:
         ({"max.connections.per.ip": "0"}, True, "max.connections.per.ip"),
         ({"num.io.threads": "17"}, True, "not be greater than double the current value 8"),
         ({"num.io.threads": "3"}, True, "at least half the current value 8"),
+        ({"log.cleaner.threads": "3"}, True, "more than double the current value 1"),
+        ({"log.cleaner.threads": "0"}, False, "Log cleaner threads should be at least 1"),
+        ({"log.cleaner.io.max.bytes.per.second": "x"}, True, "Not a number of type DOUBLE"),
+        ({"log.cleaner.backoff.ms": "-1"}, True, "log.cleaner.backoff.ms: Value must be"),
+        ({"log.cleaner.enable": "false"}, True, "dynamically on this broker"),
     ],
 )
 def test_changes_kafka_refuses_are_refused(
@@ -151,6 +156,20 @@ def test_valid_changes_come_back_in_kafkas_form() -> None:
         "num.io.threads": "16",
         "replica.alter.log.dirs.io.max.bytes.per.second": "1048576",
     }
+
+
+def test_log_cleaner_configs_change_the_effective_config() -> None:
+    dynamic = DynamicBrokerConfig(STATIC)
+    new = {"log.cleaner.threads": "2", "log.cleaner.io.max.bytes.per.second": "1048576.5"}
+    assert dynamic.validate(new, True) == new
+    assert dynamic.update(new, {"log.cleaner.backoff.ms": "200"})
+    effective = dynamic.effective
+    assert effective.log_cleaner_threads == 2
+    assert effective.log_cleaner_io_max_bytes_per_second == 1048576.5
+    assert effective.log_cleaner_backoff_ms == 200
+    assert dynamic.value("log.cleaner.threads") == ("2", SOURCE_DYNAMIC_BROKER_CONFIG)
+    # Half to double of the *current* count: from 2, 4 is allowed.
+    assert dynamic.validate({"log.cleaner.threads": "4"}, True) == {"log.cleaner.threads": "4"}
 
 
 def test_invalid_stored_dynamic_configs_are_skipped() -> None:

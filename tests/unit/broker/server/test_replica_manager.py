@@ -132,6 +132,11 @@ def test_leader_partition_checks_hosting_leadership_and_epoch(open_broker: OpenB
         rm.leader_partition(OTHER)
     with pytest.raises(kafka_errors.UnknownTopicOrPartitionError):
         rm.leader_partition(AUDIT)
+    # Known to the metadata but not hosted here (e.g. a reassignment removed this replica):
+    # NOT_LEADER_OR_FOLLOWER, so the client refreshes its metadata (getPartitionOrError).
+    rm.known_partition = lambda tp: tp == AUDIT
+    with pytest.raises(kafka_errors.NotLeaderForPartitionError):
+        rm.leader_partition(AUDIT)
 
 
 def test_leader_and_isr_wakes_requests_waiting_on_the_partition(open_broker: OpenBroker) -> None:

@@ -502,3 +502,31 @@ def test_stop_closes_open_connections() -> None:
         idle_writer.close()
 
     asyncio.run(scenario())
+
+
+def test_transaction_apis_are_not_advertised_and_a_txn_offset_commit_closes_the_connection() -> (
+    None
+):
+    """Transactions are not served: their APIs are absent from ApiVersions, so clients fail
+    before sending; a TxnOffsetCommit sent anyway reaches no handler and closes the
+    connection (Kafka's SocketServer for an API it does not enable)."""
+    from kafka.protocol.producer.transaction import TxnOffsetCommitRequest
+
+    from kpo_broker.server.apis.versions import CLIENT_APIS
+
+    assert not {24, 25, 26, 28} & set(CLIENT_APIS)  # AddPartitions/AddOffsets/EndTxn/TxnOffset
+    recorder = Recorder()
+    request = TxnOffsetCommitRequest(
+        transactional_id="tx", group_id="g", producer_id=1, producer_epoch=0, topics=[]
+    )
+    request.with_header(correlation_id=7, client_id="test")
+    frame = bytes(request.encode(version=3, header=True, framed=True))
+
+    async def scenario() -> None:
+        async with serving(recorder.handle) as (_server, connect):
+            reader, writer = await connect()
+            writer.write(frame)
+            assert await _closed(reader)
+            assert recorder.seen == []
+
+    asyncio.run(scenario())

@@ -12,6 +12,10 @@ registration again after each ZooKeeper session expiry, with a new broker epoch)
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
 
+A log dir that fails with an I/O error goes offline (``server.log_dir_failure``): its
+replicas answer KAFKA_STORAGE_ERROR and the controller moves their leadership away; with
+no log dir left the broker halts (exit 1), as Kafka does.
+
 Listener security (TLS, SASL; :mod:`kpo_broker.security`) is resolved and its keys and
 certificates loaded before anything else, so a listener that cannot be secured as
 configured refuses start-up (:class:`~kpo_broker.config.ConfigError`). SCRAM credentials
@@ -54,6 +58,7 @@ from kpo_broker.server.dynamic_broker_config import DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
+from kpo_broker.server.log_dir_failure import LogDirFailureHandler
 from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.server.metrics import AuthenticationStats, RequestStats
@@ -96,6 +101,7 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.components: BrokerComponents | None = None
+        self.log_dir_failure_handler: LogDirFailureHandler | None = None
         self.socket_server: SocketServer | None = None
         self.zk: KafkaZkClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -246,6 +252,15 @@ class KafkaServer:
             inter_broker_connector=connector,
             credentials=self.credentials,
         )
+        self.log_dir_failure_handler = LogDirFailureHandler(
+            self.broker_id,
+            log_manager.failure_channel,
+            replica_manager,
+            log_manager,
+            fetchers,
+            zk.propagate_log_dir_event,
+        )
+        self.log_dir_failure_handler.start()
         components.group_coordinator = await self._new_group_coordinator(components)
         components.offsets_topic_creator = OffsetsTopicCreator(components)
         self.components = components
@@ -636,6 +651,8 @@ class KafkaServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        if self.log_dir_failure_handler is not None:
+            await self.log_dir_failure_handler.stop()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
             self.metrics_server = None

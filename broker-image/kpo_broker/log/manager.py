@@ -197,8 +197,9 @@ class LogManager:
         )
         for tp in offline_futures:
             self._abandon(self._future_logs.pop(tp))
-        for tp in offline:
-            if self.cleaner is not None:
+        if self.cleaner is not None:
+            self.cleaner.handle_log_dir_failure(log_dir)
+            for tp in offline:
                 self.cleaner.abort_cleaning(tp)
         remaining = []
         for deadline, log, path in self._pending_deletes:
@@ -417,7 +418,8 @@ class LogManager:
             self.cleaner.abort_cleaning(tp)
         self._schedule_delete(log, now_ms)
         if self.cleaner is not None:
-            self.cleaner.update_checkpoints(log.dir.parent, remove=tp)
+            with self._guard(log.dir.parent, f"error while deleting {tp}"):
+                self.cleaner.update_checkpoints(log.dir.parent, remove=tp)
         return True
 
     def _schedule_delete(self, log: Log, now_ms: int | None) -> None:

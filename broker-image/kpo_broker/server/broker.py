@@ -720,6 +720,7 @@ def _new_log_cleaner(
         logs.current_logs,
         high_watermark,
         skip=lambda tp: logs.get_future_log(tp.topic, tp.partition) is not None,
+        on_io_error=logs.failure_channel.maybe_add_offline_log_dir,
     )
 
 

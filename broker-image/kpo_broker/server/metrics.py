@@ -353,6 +353,8 @@ class BrokerState:
         fetcher_lags: the lag (leader HW - fetch offset, in messages) of each partition
             the replica fetchers follow, where known.
         log_cleaner: the log cleaner, None when there is none.
+        offline_replica_count: hosted partitions in offline log dirs.
+        offline_log_dir_count: log dirs taken offline by an I/O error.
     """
 
     logs: Sequence[LogView]
@@ -364,6 +366,8 @@ class BrokerState:
     follower_quota: QuotaView | None = None
     fetcher_lags: Sequence[int] = ()
     log_cleaner: LogCleanerView | None = None
+    offline_replica_count: int = 0
+    offline_log_dir_count: int = 0
 
 
 class AuthenticationStats:

@@ -83,6 +83,8 @@ def broker_state(components: BrokerComponents | None) -> BrokerState | None:
         follower_quota=quotas.follower if quotas is not None else None,
         fetcher_lags=lags,
         log_cleaner=components.log_manager.cleaner,
+        offline_replica_count=len(rm.offline_partitions),
+        offline_log_dir_count=len(components.log_manager.failure_channel.offline_dirs),
     )
 
 

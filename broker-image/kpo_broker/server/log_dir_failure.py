@@ -30,6 +30,7 @@ from kpo_broker.log.manager import LogManager
 from kpo_broker.server.fetcher import ReplicaFetcherManager
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.zk.errors import KafkaZkError
+from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +49,8 @@ class LogDirFailureHandler:
         fetchers: the replica fetchers of the followed partitions.
         notify_controller: writes the log dir event notification for a broker id
             (``KafkaZkClient.propagate_log_dir_event``); blocking, run in a thread.
+        on_partitions_offline: told which partitions went offline (the group coordinator
+            drops the groups of offline ``__consumer_offsets`` partitions).
     """
 
     def __init__(
@@ -58,6 +61,7 @@ class LogDirFailureHandler:
         log_manager: LogManager,
         fetchers: ReplicaFetcherManager,
         notify_controller: Callable[[int], object],
+        on_partitions_offline: Callable[[list[TopicPartition]], None] | None = None,
     ) -> None:
         self.broker_id = broker_id
         self._channel = channel
@@ -65,6 +69,7 @@ class LogDirFailureHandler:
         self._log_manager = log_manager
         self._fetchers = fetchers
         self._notify_controller = notify_controller
+        self._on_partitions_offline = on_partitions_offline
         self._queue: asyncio.Queue[Path] = asyncio.Queue()
         self._task: asyncio.Task[None] | None = None
         self._handled: set[Path] = set()
@@ -102,7 +107,7 @@ class LogDirFailureHandler:
             except Exception:
                 log.exception("handling the failure of log dir %s failed", log_dir)
 
-    async def handle_log_dir_failure(self, log_dir: Path) -> list[object]:
+    async def handle_log_dir_failure(self, log_dir: Path) -> list[TopicPartition]:
         """Stop serving ``log_dir`` and tell the controller (may halt the broker).
 
         Returns:
@@ -115,6 +120,8 @@ class LogDirFailureHandler:
         )
         offline = self._replica_manager.handle_log_dir_failure(log_dir)
         self._fetchers.remove_partitions(list(offline))
+        if self._on_partitions_offline is not None and offline:
+            self._on_partitions_offline(offline)
         await self._fetchers.shutdown_idle_fetchers()
         self._log_manager.handle_log_dir_failure(log_dir)
         log.warning(
@@ -131,4 +138,4 @@ class LogDirFailureHandler:
                 log.warning("cannot write the log dir event notification (%s); retrying", exc)
                 await asyncio.sleep(NOTIFY_RETRY_BACKOFF_S)
         log.info("broker %d: log dir event notification %s written", self.broker_id, name)
-        return list(offline)
+        return offline

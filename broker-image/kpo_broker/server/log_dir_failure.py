@@ -122,7 +122,8 @@ class LogDirFailureHandler:
         self._fetchers.remove_partitions(list(offline))
         if self._on_partitions_offline is not None and offline:
             self._on_partitions_offline(offline)
-        await self._fetchers.shutdown_idle_fetchers()
+        # Nothing is awaited before the log manager's step (Kafka's order): a fetcher left
+        # idle is stopped at the next LeaderAndIsr, and the halt never waits on a peer.
         self._log_manager.handle_log_dir_failure(log_dir)
         log.warning(
             "broker %d stopped fetchers for partitions %s in the failed log dir %s",

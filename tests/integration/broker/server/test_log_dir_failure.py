@@ -299,7 +299,12 @@ def test_descriptor_exhaustion_takes_the_log_dir_offline(
         wait_for(lambda: "many" in zk.get_all_topics(), 30, "topic many in ZooKeeper")
     finally:
         zk.close()
-    wait_for(lambda: not broker0.is_running(), 60, "broker 0 halting")
+    try:
+        wait_for(lambda: not broker0.is_running(), 60, "broker 0 halting")
+    except AssertionError as exc:
+        lines = (broker0.workdir / "broker.log").read_text().splitlines()
+        notable = [line for line in lines if " INFO " not in line and " DEBUG " not in line]
+        raise AssertionError(f"{exc}\n" + "\n".join(notable[-40:])) from None
     assert broker0.process.returncode == 1
     log_text = (broker0.workdir / "broker.log").read_text()
     assert "Too many open files" in log_text
@@ -314,4 +319,8 @@ def test_descriptor_exhaustion_takes_the_log_dir_offline(
         FAILOVER_BOUND_S + 30,
         "every partition of the new topic led by broker 1",
     )
-    assert leaders(cluster, "before") == {0: 1, 1: 1}
+    wait_for(
+        lambda: leaders(cluster, "before") == {0: 1, 1: 1},
+        FAILOVER_BOUND_S,
+        "the halted broker's leaderships moved (its session expired)",
+    )

@@ -231,7 +231,13 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
     _wait_writes_resumed(producer, time.monotonic())
     # The recovery time: the longest a partition went without an acknowledgement from the
     # fault on (its leader's death, pause or failed dir until a new leader took writes).
-    return max(producer.writes.longest_ack_gap(p, started) for p in range(PARTITIONS))
+    gaps = {p: producer.writes.longest_ack_gap_at(p, started) for p in range(PARTITIONS)}
+    worst = max(gaps, key=lambda p: gaps[p][0])
+    print(
+        f"  longest gap: partition {worst}, {gaps[worst][0]:.1f} s from "
+        f"{gaps[worst][1]:.1f} s after the fault; states {_states(env.cluster)}"
+    )
+    return gaps[worst][0]
 
 
 def _replica_sizes(cluster: KafkaCluster) -> dict[int, set[int]]:

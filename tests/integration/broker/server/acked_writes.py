@@ -50,8 +50,12 @@ class AckedWrites:
         Measured between consecutive acknowledgements (and from ``since`` to the first):
         how long writes to the partition were unavailable around a fault at ``since``.
         """
+        return self.longest_ack_gap_at(partition, since)[0]
+
+    def longest_ack_gap_at(self, partition: int, since: float) -> tuple[float, float]:
+        """(longest gap, its start relative to ``since``) on ``partition``, s."""
         times = [since, *(t for t in self.ack_times.get(partition, []) if t > since)]
-        return max((b - a for a, b in itertools.pairwise(times)), default=0.0)
+        return max(((b - a, a - since) for a, b in itertools.pairwise(times)), default=(0.0, 0.0))
 
 
 class AckedWriteProducer:

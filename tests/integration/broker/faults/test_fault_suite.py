@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import signal
 import statistics
-import subprocess
 import time
 import uuid
 from collections import defaultdict
@@ -40,8 +39,8 @@ from tests.integration.broker.server.acked_writes import (
     check_acked_writes,
     read_partitions,
 )
+from tests.integration.broker.server.disk_faults import fill, mount_tmpfs, unmount
 from tests.integration.broker.server.helpers import create_topic, zk_client
-from tests.integration.broker.server.test_log_dir_failure import fill
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 
@@ -78,17 +77,7 @@ def env(tmp_path: Path) -> Iterator[FaultEnv]:
     holder = FaultEnv(zookeeper, cluster)
     try:
         for broker in cluster.brokers.values():
-            path = broker.log_dirs[1]
-            path.mkdir(parents=True, exist_ok=True)
-            result = subprocess.run(
-                ["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs", str(path)],
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if result.returncode != 0:
-                pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
-            mounted.append(path)
+            mounted.append(mount_tmpfs(broker.log_dirs[1], TMPFS_SIZE))
         cluster.start()
         wait_cluster_ready(cluster)
         yield holder
@@ -96,7 +85,7 @@ def env(tmp_path: Path) -> Iterator[FaultEnv]:
         cluster.stop()
         holder.zookeeper.stop()
         for path in mounted:
-            subprocess.run(["umount", "-l", str(path)], check=False, capture_output=True)
+            unmount(path)
 
 
 def _states(cluster: KafkaCluster) -> dict[int, tuple[int, tuple[int, ...]]]:

@@ -9,7 +9,6 @@ exhaustion is a real ``RLIMIT_NOFILE`` lowered with ``prlimit`` on the running b
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
 import subprocess
 import time
@@ -30,6 +29,7 @@ from tests.integration.broker.server.acked_writes import (
     check_acked_writes,
     read_partitions,
 )
+from tests.integration.broker.server.disk_faults import fill, mount_tmpfs, unmount
 from tests.integration.broker.server.helpers import create_topic, describe, leaders, zk_client
 
 pytestmark = pytest.mark.integration
@@ -50,23 +50,14 @@ def tmpfs() -> Iterator[Mount]:
     mounted: list[Path] = []
 
     def mount(path: Path, size: str) -> Path:
-        path.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if result.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {result.stderr.strip()}")
-        mounted.append(path)
+        mounted.append(mount_tmpfs(path, size))
         return path
 
     try:
         yield mount
     finally:
         for path in reversed(mounted):
-            subprocess.run(["umount", "-l", str(path)], check=False, capture_output=True)
+            unmount(path)
 
 
 @pytest.fixture
@@ -92,25 +83,6 @@ def new_cluster(
     finally:
         for cluster in clusters:
             cluster.stop()
-
-
-def fill(directory: Path) -> Path:
-    """Write a file in ``directory`` until its file system is full (ENOSPC)."""
-    filler = directory / "filler"
-    fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o644)
-    chunk = b"\0" * (1 << 20)
-    try:
-        while True:
-            try:
-                os.write(fd, chunk)
-            except OSError as exc:
-                if exc.errno != errno.ENOSPC:
-                    raise
-                if len(chunk) == 1:
-                    return filler
-                chunk = chunk[: len(chunk) // 2]
-    finally:
-        os.close(fd)
 
 
 def describe_log_dirs(cluster: KafkaCluster, broker_id: int) -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration soak demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
@@ -47,6 +47,13 @@ test-unit: install
 
 test-integration: install tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
+
+# The fault suite's soak (issue 16): KPO_FAULT_COUNT faults (default 100) from KPO_FAULT_SEED.
+KPO_FAULT_COUNT ?= 100
+KPO_FAULT_SEED ?= 16
+soak: install tools
+	KPO_FAULT_COUNT=$(KPO_FAULT_COUNT) KPO_FAULT_SEED=$(KPO_FAULT_SEED) \
+		$(BIN)/pytest tests/integration/broker/faults -m faults -s --timeout=0 $(PYTEST_ARGS)
 
 # Only what the demo runs: ZooKeeper, etcd, kube-apiserver, kubectl (a first run builds less).
 demo-tools:

@@ -63,6 +63,9 @@ class ControllerContext:
         topics_ineligible_for_deletion: queued topics that must wait (replica on a dead
             broker, failed StopReplica, reassignment running).
         partitions_being_reassigned: partitions with a running reassignment.
+        replicas_on_offline_dirs: broker id -> its replicas in offline log dirs, as its
+            LeaderAndIsr answers (KAFKA_STORAGE_ERROR) reported; forgotten when the
+            broker restarts or dies (Kafka's ``replicasOnOfflineDirs``).
     """
 
     def __init__(self) -> None:
@@ -85,6 +88,7 @@ class ControllerContext:
         self.topics_with_deletion_started: set[str] = set()
         self.topics_ineligible_for_deletion: set[str] = set()
         self.partitions_being_reassigned: set[TopicPartition] = set()
+        self.replicas_on_offline_dirs: dict[int, set[TopicPartition]] = {}
 
     # --- brokers -------------------------------------------------------------------------
 
@@ -135,18 +139,29 @@ class ControllerContext:
     def is_replica_online(
         self, broker_id: int, tp: TopicPartition, *, include_shutting_down: bool = False
     ) -> bool:
-        """Whether the replica of ``tp`` on ``broker_id`` is online: its broker is live.
+        """Whether the replica of ``tp`` on ``broker_id`` is online (Kafka's ``isReplicaOnline``).
+
+        Online: its broker is live and the replica is not in one of its offline log dirs.
 
         Args:
             broker_id: the replica.
-            tp: the partition (kept for offline log dirs, which are not tracked).
+            tp: the partition.
             include_shutting_down: count brokers in controlled shutdown as live.
         """
-        del tp
         live = (
             self.live_or_shutting_down_broker_ids if include_shutting_down else self.live_broker_ids
         )
-        return broker_id in live
+        return broker_id in live and tp not in self.replicas_on_offline_dirs.get(broker_id, ())
+
+    def online_replicas(
+        self, tp: TopicPartition, *, include_shutting_down: bool = False
+    ) -> tuple[int, ...]:
+        """Return the online replicas of ``tp``'s AR, in AR order."""
+        return tuple(
+            r
+            for r in self.partition_replica_assignment(tp)
+            if self.is_replica_online(r, tp, include_shutting_down=include_shutting_down)
+        )
 
     # --- topics and assignments -------------------------------------------------------------
 

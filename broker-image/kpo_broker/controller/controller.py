@@ -49,6 +49,12 @@ Broker events (Kafka's ``onBrokerStartup``, ``onBrokerFailure``, ``doControlledS
 - ControlledShutdown: leadership of the broker's partitions moves to other ISR members
   (controlled-shutdown election), it leaves the ISRs of the partitions it follows, and
   the partitions it still leads are returned; the broker retries until none is left.
+- LogDirEventNotification (``/log_dir_event_notification`` children): a broker's log
+  dir failed; every replica of that broker gets LeaderAndIsr again (OnlineReplica), and
+  the partitions it answers KAFKA_STORAGE_ERROR for become its offline replicas
+  (``replicas_on_offline_dirs``): they go OfflineReplica and their partitions elect a
+  leader from the rest of the ISR, as for a broker failure. A restart of the broker
+  (a new registration) forgets them, so its repaired replicas come back online.
 
 Topic events (Kafka's ``onNewPartitionCreation`` and the topic deletion handlers):
 
@@ -96,7 +102,9 @@ from kpo_broker.controller.events import (
     ElectLeaders,
     Expire,
     IsrChangeNotification,
+    LeaderAndIsrResponseReceived,
     ListPartitionReassignments,
+    LogDirEventNotification,
     PartitionModifications,
     PartitionReassignmentIsrChange,
     PreferredReplicaElectionZNode,
@@ -148,6 +156,8 @@ UNKNOWN_BROKER_EPOCH = -1
 
 #: StopReplica response error code when the request itself failed (no partition errors).
 _NONE = 0
+#: KAFKA_STORAGE_ERROR: the replica is in an offline log dir.
+_STORAGE_ERROR = 56
 
 
 class KafkaController:
@@ -206,6 +216,7 @@ class KafkaController:
             listener_name=config.inter_broker_listener,
             versions=request_versions,
             on_stop_replica_response=self._on_stop_replica_response,
+            on_leader_and_isr_response=self._on_leader_and_isr_response,
         )
         self.partition_state_machine = PartitionStateMachine(
             self.context,
@@ -416,6 +427,10 @@ class KafkaController:
             self._process_topic_deletion_stop_replica_response(event)
         elif isinstance(event, IsrChangeNotification):
             self._process_isr_change_notification()
+        elif isinstance(event, LogDirEventNotification):
+            self._process_log_dir_event_notification()
+        elif isinstance(event, LeaderAndIsrResponseReceived):
+            self._process_leader_and_isr_response(event)
         elif isinstance(event, PreferredReplicaElectionZNode):
             self._process_preferred_replica_election_znode()
         elif isinstance(event, AutoPreferredReplicaLeaderElection):
@@ -545,6 +560,11 @@ class KafkaController:
         """Take over as the active controller (the epoch is already in the context)."""
         ctx = self.context
         self.watches.register_failover_watches()
+        log_dir_events = self.zk.get_log_dir_event_notifications()
+        if log_dir_events:
+            self.zk.delete_log_dir_event_notifications(
+                log_dir_events, controller_epoch_zk_version=ctx.epoch_zk_version
+            )
         notifications = self.zk.get_isr_change_notifications()
         if notifications:
             self.zk.delete_isr_change_notifications(
@@ -678,8 +698,13 @@ class KafkaController:
             self._on_broker_failure(dead_ids)
 
     def _on_broker_startup(self, broker_ids: list[int]) -> None:
-        """Bring brokers that (re)started into the cluster (Kafka's ``onBrokerStartup``)."""
+        """Bring brokers that (re)started into the cluster (Kafka's ``onBrokerStartup``).
+
+        A restarted broker's log dirs are online again: its offline replicas are forgotten.
+        """
         ctx = self.context
+        for broker_id in broker_ids:
+            ctx.replicas_on_offline_dirs.pop(broker_id, None)
         existing = ctx.live_or_shutting_down_broker_ids - set(broker_ids)
         self.send_update_metadata_request(existing, [])
         with_leaders = {
@@ -707,6 +732,8 @@ class KafkaController:
 
     def _on_broker_failure(self, broker_ids: list[int]) -> None:
         """Handle dead brokers: elect new leaders, shrink ISRs (Kafka's ``onBrokerFailure``)."""
+        for broker_id in broker_ids:
+            self.context.replicas_on_offline_dirs.pop(broker_id, None)
         self._on_replicas_become_offline(self.context.replicas_on_brokers(set(broker_ids)))
         self.watches.unwatch_brokers(broker_ids)
 
@@ -973,6 +1000,71 @@ class KafkaController:
             self.zk.delete_isr_change_notifications(
                 names, controller_epoch_zk_version=ctx.epoch_zk_version
             )
+
+    # --- log dir failures -----------------------------------------------------------------
+
+    def _process_log_dir_event_notification(self) -> None:
+        """Ask the brokers whose log dir failed which of their replicas are still online.
+
+        Kafka's ``processLogDirEventNotification`` / ``onBrokerLogDirFailure``: every replica
+        of those brokers goes OnlineReplica again, which sends them LeaderAndIsr; the
+        replicas in an offline dir answer KAFKA_STORAGE_ERROR (see
+        :meth:`_process_leader_and_isr_response`). The notifications are deleted.
+        """
+        if not self.is_active:
+            return
+        names = self.zk.get_log_dir_event_notifications()
+        if not names:
+            return
+        try:
+            broker_ids = self.zk.get_broker_ids_from_log_dir_events(names)
+            _log.info("handling log dir failure of brokers %s", sorted(set(broker_ids)))
+            replicas = self.context.replicas_on_brokers(set(broker_ids))
+            self.replica_state_machine.handle_state_changes(replicas, ReplicaState.ONLINE_REPLICA)
+        finally:
+            self.zk.delete_log_dir_event_notifications(
+                names, controller_epoch_zk_version=self.context.epoch_zk_version
+            )
+
+    def _on_leader_and_isr_response(self, broker_id: int, response: Any) -> None:
+        """Turn a LeaderAndIsr response into an event (channel thread)."""
+        errors = {
+            TopicPartition(entry.topic_name, entry.partition_index): entry.error_code
+            for entry in response.partition_errors or ()
+        }
+        self.event_manager.put(LeaderAndIsrResponseReceived(broker_id, response.error_code, errors))
+
+    def _process_leader_and_isr_response(self, event: LeaderAndIsrResponseReceived) -> None:
+        """Mark the replicas a broker reports in offline log dirs as offline.
+
+        Kafka's ``processLeaderAndIsrResponseReceived``: KAFKA_STORAGE_ERROR partitions
+        join the broker's offline replicas, error-free ones leave them; the newly
+        offline replicas go OfflineReplica, their partitions electing another leader from
+        the rest of the ISR (``onReplicasBecomeOffline``).
+        """
+        if not self.is_active:
+            return
+        if event.error_code != _NONE:
+            _log.error(
+                "LeaderAndIsr response of broker %d: error %d", event.broker_id, event.error_code
+            )
+            return
+        ctx = self.context
+        if event.broker_id not in ctx.live_or_shutting_down_broker_ids:
+            return
+        offline = {tp for tp, code in event.partition_errors.items() if code == _STORAGE_ERROR}
+        online = {tp for tp, code in event.partition_errors.items() if code == _NONE}
+        previous = ctx.replicas_on_offline_dirs.get(event.broker_id, set())
+        current = (previous - online) | offline
+        ctx.replicas_on_offline_dirs[event.broker_id] = current
+        new_offline = {tp for tp in current - previous if tp in ctx.all_partitions()}
+        if new_offline:
+            _log.info(
+                "marking replicas %s of broker %d offline (offline log dir)",
+                sorted(str(tp) for tp in new_offline),
+                event.broker_id,
+            )
+            self._on_replicas_become_offline(_replicas(new_offline, event.broker_id))
 
     # --- reassignment events (KIP-455) ----------------------------------------------------
 

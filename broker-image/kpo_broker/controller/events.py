@@ -256,6 +256,27 @@ class TopicDeletionStopReplicaResponseReceived(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class LogDirEventNotification(ControllerEvent):
+    """``/log_dir_event_notification`` children changed: a broker's log dir failed."""
+
+
+@dataclass(frozen=True)
+class LeaderAndIsrResponseReceived(ControllerEvent):
+    """A broker answered a LeaderAndIsr request (Kafka's ``LeaderAndIsrResponseReceived``).
+
+    Attributes:
+        broker_id: the broker that answered.
+        error_code: the top-level error code.
+        partition_errors: partition -> its error code (KAFKA_STORAGE_ERROR: the replica
+            is in an offline log dir; 0: it is online).
+    """
+
+    broker_id: int
+    error_code: int
+    partition_errors: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True)
 class ShutdownEventThread(ControllerEvent):
     """Sentinel that stops the event thread; always the last event it takes."""
 

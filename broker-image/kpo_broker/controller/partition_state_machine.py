@@ -400,7 +400,7 @@ def _elect_with_strategy(
     """
     assignment = context.partition_full_replica_assignment(tp)
     replicas = () if assignment is None else assignment.replicas
-    live = context.live_broker_ids
+    live = {b for b in context.live_broker_ids if context.is_replica_online(b, tp)}
     recipients = [r for r in replicas if r in live]
     result: LeaderElectionResult | None
     if isinstance(strategy, OfflinePartitionLeaderElection):
@@ -413,7 +413,11 @@ def _elect_with_strategy(
     elif isinstance(strategy, PreferredReplicaPartitionLeaderElection):
         result = leader_election.elect_preferred_leader(replicas, current.isr, live)
     else:
-        all_live = context.live_or_shutting_down_broker_ids
+        all_live = {
+            b
+            for b in context.live_or_shutting_down_broker_ids
+            if context.is_replica_online(b, tp, include_shutting_down=True)
+        }
         result = leader_election.elect_leader_for_controlled_shutdown(
             replicas, current.isr, all_live, context.shutting_down_broker_ids
         )
@@ -424,12 +428,11 @@ def _elect_with_strategy(
 def _topics_without_live_isr(
     context: ControllerContext, states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch]
 ) -> set[str]:
-    """Return the topics of the partitions whose ISR has no live member."""
-    live = context.live_broker_ids
+    """Return the topics of the partitions whose ISR has no online member."""
     return {
         tp.topic
         for tp, state in states.items()
-        if not any(r in live for r in state.leader_and_isr.isr)
+        if not any(context.is_replica_online(r, tp) for r in state.leader_and_isr.isr)
     }
 
 

@@ -52,6 +52,8 @@ SECURITY_PROTOCOL_IDS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SS
 ResponseCallback = Callable[[Any], None]
 #: Called with (broker id, StopReplica response, partitions the request deleted).
 StopReplicaResponseHandler = Callable[[int, Any, frozenset[TopicPartition]], None]
+#: Called with (broker id, LeaderAndIsr response).
+LeaderAndIsrResponseHandler = Callable[[int, Any], None]
 
 
 @dataclass(frozen=True)
@@ -121,6 +123,9 @@ class ControllerBrokerRequestBatch:
         on_stop_replica_response: called as ``(broker_id, response, deleted)`` for each
             StopReplica response of a request that deletes partitions (topic deletion);
             ``deleted`` is the set of partitions the request asked to delete.
+        on_leader_and_isr_response: called as ``(broker_id, response)`` for each
+            LeaderAndIsr response (Kafka's ``LeaderAndIsrResponseReceived``: the
+            KAFKA_STORAGE_ERROR answers name the replicas in offline log dirs).
     """
 
     def __init__(
@@ -132,6 +137,7 @@ class ControllerBrokerRequestBatch:
         listener_name: str,
         versions: RequestVersions | None = None,
         on_stop_replica_response: StopReplicaResponseHandler | None = None,
+        on_leader_and_isr_response: LeaderAndIsrResponseHandler | None = None,
     ) -> None:
         self._context = context
         self.sender = sender
@@ -139,6 +145,7 @@ class ControllerBrokerRequestBatch:
         self._listener_name = listener_name
         self._versions = versions or RequestVersions()
         self._on_stop_replica_response = on_stop_replica_response
+        self._on_leader_and_isr_response = on_leader_and_isr_response
         self._leader_and_isr: dict[int, dict[TopicPartition, _LeaderAndIsrEntry]] = defaultdict(
             dict
         )
@@ -249,7 +256,12 @@ class ControllerBrokerRequestBatch:
             for broker_id, entries in sorted(self._leader_and_isr.items()):
                 if entries:
                     request = self.leader_and_isr_request(broker_id, entries, controller_epoch)
-                    self.sender.send_request(broker_id, request, self._versions.leader_and_isr)
+                    self.sender.send_request(
+                        broker_id,
+                        request,
+                        self._versions.leader_and_isr,
+                        self._leader_and_isr_callback(broker_id),
+                    )
             if self._metadata_brokers:
                 for broker_id in sorted(self._metadata_brokers):
                     request = self.update_metadata_request(broker_id, controller_epoch)
@@ -393,6 +405,12 @@ class ControllerBrokerRequestBatch:
                 for topic, states in sorted(by_topic.items())
             ],
         )
+
+    def _leader_and_isr_callback(self, broker_id: int) -> ResponseCallback | None:
+        handler = self._on_leader_and_isr_response
+        if handler is None:
+            return None
+        return lambda response: handler(broker_id, response)
 
     def _stop_replica_callback(
         self, broker_id: int, deleted: frozenset[TopicPartition]

@@ -12,6 +12,7 @@ znode                               event
 ``/brokers/topics/<topic>``         :class:`PartitionModifications`
 ``/admin/delete_topics`` children   :class:`TopicDeletion`
 ``/isr_change_notification`` child. :class:`IsrChangeNotification`
+``/log_dir_event_notification`` ch. :class:`LogDirEventNotification`
 ``/admin/preferred_replica_election`` :class:`PreferredReplicaElectionZNode`
 ``/admin/reassign_partitions``      :class:`ZkPartitionReassignment` (creation)
 ``.../partitions/<p>/state``        :class:`PartitionReassignmentIsrChange`
@@ -36,6 +37,7 @@ from kpo_broker.controller.events import (
     BrokerModifications,
     ControllerEvent,
     IsrChangeNotification,
+    LogDirEventNotification,
     PartitionModifications,
     PartitionReassignmentIsrChange,
     PreferredReplicaElectionZNode,
@@ -86,11 +88,12 @@ class ControllerWatches:
             self._watches[path] = self._zk.watch_data(path, on_event)
 
     def register_failover_watches(self) -> None:
-        """Watch brokers, topics, deletions, ISR notifications and preferred elections."""
+        """Watch brokers, topics, deletions, ISR and log dir notifications, preferred elections."""
         self._children(paths.BROKER_IDS, BrokerChange())
         self._children(paths.BROKER_TOPICS, TopicChange())
         self._children(paths.ADMIN_DELETE_TOPICS, TopicDeletion())
         self._children(paths.ISR_CHANGE_NOTIFICATION, IsrChangeNotification())
+        self._children(paths.LOG_DIR_EVENT_NOTIFICATION, LogDirEventNotification())
 
         def on_election(event: ZkWatchEvent) -> None:
             if event.type is not ZkWatchEventType.DELETED:

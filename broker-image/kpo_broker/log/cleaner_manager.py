@@ -235,6 +235,11 @@ class LogCleanerManager:
                 entries[update[0]] = update[1]
             checkpoint.write(entries)
 
+    def handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Stop checkpointing an offline log dir (Kafka: ``handleLogDirFailure``)."""
+        with self._lock:
+            self._checkpoints.pop(Path(log_dir), None)
+
     def alter_checkpoint_dir(self, tp: TopicPartition, source: Path, destination: Path) -> None:
         """Move ``tp``'s checkpoint entry to another log dir (a finished KIP-113 move)."""
         with self._lock:

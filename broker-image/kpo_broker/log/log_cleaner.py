@@ -107,6 +107,9 @@ class LogCleaner:
         logs: returns the broker's current logs.
         high_watermark: returns a partition's high watermark (None if not hosted).
         skip: returns True for partitions not to clean now (moving between log dirs).
+        on_io_error: called with (log dir, message, error) when a cleaning fails with an
+            ``OSError``: the dir goes offline (``LogDirFailureChannel.maybe_add_offline_log_dir``,
+            Kafka's ``CleanerThread`` on an ``IOException``).
     """
 
     def __init__(
@@ -116,8 +119,10 @@ class LogCleaner:
         logs: Callable[[], Iterable[Log]],
         high_watermark: Callable[[TopicPartition], int | None],
         skip: Callable[[TopicPartition], bool] = lambda _tp: False,
+        on_io_error: Callable[[Path, str, OSError], object] | None = None,
     ) -> None:
         self.config = config
+        self._on_io_error = on_io_error
         self.manager = LogCleanerManager(log_dirs, logs, high_watermark, skip)
         self.stopping = threading.Event()
         self.throttler = Throttler(
@@ -212,6 +217,14 @@ class LogCleaner:
             )
         except LogCleaningAbortedError as exc:
             _log.info("cleaning of %s aborted: %s", tp, exc)
+        except OSError as exc:
+            directory = cleanable.log.dir.parent
+            if self._on_io_error is None:
+                _log.exception("cleaning of %s failed", tp)
+            else:
+                self._on_io_error(
+                    directory, f"failed to clean up log for {tp} in dir {directory}", exc
+                )
         except Exception:
             if cleanable.log.cleaner_fence != cleanable.fence:
                 # the log was truncated, deleted or lost segments to retention under it
@@ -220,7 +233,13 @@ class LogCleaner:
                 _log.exception("cleaning of %s failed; marking it uncleanable", tp)
                 self.manager.mark_partition_uncleanable(cleanable.log.dir.parent, tp)
         finally:
-            self.manager.done_cleaning(tp, cleanable.log.dir.parent, end_offset)
+            directory = cleanable.log.dir.parent
+            try:
+                self.manager.done_cleaning(tp, directory, end_offset)
+            except OSError as exc:  # the cleaner-offset-checkpoint write failed
+                if self._on_io_error is None:
+                    raise
+                self._on_io_error(directory, f"failed to checkpoint the cleaning of {tp}", exc)
         return True
 
     # ----------------------------------------------------------------- hooks of the log manager
@@ -232,6 +251,10 @@ class LogCleaner:
     def update_checkpoints(self, log_dir: Path, remove: TopicPartition | None = None) -> None:
         """Rewrite ``log_dir``'s checkpoint, dropping ``remove`` (a deleted log)."""
         self.manager.update_checkpoints(log_dir, remove=remove)
+
+    def handle_log_dir_failure(self, log_dir: Path) -> None:
+        """Forget an offline log dir's ``cleaner-offset-checkpoint``."""
+        self.manager.handle_log_dir_failure(log_dir)
 
     def alter_checkpoint_dir(self, tp: TopicPartition, source: Path, destination: Path) -> None:
         """Move ``tp``'s first dirty offset to its new log dir (KIP-113 move done)."""

@@ -49,14 +49,16 @@ class LogDirInfo:
     Attributes:
         path: the log dir.
         partitions: its partitions, sorted, a current log before a future log.
-        total_bytes: size of the file system holding it.
-        usable_bytes: free bytes usable by the broker on that file system.
+        total_bytes: size of the file system holding it (-1 when offline).
+        usable_bytes: free bytes usable by the broker on that file system (-1 when offline).
+        online: False once an I/O error took the dir offline (``LogDirFailureChannel``).
     """
 
     path: Path
     partitions: tuple[PartitionDirInfo, ...]
     total_bytes: int
     usable_bytes: int
+    online: bool = True
 
 
 def describe_partition_log(log: Log, current: Log | None) -> PartitionDirInfo:

@@ -12,10 +12,18 @@ broker gets a future log ``<topic>-<partition>.<uuid hex>-future`` there; once i
 caught up, ``replace_current_with_future_log`` renames it to the partition directory and
 deletes the old one. The old log is renamed ``-delete`` before the future log is
 renamed, so a crash in between leaves only the future log, promoted at startup.
+
+Failing log dirs (Kafka's ``LogManager.handleLogDirFailure``): I/O on a dir runs under its
+``LogDirFailureChannel.guard``; the first ``OSError`` takes the dir offline. The broker
+then calls ``handle_log_dir_failure``, which closes and forgets the dir's logs, releases
+its lock and stops checkpointing it; with no live dir left the broker halts (exit 1,
+Kafka's ``Exit.halt(1)``). An offline dir is listed by ``describe_log_dirs`` as offline
+and gets no new logs until the broker restarts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -28,6 +36,7 @@ from pathlib import Path
 
 from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.config import LogConfig
+from kpo_broker.log.dir_failure import KafkaStorageError, LogDirFailureChannel
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
 from kpo_broker.log.log_cleaner import LogCleaner
@@ -59,6 +68,24 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def halt_broker(message: str) -> None:
+    """Log ``message`` as fatal and end the process with status 1 (Kafka's ``Exit.halt(1)``).
+
+    No shutdown hook runs: the logs of the failed dirs cannot be flushed, and the
+    others are recovered from their recovery points at the next start.
+    """
+    _log.critical(message)
+    for handler in logging.getLogger().handlers:
+        with contextlib.suppress(Exception):
+            handler.flush()
+    os._exit(1)
+
+
+def _log_only(message: str) -> None:
+    """Log ``message`` only: the halt of a broker already shutting down."""
+    _log.error(message)
+
+
 class LogManager:
     """Creates, loads, checkpoints, cleans and deletes the logs of every log dir.
 
@@ -70,6 +97,12 @@ class LogManager:
         default_config: the broker-level ``LogConfig``.
         topic_config: returns a topic's effective config (topic overrides applied);
             ``default_config`` for every topic if None.
+        failure_channel: where I/O errors on a log dir are reported; a new one if None.
+        halt: called with Kafka's fatal message when no log dir is left online
+            (default :func:`halt_broker`, exit 1).
+
+    Attributes:
+        failure_channel: the broker's ``LogDirFailureChannel``.
     """
 
     def __init__(
@@ -77,15 +110,19 @@ class LogManager:
         log_dirs: Sequence[Path],
         default_config: LogConfig,
         topic_config: Callable[[str], LogConfig] | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
+        halt: Callable[[str], None] = halt_broker,
     ) -> None:
         if not log_dirs:
             raise LogDirectoryError("at least one log dir is needed")
         self.log_dirs = [Path(path) for path in log_dirs]
+        self.failure_channel = failure_channel or LogDirFailureChannel(self.log_dirs)
+        self._halt = halt
+        self._dir_locks: dict[Path, int] = {}
         self.default_config = default_config
         self._topic_config = topic_config or (lambda _topic: default_config)
         self._logs: dict[TopicPartition, Log] = {}
         self._log_counts: Counter[Path] = Counter()  # current logs per log dir
-        self._locks: list[int] = []
         self._pending_deletes: list[tuple[int, Log, Path]] = []
         self._future_logs: dict[TopicPartition, Log] = {}
         self._preferred_dirs: dict[TopicPartition, Path] = {}
@@ -111,7 +148,88 @@ class LogManager:
         except OSError as exc:
             os.close(fd)
             raise LogDirectoryError(f"log dir {log_dir} is in use by another process") from exc
-        self._locks.append(fd)
+        self._dir_locks[log_dir] = fd
+
+    def _unlock(self, log_dir: Path) -> None:
+        fd = self._dir_locks.pop(log_dir, None)
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    # ----------------------------------------------------------------- online and offline dirs
+
+    @property
+    def live_log_dirs(self) -> list[Path]:
+        """The log dirs still online, in ``log.dirs`` order."""
+        offline = set(self.failure_channel.offline_dirs)
+        return [d for d in self.log_dirs if d not in offline]
+
+    def is_log_dir_online(self, log_dir: Path) -> bool:
+        """Whether ``log_dir`` is one of this broker's dirs and has not failed."""
+        return Path(log_dir) in self.live_log_dirs
+
+    def handle_log_dir_failure(self, log_dir: Path) -> list[TopicPartition]:
+        """Stop serving every log of an offline dir (Kafka's ``LogManager.handleLogDirFailure``).
+
+        Its current and future logs are closed (files that cannot be closed cleanly are
+        abandoned) and forgotten, the cleaner forgets them, its lock is released and it
+        is no longer checkpointed. When no dir is left online the broker halts.
+
+        Returns:
+            The partitions whose current log was in ``log_dir``, sorted.
+        """
+        log_dir = Path(log_dir)
+        _log.warning("stopping serving logs in dir %s", log_dir)
+        if not self.live_log_dirs:
+            self._halt(
+                "Shutdown broker because all log dirs in "
+                f"{', '.join(str(d) for d in self.log_dirs)} have failed"
+            )
+        offline = sorted(tp for tp, log in self._logs.items() if log.dir.parent == log_dir)
+        for tp in offline:
+            log = self._remove_log(tp)
+            if log is not None:
+                self._abandon(log)
+        offline_futures = sorted(
+            tp for tp, log in self._future_logs.items() if log.dir.parent == log_dir
+        )
+        for tp in offline_futures:
+            self._abandon(self._future_logs.pop(tp))
+        if self.cleaner is not None:
+            self.cleaner.handle_log_dir_failure(log_dir)
+            for tp in offline:
+                self.cleaner.abort_cleaning(tp)
+        remaining = []
+        for deadline, log, path in self._pending_deletes:
+            if path.parent == log_dir:
+                self._abandon(log)
+            else:
+                remaining.append((deadline, log, path))
+        self._pending_deletes = remaining
+        self._preferred_dirs = {
+            tp: path for tp, path in self._preferred_dirs.items() if path != log_dir
+        }
+        self._unlock(log_dir)
+        _log.warning(
+            "logs of %s and future logs of %s are offline after the failure of log dir %s",
+            [str(tp) for tp in offline],
+            [str(tp) for tp in offline_futures],
+            log_dir,
+        )
+        return offline
+
+    @staticmethod
+    def _abandon(log: Log) -> None:
+        """Close a log of a failed dir, ignoring further errors (Kafka's ``closeHandlers``)."""
+        try:
+            log.close()
+        except Exception as exc:
+            _log.debug("closing %s after its dir failed: %s", log.dir, exc)
+
+    def _guard(self, path: Path, what: str) -> contextlib.AbstractContextManager[None]:
+        return self.failure_channel.guard(path, what)
 
     def startup(self, now_ms: int | None = None) -> None:
         """Lock every log dir and load every ``<topic>-<partition>`` directory in it.
@@ -122,48 +240,79 @@ class LogManager:
         are skipped with a warning. Each log is recovered from its checkpointed recovery
         point and log start offset.
 
+        A dir that cannot be created, locked or read (``OSError``) goes offline and the
+        others load (Kafka's ``createAndValidateLogDirs`` and ``loadLogs``).
+
         Raises:
-            LogDirectoryError: a dir is locked by another process, or a partition exists
-                in two log dirs.
+            LogDirectoryError: a dir is locked by another process, a partition exists
+                in two log dirs, or no log dir could be loaded.
             CheckpointFormatError: a checkpoint file is malformed.
         """
         now = _now_ms() if now_ms is None else now_ms
         for log_dir in self.log_dirs:
-            log_dir.mkdir(parents=True, exist_ok=True)
-            self._lock(log_dir)
-            recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
-            start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
-            for child in sorted(log_dir.iterdir()):
-                if not child.is_dir():
-                    continue
-                if is_delete_dir_name(child.name):
-                    _log.info("removing deleted log %s", child)
-                    shutil.rmtree(child, ignore_errors=True)
-                    continue
-                try:
-                    tp = parse_log_dir_name(child.name)
-                except LogDirectoryError:
-                    _log.warning("skipping %s: not a partition directory", child)
-                    continue
-                loaded = self._future_logs if is_future_dir_name(child.name) else self._logs
-                if tp in loaded:
-                    raise LogDirectoryError(
-                        f"{tp} found in both {loaded[tp].dir.parent} and {log_dir}"
-                    )
-                log = Log.open(
-                    child,
-                    self._topic_config(tp.topic),
-                    recovery_point=recovery_points.get(tp, 0),
-                    now_ms=now,
-                    log_start_offset=start_offsets.get(tp, 0),
+            current: dict[TopicPartition, Log] = {}
+            futures: dict[TopicPartition, Log] = {}
+            try:
+                self._load_dir(log_dir, now, current, futures)
+            except OSError as exc:
+                self.failure_channel.maybe_add_offline_log_dir(
+                    log_dir, f"cannot load log dir {log_dir}", exc
                 )
-                if loaded is self._logs:
-                    self._add_log(tp, log)
-                else:
-                    loaded[tp] = log
+                for log in [*current.values(), *futures.values()]:
+                    self._abandon(log)
+                self._unlock(log_dir)
+                continue
+            for tp, log in current.items():
+                self._add_log(tp, log)
+            self._future_logs.update(futures)
+        if not self.live_log_dirs:
+            raise LogDirectoryError(
+                f"none of the log dirs {', '.join(str(d) for d in self.log_dirs)} can be used"
+            )
         for tp in [tp for tp in self._future_logs if tp not in self._logs]:
             _log.info("promoting future log %s: its current log was already removed", tp)
             self._add_log(tp, promote_future_log(self._future_logs.pop(tp), now))
+
+    def _load_dir(
+        self,
+        log_dir: Path,
+        now: int,
+        current: dict[TopicPartition, Log],
+        futures: dict[TopicPartition, Log],
+    ) -> None:
+        """Lock ``log_dir`` and open its logs into ``current`` and ``futures``.
+
+        Raises:
+            OSError: the dir cannot be created, locked or read.
+            LogDirectoryError, CheckpointFormatError: as :meth:`startup`.
+        """
+        log_dir.mkdir(parents=True, exist_ok=True)
+        self._lock(log_dir)
+        recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
+        start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+        for child in sorted(log_dir.iterdir()):
+            if not child.is_dir():
+                continue
+            if is_delete_dir_name(child.name):
+                _log.info("removing deleted log %s", child)
+                shutil.rmtree(child, ignore_errors=True)
+                continue
+            try:
+                tp = parse_log_dir_name(child.name)
+            except LogDirectoryError:
+                _log.warning("skipping %s: not a partition directory", child)
+                continue
+            loaded = futures if is_future_dir_name(child.name) else current
+            earlier = (self._future_logs if loaded is futures else self._logs).get(tp)
+            if earlier is not None:
+                raise LogDirectoryError(f"{tp} found in both {earlier.dir.parent} and {log_dir}")
+            loaded[tp] = Log.open(
+                child,
+                self._topic_config(tp.topic),
+                recovery_point=recovery_points.get(tp, 0),
+                now_ms=now,
+                log_start_offset=start_offsets.get(tp, 0),
+            )
 
     def _add_log(self, tp: TopicPartition, log: Log) -> None:
         """Make ``log`` the partition's current log and count it in its log dir."""
@@ -197,6 +346,7 @@ class LogManager:
         config: LogConfig | None = None,
         log_dir: Path | None = None,
         now_ms: int | None = None,
+        is_new: bool = True,
     ) -> Log:
         """Return the partition's log, creating it if absent (on LeaderAndIsr).
 
@@ -205,27 +355,45 @@ class LogManager:
             partition: partition index.
             config: config of a new log (the topic's config if None).
             log_dir: where to create it; by default the dir an AlterReplicaLogDirs named
-                for it (``set_preferred_log_dir``), else the log dir with the fewest
-                partitions (ties go to the earlier dir in ``log_dirs``), as Kafka does.
+                for it (``set_preferred_log_dir``), else the online log dir with the
+                fewest partitions (ties go to the earlier dir in ``log_dirs``), as Kafka does.
             now_ms: creation time in ms.
+            is_new: the partition was just created (LeaderAndIsr ``is_new``). An absent
+                log of an older partition is not created while a dir is offline: it may
+                be in that dir (Kafka's ``getOrCreateLog``).
 
         Raises:
             LogDirectoryError: ``log_dir`` is not one of this broker's log dirs, or the
                 topic name is illegal.
+            KafkaStorageError: no log dir is online, ``log_dir`` is offline, a dir is
+                offline and the partition is not new, or creating the log failed with an
+                I/O error (its dir is then offline).
         """
         tp = TopicPartition(topic, partition)
         existing = self._logs.get(tp)
         if existing is not None:
             return existing
+        offline_dirs = self.failure_channel.offline_dirs
+        if not is_new and offline_dirs:
+            raise KafkaStorageError(
+                f"cannot create a log for {tp}: log dirs {[str(d) for d in offline_dirs]} "
+                "are offline"
+            )
         if log_dir is None:
             log_dir = self._preferred_dirs.get(tp)
+        live = self.live_log_dirs
         if log_dir is None:
-            log_dir = min(self.log_dirs, key=lambda path: self._log_counts[path])
+            if not live:
+                raise KafkaStorageError(f"cannot create a log for {tp}: no log dir is online")
+            log_dir = min(live, key=lambda path: self._log_counts[path])
         elif Path(log_dir) not in self.log_dirs:
             raise LogDirectoryError(f"{log_dir} is not a log dir of this broker")
+        elif Path(log_dir) not in live:
+            raise KafkaStorageError(f"cannot create a log for {tp}: {log_dir} is offline")
         directory = Path(log_dir) / log_dir_name(tp)
         parse_log_dir_name(directory.name)
-        log = Log.open(directory, config or self._topic_config(topic), now_ms=now_ms)
+        with self._guard(Path(log_dir), f"error while creating log for {tp} in dir {log_dir}"):
+            log = Log.open(directory, config or self._topic_config(topic), now_ms=now_ms)
         self._add_log(tp, log)
         self._preferred_dirs.pop(tp, None)
         return log
@@ -250,13 +418,15 @@ class LogManager:
             self.cleaner.abort_cleaning(tp)
         self._schedule_delete(log, now_ms)
         if self.cleaner is not None:
-            self.cleaner.update_checkpoints(log.dir.parent, remove=tp)
+            with self._guard(log.dir.parent, f"error while deleting {tp}"):
+                self.cleaner.update_checkpoints(log.dir.parent, remove=tp)
         return True
 
     def _schedule_delete(self, log: Log, now_ms: int | None) -> None:
         """Rename ``log`` to ``-delete`` now; close and remove it after the delete delay."""
         renamed = log.dir.with_name(delete_dir_name(log.topic_partition, uuid.uuid4().hex))
-        log.rename_dir(renamed)
+        with self._guard(log.dir.parent, f"error while deleting {log.topic_partition}"):
+            log.rename_dir(renamed)
         now = _now_ms() if now_ms is None else now_ms
         self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
         self._purge_deleted_logs(now)
@@ -265,7 +435,11 @@ class LogManager:
         remaining = []
         for deadline, log, path in self._pending_deletes:
             if now_ms is None or deadline <= now_ms:
-                log.close()
+                try:
+                    with self._guard(path, f"error while deleting {path}"):
+                        log.close()
+                except KafkaStorageError:
+                    pass
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 remaining.append((deadline, log, path))
@@ -309,6 +483,7 @@ class LogManager:
         Raises:
             LogDirNotFoundError: ``log_dir`` is not one of this broker's log dirs.
             LogDirectoryError: the partition has no current log, or it is in ``log_dir``.
+            KafkaStorageError: ``log_dir`` is offline or failed while creating the log.
         """
         tp = TopicPartition(topic, partition)
         path = self._require_log_dir(log_dir)
@@ -322,10 +497,12 @@ class LogManager:
             if existing.dir.parent == path:
                 return existing
             self.abort_future_log(topic, partition, now_ms)
+        self.failure_channel.check_online(path)
         directory = path / future_dir_name(tp, uuid.uuid4().hex)
-        future = Log.open(directory, current.config, now_ms=now_ms)
-        if current.log_start_offset > 0:
-            future.truncate_fully_and_start_at(current.log_start_offset)
+        with self._guard(path, f"error while creating future log for {tp} in dir {path}"):
+            future = Log.open(directory, current.config, now_ms=now_ms)
+            if current.log_start_offset > 0:
+                future.truncate_fully_and_start_at(current.log_start_offset)
         self._future_logs[tp] = future
         return future
 
@@ -389,10 +566,12 @@ class LogManager:
                 log.update_config(config)
 
     def _logs_by_dir(self, with_future: bool = False) -> dict[Path, list[Log]]:
-        grouped: dict[Path, list[Log]] = {path: [] for path in self.log_dirs}
+        """Return the logs of each online dir (offline dirs are left out)."""
+        grouped: dict[Path, list[Log]] = {path: [] for path in self.live_log_dirs}
         futures = list(self._future_logs.values()) if with_future else []
         for log in [*self._logs.values(), *futures]:
-            grouped.setdefault(log.dir.parent, []).append(log)
+            if log.dir.parent in grouped:
+                grouped[log.dir.parent].append(log)
         return grouped
 
     def read_high_watermarks(self) -> dict[TopicPartition, int]:
@@ -402,15 +581,21 @@ class LogManager:
             CheckpointFormatError: a file is malformed.
         """
         result: dict[TopicPartition, int] = {}
-        for log_dir in self.log_dirs:
-            result.update(OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).read())
+        for log_dir in self.live_log_dirs:
+            try:
+                with self._guard(log_dir, f"error while reading {REPLICATION_OFFSET_CHECKPOINT}"):
+                    checkpoint = OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT)
+                    result.update(checkpoint.read())
+            except KafkaStorageError:
+                continue
         return result
 
     def write_high_watermarks(self, high_watermarks: Mapping[TopicPartition, int]) -> None:
         """Write each log dir's ``replication-offset-checkpoint`` for the logs it holds.
 
         Partitions without a local log are ignored; local logs absent from the mapping
-        are left out of the file.
+        are left out of the file. Offline dirs are skipped; a dir whose write fails goes
+        offline (Kafka's ``checkpointHighWatermarks``) and the others are still written.
         """
         for log_dir, logs in self._logs_by_dir().items():
             entries = {
@@ -418,20 +603,32 @@ class LogManager:
                 for log in logs
                 if log.topic_partition in high_watermarks
             }
-            OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(entries)
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(log_dir, f"error while writing {REPLICATION_OFFSET_CHECKPOINT}"),
+            ):
+                OffsetCheckpointFile(log_dir / REPLICATION_OFFSET_CHECKPOINT).write(entries)
 
     def checkpoint_recovery_points_and_log_start_offsets(self) -> None:
         """Write each log dir's recovery point and log start offset checkpoints.
 
-        Future logs are included, in the dir holding them.
+        Future logs are included, in the dir holding them. Offline dirs are skipped; a
+        dir whose write fails goes offline and the others are still written.
         """
         for log_dir, logs in self._logs_by_dir(with_future=True).items():
-            OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
-                {log.topic_partition: log.recovery_point for log in logs}
-            )
-            OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
-                {log.topic_partition: log.log_start_offset for log in logs}
-            )
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(
+                    log_dir,
+                    "error while writing the recovery point and log start offset checkpoints",
+                ),
+            ):
+                OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).write(
+                    {log.topic_partition: log.recovery_point for log in logs}
+                )
+                OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).write(
+                    {log.topic_partition: log.log_start_offset for log in logs}
+                )
 
     def cleanup_logs(self, now_ms: int, high_watermarks: Mapping[TopicPartition, int]) -> int:
         """Run retention on every log whose high watermark is given (Kafka's log cleanup task).
@@ -441,15 +638,26 @@ class LogManager:
 
         Returns:
             The number of segments deleted.
+
+        A log whose segment deletion fails with an I/O error takes its dir offline; the
+        other logs are still cleaned.
         """
         deleted = 0
-        for tp, log in self._logs.items():
-            if tp in high_watermarks:
-                deleted += log.delete_old_segments(now_ms, high_watermarks[tp])
-            else:
-                log.purge_deleted_segments(now_ms)
-        for future in self._future_logs.values():
-            future.purge_deleted_segments(now_ms)
+        for tp, log in list(self._logs.items()):
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(log.dir, f"error while deleting segments of {tp}"),
+            ):
+                if tp in high_watermarks:
+                    deleted += log.delete_old_segments(now_ms, high_watermarks[tp])
+                else:
+                    log.purge_deleted_segments(now_ms)
+        for future in list(self._future_logs.values()):
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(future.dir, f"error while deleting segments of {future.dir.name}"),
+            ):
+                future.purge_deleted_segments(now_ms)
         self._purge_deleted_logs(now_ms)
         return deleted
 
@@ -457,19 +665,37 @@ class LogManager:
         """Fsync every log whose last fsync is ``flush.ms`` old (Kafka's ``flushDirtyLogs``).
 
         Returns:
-            The number of logs flushed.
+            The number of logs flushed (a log whose fsync fails takes its dir offline).
         """
-        return sum(1 for log in list(self._logs.values()) if log.flush_if_due(now_ms))
+        flushed = 0
+        for log in list(self._logs.values()):
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(log.dir, f"error while flushing {log.topic_partition}"),
+            ):
+                flushed += 1 if log.flush_if_due(now_ms) else 0
+        return flushed
 
     def describe_log_dirs(self) -> list[LogDirInfo]:
         """Per log dir: each partition's size in bytes and the file system's capacity.
 
         Future logs (KIP-113) are listed in their dir with ``is_future`` and their lag
-        behind the current log's LEO.
+        behind the current log's LEO. Offline dirs are listed with ``online`` false and
+        nothing else (DescribeLogDirs answers KAFKA_STORAGE_ERROR for them).
         """
         result = []
-        for log_dir, logs in self._logs_by_dir(with_future=True).items():
-            usage = shutil.disk_usage(log_dir)
+        grouped = self._logs_by_dir(with_future=True)
+        for log_dir in self.log_dirs:
+            logs = grouped.get(log_dir)
+            if logs is None:
+                result.append(LogDirInfo(log_dir, (), -1, -1, online=False))
+                continue
+            try:
+                with self._guard(log_dir, "error while describing the log dir"):
+                    usage = shutil.disk_usage(log_dir)
+            except KafkaStorageError:
+                result.append(LogDirInfo(log_dir, (), -1, -1, online=False))
+                continue
             partitions = tuple(
                 sorted(
                     (
@@ -491,21 +717,26 @@ class LogManager:
         """Flush and close every log, checkpoint it, and release the dir locks.
 
         Writes the recovery point and log start offset checkpoints after the flush, and
-        finishes pending log deletions.
+        finishes pending log deletions. Offline dirs were closed when they failed; a log
+        whose flush fails now takes its dir offline and is abandoned, without failing the
+        shutdown of the others (Kafka's ``LogManager.shutdown``), and without halting.
         """
         if self.cleaner is not None:
             self.cleaner.shutdown()
+        self._halt = _log_only
         every = [*self._logs.values(), *self._future_logs.values()]
         for log in every:
-            log.flush()
+            with (
+                contextlib.suppress(KafkaStorageError),
+                self._guard(log.dir, f"error while flushing {log.dir.name} at shutdown"),
+            ):
+                log.flush()
         self.checkpoint_recovery_points_and_log_start_offsets()
         for log in every:
-            log.close()
+            self._abandon(log)
         self._purge_deleted_logs(None)
         self._logs.clear()
         self._log_counts.clear()
         self._future_logs.clear()
-        for fd in self._locks:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-        self._locks.clear()
+        for log_dir in list(self._dir_locks):
+            self._unlock(log_dir)

@@ -12,6 +12,10 @@ registration again after each ZooKeeper session expiry, with a new broker epoch)
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
 
+A log dir that fails with an I/O error goes offline (``server.log_dir_failure``): its
+replicas answer KAFKA_STORAGE_ERROR and the controller moves their leadership away; with
+no log dir left the broker halts (exit 1), as Kafka does.
+
 Listener security (TLS, SASL; :mod:`kpo_broker.security`) is resolved and its keys and
 certificates loaded before anything else, so a listener that cannot be secured as
 configured refuses start-up (:class:`~kpo_broker.config.ConfigError`). SCRAM credentials
@@ -54,6 +58,7 @@ from kpo_broker.server.dynamic_broker_config import DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
+from kpo_broker.server.log_dir_failure import LogDirFailureHandler
 from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.server.metrics import AuthenticationStats, RequestStats
@@ -97,6 +102,7 @@ class KafkaServer:
         self.config = config
         self.broker_id = config.broker_id
         self.components: BrokerComponents | None = None
+        self.log_dir_failure_handler: LogDirFailureHandler | None = None
         self.socket_server: SocketServer | None = None
         self.zk: KafkaZkClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -250,7 +256,17 @@ class KafkaServer:
             inter_broker_connector=connector,
             credentials=self.credentials,
         )
+        self.log_dir_failure_handler = LogDirFailureHandler(
+            self.broker_id,
+            log_manager.failure_channel,
+            replica_manager,
+            log_manager,
+            fetchers,
+            zk.propagate_log_dir_event,
+            on_partitions_offline=lambda tps: _resign_offline_coordinators(components, tps),
+        )
         components.group_coordinator = await self._new_group_coordinator(components)
+        self.log_dir_failure_handler.start()
         components.offsets_topic_creator = OffsetsTopicCreator(components)
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
@@ -649,6 +665,8 @@ class KafkaServer:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
+        if self.log_dir_failure_handler is not None:
+            await self.log_dir_failure_handler.stop()
         if self.metrics_server is not None:
             await self.metrics_server.stop()
             self.metrics_server = None
@@ -721,7 +739,20 @@ def _new_log_cleaner(
         logs.current_logs,
         high_watermark,
         skip=lambda tp: logs.get_future_log(tp.topic, tp.partition) is not None,
+        on_io_error=logs.failure_channel.maybe_add_offline_log_dir,
     )
+
+
+def _resign_offline_coordinators(
+    components: BrokerComponents, partitions: list[TopicPartition]
+) -> None:
+    """Drop the groups of ``__consumer_offsets`` partitions whose log dir went offline."""
+    coordinator = components.group_coordinator
+    if coordinator is None:
+        return
+    for tp in partitions:
+        if tp.topic == GROUP_METADATA_TOPIC_NAME:
+            coordinator.on_resignation(tp.partition, None)
 
 
 def _new_cluster_id() -> str:

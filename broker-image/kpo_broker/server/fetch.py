@@ -123,12 +123,13 @@ def _read_once(
                 )
                 continue
             limit = min(request.partition_max_bytes, max(max_bytes - total, 0))
-            data = partition.log.read(
-                request.fetch_offset,
-                limit,
-                max_offset=None if replica_id >= 0 else partition.high_watermark,
-                min_one_message=total == 0,
-            )
+            with rm.guard(partition, "error while reading"):
+                data = partition.log.read(
+                    request.fetch_offset,
+                    limit,
+                    max_offset=None if replica_id >= 0 else partition.high_watermark,
+                    min_one_message=total == 0,
+                )
         except Exception as exc:  # every failure becomes a per-partition error code
             results[request.tp] = FetchPartitionResult(error_code_of(exc))
             continue

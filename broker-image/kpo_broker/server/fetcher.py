@@ -28,6 +28,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
+from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
 from kpo_broker.server.partition import Partition
@@ -253,7 +254,12 @@ class ReplicaFetcher:
         plog = partition.log
         if offset < plog.log_end_offset:
             log.info("truncating %s from %d to %d", tp, plog.log_end_offset, offset)
-            plog.truncate_to(offset)
+            try:
+                with self.rm.guard(partition, "error while truncating"):
+                    plog.truncate_to(offset)
+            except KafkaStorageError:  # the log dir went offline: stop fetching it
+                self.partitions.pop(tp, None)
+                return
         partition.high_watermark = min(partition.high_watermark, plog.log_end_offset)
         state = self.partitions.get(tp)
         if state is not None:
@@ -329,8 +335,13 @@ class ReplicaFetcher:
             if partition.log.log_end_offset != state.fetch_offset:
                 return  # the log changed under us (truncation, new epoch): refetch
             records = bytes(data.records or b"")
-            partition.append_records_as_follower(records, data.high_watermark)
-            self._follow_log_start_offset(tp, partition, data.log_start_offset)
+            try:
+                with self.rm.guard(partition, "error while appending as follower to"):
+                    partition.append_records_as_follower(records, data.high_watermark)
+                    self._follow_log_start_offset(tp, partition, data.log_start_offset)
+            except KafkaStorageError:  # the log dir went offline: this fetch stops
+                self.partitions.pop(tp, None)
+                return
             if records:  # Kafka's ReplicationBytesInPerSec
                 self.rm.topic_stats.record_replication_in(tp[0], len(records))
             state.fetch_offset = partition.log.log_end_offset

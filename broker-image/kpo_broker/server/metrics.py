@@ -362,6 +362,8 @@ class BrokerState:
             the replica fetchers follow, where known.
         log_cleaner: the log cleaner, None when there is none.
         group_coordinator: the consumer group coordinator, None when there is none.
+        offline_replica_count: hosted partitions in offline log dirs.
+        offline_log_dir_count: log dirs taken offline by an I/O error.
     """
 
     logs: Sequence[LogView]
@@ -374,6 +376,8 @@ class BrokerState:
     fetcher_lags: Sequence[int] = ()
     log_cleaner: LogCleanerView | None = None
     group_coordinator: GroupCoordinatorView | None = None
+    offline_replica_count: int = 0
+    offline_log_dir_count: int = 0
 
 
 class AuthenticationStats:

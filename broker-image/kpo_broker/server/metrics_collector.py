@@ -151,6 +151,19 @@ def _partition_families(state: BrokerState, counts: _ReplicaCounts) -> Iterator[
     yield from (under, under_min, isr_count, replicas_count)
 
 
+def _log_dir_failure_families(state: BrokerState) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        _REPLICA_MANAGER + "offlinereplicacount",
+        "Partition replicas hosted here whose log dir is offline.",
+        value=state.offline_replica_count,
+    )
+    yield GaugeMetricFamily(
+        "kafka_log_logmanager_offlinelogdirectorycount",
+        "Log dirs taken offline by an I/O error.",
+        value=state.offline_log_dir_count,
+    )
+
+
 def _replica_manager_families(counts: _ReplicaCounts) -> Iterator[Metric]:
     for name, help_text, value in (
         ("partitioncount", "Partition replicas hosted here.", counts.partitions),
@@ -363,6 +376,7 @@ class BrokerMetricsCollector(Collector):
         counts = _ReplicaCounts()
         yield from _partition_families(state, counts)
         yield from _replica_manager_families(counts)
+        yield from _log_dir_failure_families(state)
         yield from _controller_families(state.controller)
         yield from _quota_families(state)
         yield from _fetcher_families(state.fetcher_lags)

@@ -84,6 +84,8 @@ def broker_state(components: BrokerComponents | None) -> BrokerState | None:
         fetcher_lags=lags,
         log_cleaner=components.log_manager.cleaner,
         group_coordinator=components.group_coordinator,
+        offline_replica_count=len(rm.offline_partitions),
+        offline_log_dir_count=len(components.log_manager.failure_channel.offline_dirs),
     )
 
 

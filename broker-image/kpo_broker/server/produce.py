@@ -81,9 +81,10 @@ async def append_records(
             continue
         try:
             partition = replica_manager.leader_partition(tp)
-            info = partition.append_records_to_leader(
-                records, required_acks, min_insync_replicas(tp[0]), now
-            )
+            with replica_manager.guard(partition, "error while appending to"):
+                info = partition.append_records_to_leader(
+                    records, required_acks, min_insync_replicas(tp[0]), now
+                )
         except Exception as exc:  # every failure becomes a per-partition error code
             if isinstance(exc, RecordTooLargeError):  # Kafka's BytesRejectedPerSec
                 replica_manager.topic_stats.record_rejected(tp[0], len(records))

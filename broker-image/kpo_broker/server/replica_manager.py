@@ -5,19 +5,27 @@ requests (fenced by controller epoch and leader epoch), appends produced records
 leaders and waits for ``acks=all``, serves consumer fetches up to the HW and replica
 fetches up to the LEO (updating the leader's view of each follower), and proposes ISR
 changes, which an :class:`IsrWriter` persists to ZooKeeper.
+
+Partitions whose log dir failed (``LogDirFailureChannel``) are offline here until the
+broker restarts (Kafka's ``HostedPartition.Offline``): requests on them are answered
+KAFKA_STORAGE_ERROR (56), LeaderAndIsr included, which is how the controller learns
+which replicas it must treat as offline.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from kafka import errors as kafka_errors
 
 from kpo_broker.log.config import LogConfig
+from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
@@ -84,6 +92,7 @@ class ReplicaManager:
 
     Attributes:
         topic_stats: traffic counters of the hosted topics (Kafka's ``BrokerTopicStats``).
+        offline_partitions: hosted partitions whose log dir failed.
     """
 
     def __init__(
@@ -107,6 +116,7 @@ class ReplicaManager:
         self._high_watermarks = log_manager.read_high_watermarks()
         self.isr_changed: set[TopicPartition] = set()
         self.topic_stats = BrokerTopicStats()
+        self.offline_partitions: set[TopicPartition] = set()
 
     # ---------------------------------------------------------- lookups
     def get_partition(self, tp: TopicPartition) -> Partition | None:
@@ -124,11 +134,52 @@ class ReplicaManager:
         """
         partition = self.partitions.get(tp)
         if partition is None:
+            if tp in self.offline_partitions:
+                raise KafkaStorageError(f"partition {tp[0]}-{tp[1]} is in an offline log dir")
             if self.known_partition is not None and self.known_partition(tp):
                 raise kafka_errors.NotLeaderForPartitionError(f"{tp[0]}-{tp[1]}")
             raise kafka_errors.UnknownTopicOrPartitionError(f"{tp[0]}-{tp[1]}")
         partition.require_leader(current_leader_epoch)
         return partition
+
+    # ---------------------------------------------------------- failing log dirs
+    @contextlib.contextmanager
+    def guard(self, partition: Partition, what: str) -> Iterator[None]:
+        """Run I/O on ``partition``'s log; an ``OSError`` takes its log dir offline.
+
+        Raises:
+            KafkaStorageError: the block raised an ``OSError`` (see
+                ``LogDirFailureChannel.guard``).
+        """
+        channel = self.log_manager.failure_channel
+        with channel.guard(partition.log.dir, f"{what} {partition.topic}-{partition.partition}"):
+            yield
+
+    def handle_log_dir_failure(self, log_dir: Path) -> list[TopicPartition]:
+        """Stop serving the partitions whose log is in ``log_dir`` (Kafka: ``handleLogDirFailure``).
+
+        They become offline partitions: every later request on them, LeaderAndIsr
+        included, gets KAFKA_STORAGE_ERROR; waiting produce requests are woken (they
+        complete with NOT_LEADER_OR_FOLLOWER). The caller stops their fetchers.
+
+        Returns:
+            The partitions taken offline, sorted.
+        """
+        offline = sorted(tp for tp, p in self.partitions.items() if p.log.dir.parent == log_dir)
+        for tp in offline:
+            self._mark_partition_offline(tp)
+        topics = {tp[0] for tp in offline}
+        for topic in topics:
+            if all(p.topic != topic for p in self.partitions.values()):
+                self.topic_stats.remove_topic(topic)
+        return offline
+
+    def _mark_partition_offline(self, tp: TopicPartition) -> None:
+        self.partitions.pop(tp, None)
+        self.offline_partitions.add(tp)
+        self._high_watermarks.pop(tp, None)
+        self.isr_changed.discard(tp)
+        self.watchers.notify(tp)
 
     # ---------------------------------------------------- controller requests
     def check_controller_epoch(self, controller_epoch: int) -> None:
@@ -150,7 +201,9 @@ class ReplicaManager:
 
         A partition state is applied only when its leader epoch is newer than the one
         held (a request with the same or an older epoch gets STALE_CONTROLLER_EPOCH for
-        that partition) and this broker is one of its replicas.
+        that partition) and this broker is one of its replicas. A partition in an offline
+        log dir, or whose log fails to be created or updated (its dir then goes
+        offline), gets KAFKA_STORAGE_ERROR.
 
         Raises:
             StaleControllerEpochError: the whole request comes from a stale controller.
@@ -162,24 +215,43 @@ class ReplicaManager:
             if self.broker_id not in state.replicas:
                 results[tp] = LeaderAndIsrResult(kafka_errors.UnknownTopicOrPartitionError.errno)
                 continue
+            if tp in self.offline_partitions:
+                results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
+                continue
             partition = self.partitions.get(tp)
             if partition is not None and state.leader_epoch <= partition.leader_epoch:
                 results[tp] = LeaderAndIsrResult(kafka_errors.StaleControllerEpochError.errno)
                 continue
-            if partition is None:
-                partition = self._create_partition(tp)
-            if state.leader == self.broker_id:
-                became = partition.make_leader(state, now)
-                results[tp] = LeaderAndIsrResult(0, became_leader=became)
-            else:
-                changed = partition.make_follower(state)
-                results[tp] = LeaderAndIsrResult(0, became_follower=changed)
+            try:
+                results[tp] = self._apply_leader_and_isr(tp, partition, state, now)
+            except KafkaStorageError as exc:
+                log.error("skipped the LeaderAndIsr state change of %s-%s: %s", tp[0], tp[1], exc)
+                self._mark_partition_offline(tp)
+                results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
+                continue
             self.watchers.notify(tp)
         return results
 
-    def _create_partition(self, tp: TopicPartition) -> Partition:
+    def _apply_leader_and_isr(
+        self, tp: TopicPartition, partition: Partition | None, state: LeaderAndIsrState, now: int
+    ) -> LeaderAndIsrResult:
+        """Create the partition if needed and make it leader or follower under ``state``.
+
+        Raises:
+            KafkaStorageError: the log dir is offline, or failed during the change.
+        """
+        if partition is None:
+            partition = self._create_partition(tp, state.is_new)
+        with self.guard(partition, "error while applying LeaderAndIsr to"):
+            if state.leader == self.broker_id:
+                became = partition.make_leader(state, now)
+                return LeaderAndIsrResult(0, became_leader=became)
+            changed = partition.make_follower(state)
+            return LeaderAndIsrResult(0, became_follower=changed)
+
+    def _create_partition(self, tp: TopicPartition, is_new: bool = True) -> Partition:
         config = self.log_config_for(tp[0]) if self.log_config_for else None
-        plog: Log = self.log_manager.get_or_create_log(tp[0], tp[1], config)
+        plog: Log = self.log_manager.get_or_create_log(tp[0], tp[1], config, is_new=is_new)
         partition = Partition(
             tp[0], tp[1], self.broker_id, plog, high_watermark=self._high_watermarks.get(tp, 0)
         )
@@ -196,7 +268,8 @@ class ReplicaManager:
             partitions: (topic-partition, delete_partition) pairs.
 
         Returns:
-            Error code per partition (0 on success).
+            Error code per partition (0 on success; KAFKA_STORAGE_ERROR for a partition
+            in an offline log dir).
 
         Raises:
             StaleControllerEpochError: the request comes from a stale controller.
@@ -204,11 +277,20 @@ class ReplicaManager:
         self.check_controller_epoch(controller_epoch)
         results: dict[TopicPartition, int] = {}
         for tp, delete in partitions:
+            if tp in self.offline_partitions:  # Kafka: HostedPartition.Offline
+                results[tp] = KafkaStorageError.error_code
+                continue
             partition = self.partitions.pop(tp, None)
             self.watchers.notify(tp)
             if delete:
                 if self.log_manager.get_log(tp[0], tp[1]) is not None:
-                    self.log_manager.delete_log(tp[0], tp[1])
+                    try:
+                        self.log_manager.delete_log(tp[0], tp[1])
+                    except KafkaStorageError as exc:
+                        log.error("StopReplica of %s-%s: %s", tp[0], tp[1], exc)
+                        self._mark_partition_offline(tp)
+                        results[tp] = KafkaStorageError.error_code
+                        continue
                 self._high_watermarks.pop(tp, None)
                 if all(p.topic != tp[0] for p in self.partitions.values()):
                     self.topic_stats.remove_topic(tp[0])

@@ -38,7 +38,8 @@ a partition updates the ISR with a compare-and-set on the same znode (Kafka's
 ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` before KIP-497).
 
 Admin: partition leaders announce ISR changes in sequential
-``/isr_change_notification`` znodes that the controller reads and deletes; admin tools
+``/isr_change_notification`` znodes, and brokers whose log dir failed announce it in
+``/log_dir_event_notification``, znodes that the controller reads and deletes; admin tools
 queue a reassignment in ``/admin/reassign_partitions`` (``kafka-reassign-partitions``)
 or a preferred replica election in ``/admin/preferred_replica_election``, which the
 controller deletes when done.
@@ -76,6 +77,7 @@ from kpo_broker.zk.data import (
     decode_controller_epoch,
     decode_entity_config,
     decode_isr_change_notification,
+    decode_log_dir_event_notification,
     decode_partition_reassignment,
     decode_partition_state,
     decode_preferred_replica_election,
@@ -87,6 +89,7 @@ from kpo_broker.zk.data import (
     encode_controller_epoch,
     encode_entity_config,
     encode_isr_change_notification,
+    encode_log_dir_event_notification,
     encode_partition_reassignment,
     encode_partition_state,
     encode_preferred_replica_election,
@@ -926,6 +929,75 @@ class KafkaZkClient:
             ZkConnectionLossError: the session failed.
         """
         znodes = [paths.isr_change_notification_path(n) for n in names]
+        self._session.delete_recursive(znodes, controller_epoch_zk_version)
+
+    # --- /log_dir_event_notification ------------------------------------------------------
+
+    def propagate_log_dir_event(self, broker_id: int) -> str:
+        """Tell the controller that a log dir of ``broker_id`` failed (broker side).
+
+        Kafka's ``KafkaZkClient.propagateLogDirEvent``: a persistent sequential child
+        ``/log_dir_event_notification/log_dir_event_<seq>`` holding
+        ``{"version":1,"broker":<id>,"event":1}``.
+
+        Returns:
+            the created child name, e.g. ``"log_dir_event_0000000002"``.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        prefix = f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{paths.LOG_DIR_EVENT_PREFIX}"
+        data = encode_log_dir_event_notification(broker_id)
+        result = self._session.handle_request(
+            "create_async", prefix, data, sequence=True, makepath=True
+        )
+        if isinstance(result, ZookeeperError):
+            raise _refused(prefix, result)
+        return str(result).rsplit("/", 1)[-1]
+
+    def get_log_dir_event_notifications(self) -> list[str]:
+        """Return the pending log dir event notification names, oldest first.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self._sequential_children(
+            paths.LOG_DIR_EVENT_NOTIFICATION, paths.LOG_DIR_EVENT_PREFIX
+        )
+
+    def get_broker_ids_from_log_dir_events(self, names: Iterable[str]) -> list[int]:
+        """Read log dir event notifications, pipelined; return their broker ids in order.
+
+        Notifications deleted meanwhile are skipped; a broker appears once per notification.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+            MalformedZNodeDataError: a notification is not Kafka's format.
+        """
+        znodes = [paths.log_dir_event_notification_path(n) for n in names]
+        broker_ids: list[int] = []
+        for path, result in zip(
+            znodes,
+            self._session.handle_requests([self._session.request("get_async", p) for p in znodes]),
+            strict=True,
+        ):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, ZookeeperError):
+                raise _refused(path, result)
+            broker_ids.append(decode_log_dir_event_notification(result[0]))
+        return broker_ids
+
+    def delete_log_dir_event_notifications(
+        self, names: Iterable[str], *, controller_epoch_zk_version: int
+    ) -> None:
+        """Delete processed log dir event notifications (controller side), pipelined, fenced.
+
+        Raises:
+            ControllerMovedError: the fence failed.
+            ZkConnectionLossError: the session failed.
+        """
+        znodes = [paths.log_dir_event_notification_path(n) for n in names]
         self._session.delete_recursive(znodes, controller_epoch_zk_version)
 
     # --- /admin/reassign_partitions -------------------------------------------------------

@@ -373,6 +373,28 @@ def decode_isr_change_notification(data: bytes) -> set[TopicPartition]:
     return {_topic_partition(e, "isr change") for e in _entries(data, "isr change")}
 
 
+#: ``event`` of a log dir failure in a log dir event notification (Kafka's ``LogDirFailureEvent``).
+LOG_DIR_FAILURE_EVENT = 1
+
+
+def encode_log_dir_event_notification(broker_id: int) -> bytes:
+    """Encode a log dir failure notification: ``{"version":1,"broker":<id>,"event":1}``.
+
+    Kafka's ``LogDirEventNotificationSequenceZNode.encode``.
+    """
+    return dump({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE_EVENT})
+
+
+def decode_log_dir_event_notification(data: bytes) -> int:
+    """Decode a log dir event notification into the id of the broker that sent it.
+
+    Raises:
+        MalformedZNodeDataError: not a log dir event notification.
+    """
+    what = "log dir event"
+    return as_int(required(load_object(data, what), "broker", what), what, "broker")
+
+
 def encode_preferred_replica_election(partitions: Iterable[TopicPartition]) -> bytes:
     """Encode ``/admin/preferred_replica_election``: ``{"version":1,"partitions":[...]}``."""
     return _encode_partition_list(partitions)

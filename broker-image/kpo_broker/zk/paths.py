@@ -30,6 +30,10 @@ ADMIN_PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 #: Name prefix of an ISR change notification znode (ZooKeeper appends a 10-digit sequence).
 ISR_CHANGE_PREFIX = "isr_change_"
+#: Failed log dirs are announced to the controller here (``LogDirEventNotificationZNode``).
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+#: Name prefix of its sequential children, ``log_dir_event_0000000003``.
+LOG_DIR_EVENT_PREFIX = "log_dir_event_"
 #: Root of the dynamic configs: ``/config/<entity type>/<entity name>``.
 CONFIG = "/config"
 #: Sequential notifications of dynamic config changes.
@@ -65,6 +69,7 @@ PERSISTENT_PATHS = (
     ISR_CHANGE_NOTIFICATION,
     LATEST_PRODUCER_ID_BLOCK,
     *(f"{CONFIG}/{entity_type}" for entity_type in CONFIG_TYPES),
+    LOG_DIR_EVENT_NOTIFICATION,
 )
 
 
@@ -136,6 +141,15 @@ def isr_change_notification_path(name: str) -> str:
         InvalidZNodeNameError: ``name`` cannot be a single path segment.
     """
     return f"{ISR_CHANGE_NOTIFICATION}/{_segment(name, 'notification')}"
+
+
+def log_dir_event_notification_path(name: str) -> str:
+    """Return ``/log_dir_event_notification/<name>``, e.g. for ``log_dir_event_0000000001``.
+
+    Raises:
+        InvalidZNodeNameError: ``name`` cannot be a single path segment.
+    """
+    return f"{LOG_DIR_EVENT_NOTIFICATION}/{_segment(name, 'notification')}"
 
 
 def config_entity_type_path(entity_type: str) -> str:

@@ -365,12 +365,13 @@ class GroupMetadataManager:
             if not tombstones:
                 continue
             try:
-                partition.append_records_to_leader(
-                    build_batch(tombstones, self._clock(), self.config.compression_codec),
-                    0,
-                    1,
-                    self._clock(),
-                )
+                with self.replica_manager.guard(partition, "error while appending to"):
+                    partition.append_records_to_leader(
+                        build_batch(tombstones, self._clock(), self.config.compression_codec),
+                        0,
+                        1,
+                        self._clock(),
+                    )
                 self.replica_manager.watchers.notify(tp)
                 removed_count += len(removed)
             except Exception as exc:

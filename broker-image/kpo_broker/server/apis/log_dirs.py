@@ -14,7 +14,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.admin import AlterReplicaLogDirsResponse, DescribeLogDirsResponse
 
-from kpo_broker.log.errors import LogDirectoryError
+from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_dirs import LogDirInfo
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_kafka.topic_partition import TopicPartition
@@ -32,6 +32,14 @@ KAFKA_STORAGE_ERROR = 56
 
 
 def _describe_dir(info: LogDirInfo, wanted: dict[str, set[int]] | None) -> Any:
+    if not info.online:  # Kafka: KAFKA_STORAGE_ERROR, no topics, no volume totals
+        return _DirResult(
+            error_code=KAFKA_STORAGE_ERROR,
+            log_dir=str(info.path),
+            topics=[],
+            total_bytes=-1,
+            usable_bytes=-1,
+        )
     by_topic: dict[str, list[Any]] = {}
     for part in info.partitions:
         topic, index = part.topic_partition
@@ -59,8 +67,8 @@ async def handle_describe_log_dirs(
 ) -> DescribeLogDirsResponse:
     """Describe every log dir; ``topics`` null means every partition.
 
-    Every dir is online here, so each dir's error code is 0 (Kafka answers
-    KAFKA_STORAGE_ERROR for an offline dir).
+    A dir taken offline by an I/O error (``LogDirFailureChannel``) is answered with
+    KAFKA_STORAGE_ERROR and nothing else, as Kafka's ``ReplicaManager.describeLogDirs``.
     """
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
@@ -99,7 +107,7 @@ def alter_replica_log_dir(broker: BrokerComponents, tp: TopicPartition, log_dir:
         return 0
     try:
         manager.create_future_log(tp.topic, tp.partition, log_dir)
-    except (LogDirectoryError, OSError):
+    except (LogError, OSError):
         return KAFKA_STORAGE_ERROR
     if broker.log_dir_mover is not None:
         broker.log_dir_mover.wake()

@@ -195,3 +195,19 @@ def test_startup_initialises_states_and_elects_offline_partitions() -> None:
     assert zk.states[offline].leader_and_isr == LeaderAndIsr(2, 1, (2,), 1)
     assert zk.states[new].leader_and_isr.leader == 2
     assert zk.states[online].leader_and_isr.leader_epoch == 0  # untouched
+
+
+def test_a_replica_in_an_offline_log_dir_is_not_elected_and_leaves_the_isr() -> None:
+    """Kafka's ``isReplicaOnline``: a live broker's replica in an offline dir is offline."""
+    ctx = context_with([1, 2, 3], {TP: (1, 2, 3)})
+    ctx.replicas_on_offline_dirs[1] = {TP}
+    assert not ctx.is_replica_online(1, TP)
+    assert ctx.is_replica_online(1, TopicPartition("t", 1))
+    assert ctx.online_replicas(TP) == (2, 3)
+    ctx.partition_states[TP] = P.OFFLINE_PARTITION
+    zk = FakePartitionStates()
+    zk.set(TP, leader=1, isr=(1, 2, 3), leader_epoch=4)
+    psm, sender = machine(ctx, zk)
+    results = psm.handle_state_changes([TP], P.ONLINE_PARTITION, OfflinePartitionLeaderElection())
+    assert results[TP] == LeaderAndIsr(2, 5, (2, 3), 1)
+    assert {s.broker_id for s in sender.of("LeaderAndIsr")} == {2, 3}

@@ -392,3 +392,23 @@ def test_http_endpoint_reports_a_port_in_use() -> None:
             await first.stop()
 
     asyncio.run(scenario())
+
+
+def test_offline_replicas_and_log_dirs_are_counted(replica_manager: ReplicaManager) -> None:
+    """Kafka's ``OfflineReplicaCount`` and ``OfflineLogDirectoryCount`` gauges."""
+    rm = replica_manager
+    rm.become_leader_or_follower(1, {ORDERS_0: LeaderAndIsrState(1, 0, 2, (0, 1), 1, (0, 1))})
+    log_dir = rm.partitions[ORDERS_0].log.dir.parent
+    offline = rm.handle_log_dir_failure(log_dir)
+    assert ORDERS_0 in offline
+    state = BrokerState(
+        logs=[],
+        partitions=list(rm.partitions.values()),
+        topic_stats=rm.topic_stats,
+        offline_replica_count=len(rm.offline_partitions),
+        offline_log_dir_count=1,
+    )
+    samples = scrape(registry_of(BrokerMetricsCollector(lambda: state, RequestStats())))
+    assert value(samples, "kafka_server_replicamanager_offlinereplicacount") == len(offline)
+    assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 1
+    assert value(samples, "kafka_server_replicamanager_partitioncount") == 0

@@ -9,10 +9,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from pathlib import Path
 
 import pytest
 from kafka import errors as kafka_errors
 
+from kpo_broker.log.config import LogConfig
+from kpo_broker.log.dir_failure import KafkaStorageError
+from kpo_broker.log.manager import LogManager
 from kpo_broker.server.errors import (
     FencedLeaderEpochError,
     NotLeaderOrFollowerError,
@@ -401,3 +405,43 @@ def test_shrink_leaves_followers_that_keep_up_and_partitions_led_elsewhere(
     assert writer.writes == []
     assert hosted(rm, TP).isr == (0, 1)
     assert hosted(rm, OTHER).isr == (1, 0)
+
+
+# ------------------------------------------------------------------- failing log dirs
+
+
+def test_partitions_of_a_failed_log_dir_answer_kafka_storage_error(tmp_path: Path) -> None:
+    """Kafka's ``HostedPartition.Offline``: every request on them gets KAFKA_STORAGE_ERROR."""
+    dirs = [tmp_path / "d0", tmp_path / "d1"]
+    halted: list[str] = []
+    manager = LogManager(dirs, LogConfig(file_delete_delay_ms=0), halt=halted.append)
+    manager.startup(now_ms())
+    rm = ReplicaManager(0, manager, InMemoryIsrWriter())
+    try:
+        (dirs[1] / "orders-1").write_text("a file where the partition dir goes")
+        results = rm.become_leader_or_follower(
+            1, {TP: leader_and_isr(0, (0, 1)), OTHER: leader_and_isr(0, (0, 1))}
+        )
+        assert results[TP].error_code == 0
+        assert results[OTHER].error_code == 56  # creating its log failed: d1 is offline
+        assert manager.failure_channel.offline_dirs == [dirs[1]]
+        assert OTHER in rm.offline_partitions
+        with pytest.raises(KafkaStorageError):
+            rm.leader_partition(OTHER)
+        again = rm.become_leader_or_follower(1, {OTHER: leader_and_isr(0, (0, 1), leader_epoch=2)})
+        assert again[OTHER].error_code == 56
+        assert rm.stop_replicas(1, [(OTHER, False)]) == {OTHER: 56}
+        produced = asyncio.run(append_records(rm, {OTHER: make_value_batch(1)}, 1, 1000, _one))
+        assert produced[OTHER].error_code == 56
+        assert rm.handle_log_dir_failure(dirs[1]) == []
+        assert rm.handle_log_dir_failure(dirs[0]) == [TP]
+        assert rm.get_partition(TP) is None
+        with pytest.raises(KafkaStorageError):
+            rm.leader_partition(TP)
+    finally:
+        manager.shutdown()
+    assert halted == []
+
+
+def _one(_topic: str) -> int:
+    return 1

@@ -328,3 +328,12 @@ def test_config_change_notification_versions() -> None:
     ) == ConfigChange("topics", "t")
     with pytest.raises(MalformedZNodeDataError):
         data.decode_config_change_notification(b'{"version":2,"entity_path":"topics"}')
+
+
+def test_log_dir_event_notification_document() -> None:
+    """Kafka's ``LogDirEventNotificationSequenceZNode``: version 1, broker, event 1."""
+    encoded = data.encode_log_dir_event_notification(3)
+    assert encoded == b'{"version":1,"broker":3,"event":1}'
+    assert data.decode_log_dir_event_notification(encoded) == 3
+    with pytest.raises(MalformedZNodeDataError):
+        data.decode_log_dir_event_notification(b'{"version":1,"event":1}')

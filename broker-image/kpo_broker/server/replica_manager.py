@@ -130,6 +130,7 @@ class ReplicaManager:
             kafka.errors.UnknownTopicOrPartitionError: not hosted here, unknown to the metadata.
             kafka.errors.NotLeaderForPartitionError: not hosted here but known to the metadata
                 (NOT_LEADER_OR_FOLLOWER, e.g. a replica a reassignment removed).
+            KafkaStorageError: hosted in a log dir taken offline (KAFKA_STORAGE_ERROR).
             NotLeaderOrFollowerError, FencedLeaderEpochError, UnknownLeaderEpochError.
         """
         partition = self.partitions.get(tp)

@@ -44,7 +44,11 @@ from kafka.admin import (
 )
 from kafka.errors import (
     ClusterAuthorizationFailedError,
+    InvalidRequestError,
     TopicAuthorizationFailedError,
+)
+from kafka.errors import (
+    KafkaError as KafkaError_,
 )
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -216,7 +220,9 @@ def _create_topic(secured: Secured, name: str, assignments: dict[int, list[int]]
             timeout_ms=20000,
         )
         wait_for(
-            lambda: all(p["leader"] >= 0 for p in admin.describe_topics([name])[0]["partitions"]),
+            lambda: all(
+                p["leader_id"] >= 0 for p in admin.describe_topics([name])[0]["partitions"]
+            ),
             30,
             f"leaders of {name}",
         )
@@ -224,8 +230,16 @@ def _create_topic(secured: Secured, name: str, assignments: dict[int, list[int]]
         admin.close()
 
 
-def _produce(settings: dict[str, Any], topic: str, partitions: list[int]) -> None:
-    producer = KafkaProducer(acks="all", request_timeout_ms=15000, max_block_ms=20000, **settings)
+def _produce(
+    settings: dict[str, Any], topic: str, partitions: list[int], idempotent: bool = False
+) -> None:
+    producer = KafkaProducer(
+        acks="all",
+        request_timeout_ms=15000,
+        max_block_ms=20000,
+        enable_idempotence=idempotent,
+        **settings,
+    )
     try:
         for partition in partitions:
             producer.send(topic, b"record", partition=partition).get(timeout=30)
@@ -410,7 +424,7 @@ def test_acl_apis_answer_with_kafkas_errors(secured: Secured) -> None:
         bad = _acl("User:x", ACLOperation.READ, ResourceType.CLUSTER, "not-the-cluster")
         result = admin.create_acls([bad])
         assert len(result["failed"]) == 1
-        assert "InvalidRequest" in type(result["failed"][0][1]).__name__
+        assert result["failed"] == [InvalidRequestError]
         described = admin.describe_acls(
             ACLFilter(
                 principal=None,
@@ -455,7 +469,8 @@ def test_produce_and_consume_with_a_group_per_principal(secured: Secured) -> Non
         _acl("User:alice", ACLOperation.READ, ResourceType.GROUP, "orders-group"),
         _acl("User:bob", ACLOperation.READ, ResourceType.TOPIC, "orders"),
     )
-    _produce(secured.settings("alice"), "orders", [0, 0, 0])
+    # Idempotent: InitProducerId is allowed by Write on some topic (authorizeByResourceType).
+    _produce(secured.settings("alice"), "orders", [0, 0, 0], idempotent=True)
     # librdkafka consumes with a group: FindCoordinator, JoinGroup, SyncGroup, OffsetCommit.
     consumer = ConfluentConsumer(
         {
@@ -482,6 +497,9 @@ def test_produce_and_consume_with_a_group_per_principal(secured: Secured) -> Non
     # kafka-python as bob: no Write on the topic, no Read on the group.
     with pytest.raises(TopicAuthorizationFailedError):
         _produce(secured.settings("bob"), "orders", [0])
+    # Idempotent without Write anywhere nor IdempotentWrite: InitProducerId is refused.
+    with pytest.raises(KafkaError_, match="ClusterAuthorizationFailed"):
+        _produce(secured.settings("bob"), "orders", [0], idempotent=True)
     errors: list[int] = []
     bob = ConfluentConsumer(
         {

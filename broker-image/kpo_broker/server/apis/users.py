@@ -255,14 +255,17 @@ async def handle_alter_user_scram_credentials(
     users = dict.fromkeys(e.name for e in (*upsertions, *deletions))
     # Kafka's handleAlterUserScramCredentialsRequest: not the controller first, then Alter
     # on the cluster; either refuses every user.
-    refused = None
+    refused: tuple[int, str] | None = None
     if controller is None or not controller.is_active:
-        refused = _NOT_CONTROLLER
+        refused = (_NOT_CONTROLLER, "This is not the correct controller for this cluster.")
     elif not broker.auth.authorize_cluster(ctx, AclOperation.ALTER):
-        refused = _CLUSTER_AUTHORIZATION_FAILED
+        refused = (_CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
     if refused is not None:
         return AlterUserScramCredentialsResponse(
             throttle_time_ms=0,
-            results=[_AlterResult(user=u, error_code=refused, error_message=None) for u in users],
+            results=[
+                _AlterResult(user=u, error_code=refused[0], error_message=refused[1])
+                for u in users
+            ],
         )
     return await asyncio.to_thread(_alter, broker, upsertions, deletions)

@@ -55,6 +55,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import (
     KafkaNotInstalledError,
+    KafkaToolError,
     kafka_classpath,
     run_kafka_tool,
     write_properties,
@@ -71,6 +72,7 @@ from tests.integration.broker.server.security_helpers import (
 )
 
 ACL_COMMAND = "kafka.admin.AclCommand"
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 PASSWORDS = {
     "admin": "admin-secret",
     "alice": "alice-secret",
@@ -391,8 +393,9 @@ def test_kafka_acls_adds_lists_and_removes_acls_in_kafkas_znodes(
     finally:
         zk.close()
     # Only the super user (Alter on the cluster) may change ACLs.
-    refused = _kafka_acls_failure(
+    refused = _tool_failure(
         classpath,
+        ACL_COMMAND,
         "--bootstrap-server",
         secured.sasl,
         "--command-config",
@@ -408,11 +411,10 @@ def test_kafka_acls_adds_lists_and_removes_acls_in_kafkas_znodes(
     assert "ClusterAuthorizationException" in refused
 
 
-def _kafka_acls_failure(classpath: str, *args: str) -> str:
-    from kpo_devenv.apache_kafka import KafkaToolError
-
+def _tool_failure(classpath: str, main_class: str, *args: str) -> str:
+    """Run a Kafka tool expected to fail; return its output."""
     try:
-        output = _kafka_acls(classpath, *args)
+        output = run_kafka_tool(classpath, main_class, list(args), timeout_s=180)
     except KafkaToolError as exc:
         return str(exc)
     return output
@@ -620,37 +622,36 @@ def test_topic_creation_and_configs(secured: Secured) -> None:
         with pytest.raises(TopicAuthorizationFailedError):
             carol.create_topics([NewTopic("not-carols", 1, 2)], timeout_ms=20000)
         wait_for(lambda: "carol-a" in carol.list_topics(), 30, "carol-a")
-        carol.alter_configs(
+        altered = carol.alter_configs(
             [ConfigResource(ConfigResourceType.TOPIC, "carol-a", configs={"retention.ms": "60000"})]
         )
+        assert altered == {"topic": {"carol-a": "OK"}}
         described = carol.describe_configs(
             [ConfigResource(ConfigResourceType.TOPIC, "carol-a")]
         )  # DescribeConfigs implied by AlterConfigs
         assert "retention.ms" in str(described)
         carol.create_partitions({"carol-a": NewPartitions(2)})
-        with pytest.raises(ClusterAuthorizationFailedError):
-            carol.alter_configs(
-                [
-                    ConfigResource(
-                        ConfigResourceType.BROKER, "0", configs={"log.cleaner.threads": "2"}
-                    )
-                ]
-            )
+        refused = carol.alter_configs(
+            [ConfigResource(ConfigResourceType.BROKER, "0", configs={"log.cleaner.threads": "2"})],
+            raise_on_unknown=False,
+        )
+        assert "ClusterAuthorizationFailedError" in refused["broker"]["0"]
     finally:
         carol.close()
     bob = secured.admin("bob")
     try:
-        with pytest.raises(TopicAuthorizationFailedError):
-            bob.alter_configs(
-                [ConfigResource(ConfigResourceType.TOPIC, "carol-a", configs={"retention.ms": "1"})]
-            )
+        refused = bob.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, "carol-a", configs={"retention.ms": "1"})],
+            raise_on_unknown=False,
+        )
+        assert "TopicAuthorizationFailedError" in refused["topic"]["carol-a"]
         with pytest.raises(TopicAuthorizationFailedError):
             bob.delete_topics(["carol-a"], timeout_ms=20000)
     finally:
         bob.close()
 
 
-def test_cluster_operations_and_scram_users(secured: Secured) -> None:
+def test_cluster_operations_and_scram_users(secured: Secured, classpath: str) -> None:
     _create_topic(secured, "moving", {0: [0, 1]})
     _grant(
         secured,
@@ -664,10 +665,16 @@ def test_cluster_operations_and_scram_users(secured: Secured) -> None:
         ops.list_partition_reassignments()
         ops.alter_partition_reassignments({TopicPartition("moving", 0): [1, 0]})
         ops.describe_log_dirs()
-        ops.alter_user_scram_credentials(
-            [UserScramCredentialUpsertion("erin", ScramMechanism.SCRAM_SHA_512, "erin-secret")]
-        )
-        assert "erin" in str(ops.describe_user_scram_credentials(["erin"]))
+
+        def erin_created() -> bool:
+            # kafka-python sends to any broker; only the controller accepts (NOT_CONTROLLER).
+            answer = ops.alter_user_scram_credentials(
+                [UserScramCredentialUpsertion("erin", ScramMechanism.SCRAM_SHA_512, "erin-secret")]
+            )
+            return answer == {"erin": None}
+
+        wait_for(erin_created, 30, "erin's credentials")
+        assert "SCRAM_SHA_512" in str(ops.describe_user_scram_credentials(["erin"]))
     finally:
         ops.close()
     bob = secured.admin("bob")
@@ -676,16 +683,44 @@ def test_cluster_operations_and_scram_users(secured: Secured) -> None:
             bob.list_partition_reassignments()
         with pytest.raises(ClusterAuthorizationFailedError):
             bob.alter_partition_reassignments({TopicPartition("moving", 0): [0, 1]})
-        with pytest.raises(ClusterAuthorizationFailedError):
-            bob.elect_leaders([TopicPartition("moving", 0)])
-        with pytest.raises(ClusterAuthorizationFailedError):
-            bob.alter_user_scram_credentials(
-                [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "mine-now")]
-            )
+        election = bob.elect_leaders(0, {"moving": [0]}, raise_errors=False)
+        assert election.error_code == ClusterAuthorizationFailedError.errno
+        assert [
+            p.error_code for r in election.replica_election_results for p in r.partition_result
+        ] == [ClusterAuthorizationFailedError.errno]
+        # NOT_CONTROLLER from the other broker, CLUSTER_AUTHORIZATION_FAILED from the controller.
+        answer = bob.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "mine-now")]
+        )
+        assert answer["bob"] in (
+            "Cluster authorization failed.",
+            "This is not the correct controller for this cluster.",
+        )
         with pytest.raises(ClusterAuthorizationFailedError):
             bob.describe_user_scram_credentials()
     finally:
         bob.close()
+    # Kafka's kafka-configs sends AlterUserScramCredentials to the controller.
+    config_args = [
+        "--bootstrap-server",
+        secured.sasl,
+        "--alter",
+        "--add-config",
+        "SCRAM-SHA-512=[password=frank-secret]",
+        "--entity-type",
+        "users",
+        "--entity-name",
+        "frank",
+        "--command-config",
+    ]
+    refused = _tool_failure(
+        classpath, CONFIG_COMMAND, *config_args, str(secured.command_config("bob"))
+    )
+    assert "ClusterAuthorizationException" in refused
+    done = run_kafka_tool(
+        classpath, CONFIG_COMMAND, [*config_args, str(secured.command_config("ops"))]
+    )
+    assert "Completed updating config for user frank." in done
 
 
 def test_refusals_are_counted_and_logged_without_secrets(secured: Secured) -> None:

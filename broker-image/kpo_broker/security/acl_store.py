@@ -207,13 +207,14 @@ class AclStore:
                         expired.append(f"{parent}/{ACL_CHANGE_PREFIX}{seq:010d}")
                     if seq <= self._last_seq[parent]:
                         continue
-                    self._last_seq[parent] = seq
                     try:
                         pattern = decode_acl_change(parent, data)
                     except AclFormatError as exc:
                         log.warning("ignoring ACL change notification %d: %s", seq, exc)
+                        self._last_seq[parent] = seq
                         continue
-                    acls = self._read(pattern)
+                    acls = self._read(pattern)  # a failure here leaves seq for the next pass
+                    self._last_seq[parent] = seq
                     log.info(
                         "Processing Acl change notification for %s, %d ACLs, zkVersion : %d",
                         pattern,

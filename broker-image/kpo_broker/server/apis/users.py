@@ -264,8 +264,7 @@ async def handle_alter_user_scram_credentials(
         return AlterUserScramCredentialsResponse(
             throttle_time_ms=0,
             results=[
-                _AlterResult(user=u, error_code=refused[0], error_message=refused[1])
-                for u in users
+                _AlterResult(user=u, error_code=refused[0], error_message=refused[1]) for u in users
             ],
         )
     return await asyncio.to_thread(_alter, broker, upsertions, deletions)

@@ -25,8 +25,12 @@ SASL properties: ``sasl.enabled.mechanisms`` (``PLAIN``, ``SCRAM-SHA-256``,
 ``sasl.mechanism.inter.broker.protocol`` also carries ``username``/``password``, the
 broker's own credentials.
 
-Security settings of features not implemented yet refuse start-up rather than run
-unprotected: ``authorizer.class.name`` (no ACLs are enforced) and
+Authorization: ``authorizer.class.name=kafka.security.authorizer.AclAuthorizer`` (Kafka's
+ZooKeeper-based authorizer) with ``super.users`` and ``allow.everyone.if.no.acl.found``
+(:func:`resolve_authorizer`); any other authorizer class refuses start-up rather than
+run unprotected.
+
+Security settings of features not implemented yet refuse start-up too:
 ``zookeeper.ssl.client.enable=true``.
 
 Anything set that cannot be honoured refuses start-up with a :class:`ConfigError`
@@ -39,6 +43,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kpo_broker.config import BrokerConfig, ConfigError
+from kpo_broker.security.authorizer import AUTHORIZER_CLASS, parse_super_users
 from kpo_broker.security.principal import SslPrincipalMapper
 from kpo_broker.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from kpo_kafka.security import (
@@ -52,11 +57,13 @@ from kpo_kafka.security import (
 
 __all__ = [
     "SUPPORTED_MECHANISMS",
+    "AuthorizerSettings",
     "ClientSecurity",
     "ListenerSecurity",
     "SaslSettings",
     "SslSettings",
     "inter_broker_client_security",
+    "resolve_authorizer",
     "resolve_listener_security",
 ]
 
@@ -72,7 +79,6 @@ _UNSUPPORTED_IF_SET = (
     "sasl.login.class",
     "sasl.login.callback.handler.class",
     "principal.builder.class",
-    "authorizer.class.name",  # ACLs are not enforced yet: refusing beats allowing everyone
 )
 #: Boolean properties that may not be true (ZooKeeper TLS is not implemented yet; znode
 #: ACLs, ``zookeeper.set.acl``, are in :mod:`kpo_broker.zk.security`).
@@ -421,3 +427,45 @@ def inter_broker_client_security(
     return ClientSecurity(
         security.protocol, security.ssl, mechanism, options["username"], options["password"]
     )
+
+
+@dataclass(frozen=True)
+class AuthorizerSettings:
+    """The ACL authorizer's settings (Kafka's ``AclAuthorizer.configure``).
+
+    Attributes:
+        super_users: principals allowed everything (``super.users``, ``;``-separated).
+        allow_everyone_if_no_acl_found: ``allow.everyone.if.no.acl.found`` (default false).
+    """
+
+    super_users: frozenset[str] = frozenset()
+    allow_everyone_if_no_acl_found: bool = False
+
+
+def resolve_authorizer(config: BrokerConfig) -> AuthorizerSettings | None:
+    """Return the authorizer's settings, or None when ``authorizer.class.name`` is unset.
+
+    Raises:
+        ConfigError: another authorizer class (only Kafka's ZooKeeper-based
+            ``kafka.security.authorizer.AclAuthorizer`` is implemented), a ``super.users``
+            entry that is not ``<type>:<name>``, or a non-boolean
+            ``allow.everyone.if.no.acl.found``.
+    """
+    props = _Properties(config)
+    name = props.get("authorizer.class.name")
+    if not name:
+        return None
+    if name != AUTHORIZER_CLASS:
+        raise ConfigError(
+            "authorizer.class.name",
+            f"{name} is not supported by this broker (only {AUTHORIZER_CLASS}, "
+            "Kafka's ZooKeeper-based authorizer)",
+        )
+    try:
+        super_users = parse_super_users(props.get("super.users"))
+    except ValueError as exc:
+        raise ConfigError("super.users", str(exc)) from None
+    allow = (props.get("allow.everyone.if.no.acl.found") or "false").lower()
+    if allow not in ("true", "false"):
+        raise ConfigError("allow.everyone.if.no.acl.found", f"{allow!r} is not true or false")
+    return AuthorizerSettings(super_users, allow == "true")

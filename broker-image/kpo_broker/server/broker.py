@@ -43,14 +43,22 @@ from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_cleaner import CleanerConfig, LogCleaner
 from kpo_broker.log.manager import LogManager
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
+from kpo_broker.security.acl_store import AclStore
+from kpo_broker.security.authorizer import AclAuthorizer
 from kpo_broker.security.channel import AUTHENTICATION_TIMEOUT_S, ListenerAuthenticator
 from kpo_broker.security.client import connector_for
-from kpo_broker.security.config import inter_broker_client_security, resolve_listener_security
+from kpo_broker.security.config import (
+    AuthorizerSettings,
+    inter_broker_client_security,
+    resolve_authorizer,
+    resolve_listener_security,
+)
 from kpo_broker.security.credentials import CredentialCache, desanitize
 from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
 from kpo_broker.server.apis.groups import OffsetsTopicCreator
+from kpo_broker.server.auth_helper import AuthHelper
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
@@ -117,6 +125,7 @@ class KafkaServer:
         self.metrics_server: MetricsHttpServer | None = None
         self._new_session = asyncio.Event()
         self.dynamic_config: DynamicBrokerConfig | None = None
+        self.authorizer: AclAuthorizer | None = None
 
     def _security(
         self, supported: dict[int, tuple[int, int]]
@@ -173,6 +182,7 @@ class KafkaServer:
         c = self.config
         supported = {**versions.CLIENT_APIS, **versions.INTER_BROKER_APIS}
         authenticators, connector = self._security(supported)
+        authorizer_settings = resolve_authorizer(c)
         self._connector = connector
         zk_security = resolve_zk_client_security(c.extra)
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
@@ -265,6 +275,8 @@ class KafkaServer:
             zk.propagate_log_dir_event,
             on_partitions_offline=lambda tps: _resign_offline_coordinators(components, tps),
         )
+        if authorizer_settings is not None:
+            components.auth = await self._start_authorizer(zk, authorizer_settings)
         components.group_coordinator = await self._new_group_coordinator(components)
         self.log_dir_failure_handler.start()
         components.offsets_topic_creator = OffsetsTopicCreator(components)
@@ -342,10 +354,39 @@ class KafkaServer:
                 lambda: broker_state(self.components),
                 self.request_stats,
                 self.authentication_stats,
+                authorization_stats=self.authorizer.stats if self.authorizer else None,
             )
             self.metrics_server = MetricsHttpServer(registry, c.metrics_host, c.metrics_port)
             await self.metrics_server.start()
         log.info("broker %d started, listening on %s", self.broker_id, bound)
+
+    async def _start_authorizer(
+        self, zk: KafkaZkClient, settings: AuthorizerSettings
+    ) -> AuthHelper:
+        """Load the ACLs from ZooKeeper and follow their change notifications (AclAuthorizer)."""
+        self.authorizer = AclAuthorizer(
+            settings.super_users, settings.allow_everyone_if_no_acl_found
+        )
+        store = AclStore(zk, self.authorizer)
+        loop = asyncio.get_running_loop()
+
+        async def process() -> None:
+            try:
+                await asyncio.to_thread(store.process_notifications)
+            except Exception:
+                log.exception("broker %d: ACL change notifications failed", self.broker_id)
+
+        def on_change() -> None:
+            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(process()))
+
+        await asyncio.to_thread(store.start, on_change)
+        log.info(
+            "broker %d: ACL authorizer on, %d super users, allow.everyone.if.no.acl.found=%s",
+            self.broker_id,
+            len(settings.super_users),
+            str(settings.allow_everyone_if_no_acl_found).lower(),
+        )
+        return AuthHelper(self.authorizer, store)
 
     async def _new_group_coordinator(self, components: BrokerComponents) -> GroupCoordinator:
         """Build and start the group coordinator (Kafka's ``GroupCoordinator.startup``).

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
+from kpo_broker.server.auth_helper import AuthHelper
 
 if TYPE_CHECKING:
     from kpo_broker.config import BrokerConfig
@@ -75,6 +76,7 @@ class BrokerComponents:
         credentials: the SCRAM credentials of every user (``/config/users``).
         group_coordinator: the consumer group coordinator (None until started).
         offsets_topic_creator: creates ``__consumer_offsets`` on the first FindCoordinator.
+        auth: the authorization checks (``authorizer.class.name``; none = all allowed).
     """
 
     config: BrokerConfig
@@ -96,3 +98,4 @@ class BrokerComponents:
     credentials: CredentialCache | None = None
     group_coordinator: GroupCoordinator | None = None
     offsets_topic_creator: OffsetsTopicCreator | None = None
+    auth: AuthHelper = field(default_factory=AuthHelper)

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from kpo_broker.server.apis import (
+    acls,
     configs,
     data,
     elections,
@@ -68,6 +69,9 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_DELETE_GROUPS: groups.handle_delete_groups,
     v.API_KEY_OFFSET_DELETE: groups.handle_offset_delete,
     v.API_KEY_DELETE_RECORDS: records.handle_delete_records,
+    v.API_KEY_DESCRIBE_ACLS: acls.handle_describe_acls,
+    v.API_KEY_CREATE_ACLS: acls.handle_create_acls,
+    v.API_KEY_DELETE_ACLS: acls.handle_delete_acls,
 }
 
 

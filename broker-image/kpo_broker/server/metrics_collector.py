@@ -29,6 +29,7 @@ from prometheus_client.metrics_core import (
 from prometheus_client.registry import Collector
 
 from kpo_broker.controller.states import PartitionState
+from kpo_broker.security.authorizer import AuthorizationStats
 from kpo_broker.server.metrics import (
     REQUEST_TIME_BUCKETS_S,
     AuthenticationStats,
@@ -344,6 +345,23 @@ def _authentication_families(stats: AuthenticationStats) -> Iterator[Metric]:
         yield family
 
 
+def _authorization_families(stats: AuthorizationStats) -> Iterator[Metric]:
+    allowed = CounterMetricFamily(
+        "kafka_server_authorizer_metrics_authorization_allowed",
+        "Authorization checks allowed by the ACL authorizer (authorizer-metrics).",
+    )
+    allowed.add_metric([], stats.allowed)
+    yield allowed
+    denied = CounterMetricFamily(
+        "kafka_server_authorizer_metrics_authorization_denied",
+        "Requested operations refused by the ACL authorizer, by resource type and operation.",
+        labels=["resource_type", "operation"],
+    )
+    for (resource_type, operation), count in sorted(dict(stats.denied).items()):
+        denied.add_metric([resource_type, operation], count)
+    yield denied
+
+
 class BrokerMetricsCollector(Collector):
     """Builds every broker metric from a fresh :class:`BrokerState` at each scrape.
 
@@ -352,6 +370,7 @@ class BrokerMetricsCollector(Collector):
             (then only the request metrics are collected).
         request_stats: the socket server's request counters.
         authentication_stats: the socket server's authentication counters.
+        authorization_stats: the ACL authorizer's counters (None: no authorizer, no metric).
     """
 
     def __init__(
@@ -359,15 +378,19 @@ class BrokerMetricsCollector(Collector):
         state: Callable[[], BrokerState | None],
         request_stats: RequestStats,
         authentication_stats: AuthenticationStats | None = None,
+        authorization_stats: AuthorizationStats | None = None,
     ) -> None:
         self._state = state
         self._request_stats = request_stats
         self._authentication_stats = authentication_stats or AuthenticationStats()
+        self._authorization_stats = authorization_stats
 
     def collect(self) -> Iterator[Metric]:
         """Yield every metric family (the :class:`Collector` interface)."""
         yield from _request_families(self._request_stats)
         yield from _authentication_families(self._authentication_stats)
+        if self._authorization_stats is not None:
+            yield from _authorization_families(self._authorization_stats)
         state = self._state()
         if state is None:
             return

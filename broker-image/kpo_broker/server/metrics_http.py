@@ -19,6 +19,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import generate_latest
 
+from kpo_broker.security.authorizer import AuthorizationStats
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.metrics import AuthenticationStats, BrokerState, RequestStats
 from kpo_broker.server.metrics_collector import BrokerMetricsCollector
@@ -46,6 +47,7 @@ def new_registry(
     state: Callable[[], BrokerState | None],
     request_stats: RequestStats,
     authentication_stats: AuthenticationStats | None = None,
+    authorization_stats: AuthorizationStats | None = None,
 ) -> CollectorRegistry:
     """Return a broker's own registry: its collector plus the process and platform ones.
 
@@ -53,9 +55,12 @@ def new_registry(
         state: returns the broker's state at scrape time (None when not running).
         request_stats: the socket server's request counters.
         authentication_stats: the socket server's authentication counters.
+        authorization_stats: the ACL authorizer's counters (None without an authorizer).
     """
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(BrokerMetricsCollector(state, request_stats, authentication_stats))
+    registry.register(
+        BrokerMetricsCollector(state, request_stats, authentication_stats, authorization_stats)
+    )
     ProcessCollector(registry=registry)
     PlatformCollector(registry=registry)
     return registry

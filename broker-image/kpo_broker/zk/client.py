@@ -1397,3 +1397,135 @@ class KafkaZkClient:
     def watch_config_changes(self, callback: WatchCallback) -> ZkWatch:
         """Watch ``/config/changes`` children: dynamic config change notifications."""
         return self.watch_children(paths.CONFIG_CHANGES, callback)
+
+    # --- ACLs: /kafka-acl, /kafka-acl-extended and their change notifications ------------
+    # The formats are in kpo_broker.security.acl; these are the znode operations Kafka's
+    # KafkaZkClient offers its AclAuthorizer (createAclPaths, getVersionedAclsForResource,
+    # conditionalSetAclsForResource, createAclsForResourceIfNotExists, conditionalDelete,
+    # createAclChangeNotification).
+
+    def ensure_acl_paths(self, znode_paths: Sequence[str]) -> None:
+        """Create the ACL roots and change roots that do not exist (``createAclPaths``).
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        self._session.ensure_paths(list(znode_paths))
+
+    def get_children(self, path: str) -> set[str]:
+        """Return the children of ``path``; an absent znode has none.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self._children(path)
+
+    def get_versioned_data(self, path: str) -> tuple[bytes, int] | None:
+        """Return a znode's data and version, or None when it does not exist.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        result = self._session.handle_request("get_async", path)
+        if isinstance(result, NoNodeError):
+            return None
+        if isinstance(result, ZookeeperError):
+            raise _refused(path, result)
+        return bytes(result[0] or b""), int(result[1].version)
+
+    def conditional_set_data(self, path: str, data: bytes, expected_version: int) -> int | None:
+        """Set a znode's data if its version is ``expected_version``; return the new version.
+
+        Returns:
+            the new version, or None when the znode changed or vanished meanwhile.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        result = self._session.handle_request("set_async", path, data, expected_version)
+        if isinstance(result, BadVersionError | NoNodeError):
+            return None
+        if isinstance(result, ZookeeperError):
+            raise _refused(path, result)
+        return int(result.version)
+
+    def create_if_not_exists(self, path: str, data: bytes) -> bool:
+        """Create a persistent znode (and its parents); False when it already exists.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        result = self._session.handle_request("create_async", path, data, makepath=True)
+        if isinstance(result, NodeExistsError):
+            return False
+        if isinstance(result, ZookeeperError):
+            raise _refused(path, result)
+        return True
+
+    def conditional_delete(self, path: str, expected_version: int) -> bool:
+        """Delete a znode if its version is ``expected_version`` (absent counts as deleted).
+
+        Returns:
+            False when the znode changed meanwhile.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        result = self._session.handle_request("delete_async", path, expected_version)
+        if isinstance(result, BadVersionError):
+            return False
+        if isinstance(result, ZookeeperError) and not isinstance(result, NoNodeError):
+            raise _refused(path, result)
+        return True
+
+    def create_sequential(self, parent: str, prefix: str, data: bytes) -> str:
+        """Create a persistent sequential znode ``<parent>/<prefix><seq>``; return its name.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        path = f"{parent}/{prefix}"
+        result = self._session.handle_request(
+            "create_async", path, data, sequence=True, makepath=True
+        )
+        if isinstance(result, ZookeeperError):
+            raise _refused(path, result)
+        return str(result).rsplit("/", 1)[-1]
+
+    def get_sequential_notifications(
+        self, parent: str, prefix: str, since_seq: int = -1
+    ) -> list[tuple[int, bytes, int]]:
+        """Read the sequential znodes of ``parent`` numbered above ``since_seq``, pipelined.
+
+        Returns:
+            ``(sequence number, data, creation time in ms)``, oldest first; znodes purged
+            meanwhile are skipped.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        names = [
+            (seq, name)
+            for name in self._sequential_children(parent, prefix)
+            if (seq := paths.sequence_number(name, prefix)) > since_seq
+        ]
+        znodes = [f"{parent}/{name}" for _, name in names]
+        results = self._session.handle_requests(
+            [self._session.request("get_async", p) for p in znodes]
+        )
+        out: list[tuple[int, bytes, int]] = []
+        for (seq, _), path, result in zip(names, znodes, results, strict=True):
+            if isinstance(result, NoNodeError):
+                continue
+            if isinstance(result, ZookeeperError):
+                raise _refused(path, result)
+            out.append((seq, bytes(result[0] or b""), int(result[1].ctime)))
+        return out
+
+    def delete_znodes(self, znode_paths: Sequence[str]) -> None:
+        """Delete znodes and their children (absent ones are skipped).
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        self._session.delete_recursive(list(znode_paths), None)

@@ -15,6 +15,7 @@ from kafka.protocol.admin import (
     IncrementalAlterConfigsResponse,
 )
 
+from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server import config_admin as ca
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.dynamic_broker_config import SOURCE_DEFAULT_CONFIG, DynamicBrokerConfig
@@ -25,6 +26,37 @@ _Entry = _Result.DescribeConfigsResourceResult
 _Synonym = _Entry.DescribeConfigsSynonym
 _CAS_ATTEMPTS = 5
 _LIST_CONFIGS = {n for n, d in TOPIC_CONFIGS.items() if d.kind == "list"}
+
+
+_BROKER_LOGGER = 8
+_REFUSED = {
+    ResourceType.TOPIC: (29, "Topic authorization failed."),
+    ResourceType.CLUSTER: (31, "Cluster authorization failed."),
+}
+
+
+def _refusal(
+    broker: BrokerComponents,
+    ctx: RequestContext,
+    resource_type: int,
+    name: str,
+    operation: AclOperation,
+) -> tuple[int, str] | None:
+    """Kafka's config authorization (``ConfigHelper``, ``handleIncrementalAlterConfigsRequest``).
+
+    Topic configs need ``operation`` on the Topic; broker and broker-logger configs on the
+    Cluster. Returns (error code, Kafka's message) when refused, None when allowed or
+    when the resource type is not one (left to the handler's INVALID_REQUEST).
+    """
+    if resource_type == ca.RESOURCE_TOPIC:
+        target, resource = ResourceType.TOPIC, name
+    elif resource_type in (ca.RESOURCE_BROKER, _BROKER_LOGGER):
+        target, resource = ResourceType.CLUSTER, "kafka-cluster"
+    else:
+        return None
+    if broker.auth.authorize(ctx, operation, target, resource):
+        return None
+    return _REFUSED[target]
 
 
 def _entity(broker: BrokerComponents, resource_type: int, name: str) -> tuple[str, str]:
@@ -73,6 +105,24 @@ async def handle_describe_configs(
     include_synonyms = bool(getattr(request, "include_synonyms", False))
     for resource in request.resources:
         keys = list(resource.configuration_keys) if resource.configuration_keys else None
+        refused = _refusal(
+            broker,
+            ctx,
+            resource.resource_type,
+            resource.resource_name,
+            AclOperation.DESCRIBE_CONFIGS,
+        )
+        if refused is not None:
+            results.append(
+                _Result(
+                    error_code=refused[0],
+                    error_message=refused[1],
+                    resource_type=resource.resource_type,
+                    resource_name=resource.resource_name,
+                    configs=[],
+                )
+            )
+            continue
         try:
             entity_type, name = _entity(broker, resource.resource_type, resource.resource_name)
             dynamic = await _dynamic_view(broker)
@@ -162,14 +212,20 @@ async def handle_incremental_alter_configs(
     responses = []
     for resource in request.resources:
         ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
-        code, message = await _alter(
-            broker,
-            resource.resource_type,
-            resource.resource_name,
-            ops,
-            None,
-            bool(request.validate_only),
+        refused = _refusal(
+            broker, ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
         )
+        if refused is not None:
+            code, message = refused[0], None
+        else:
+            code, message = await _alter(
+                broker,
+                resource.resource_type,
+                resource.resource_name,
+                ops,
+                None,
+                bool(request.validate_only),
+            )
         responses.append(
             IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
                 error_code=code,
@@ -188,14 +244,20 @@ async def handle_alter_configs(
     responses = []
     for resource in request.resources:
         replacement = {c.name: c.value for c in resource.configs if c.value is not None}
-        code, message = await _alter(
-            broker,
-            resource.resource_type,
-            resource.resource_name,
-            None,
-            replacement,
-            bool(request.validate_only),
+        refused = _refusal(
+            broker, ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
         )
+        if refused is not None:
+            code, message = refused[0], None
+        else:
+            code, message = await _alter(
+                broker,
+                resource.resource_type,
+                resource.resource_name,
+                None,
+                replacement,
+                bool(request.validate_only),
+            )
         responses.append(
             AlterConfigsResponse.AlterConfigsResourceResponse(
                 error_code=code,

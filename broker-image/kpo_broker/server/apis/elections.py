@@ -9,6 +9,7 @@ from kafka import errors as kafka_errors
 from kafka.protocol.admin import ElectLeadersResponse
 
 from kpo_broker.controller.events import ElectionType
+from kpo_broker.security.acl import AclOperation
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import error_code_of
 from kpo_kafka.topic_partition import TopicPartition
@@ -25,6 +26,23 @@ async def handle_elect_leaders(
     A null ``topic_partitions`` means every partition. v0 is always a preferred election.
     An unknown election type is answered with INVALID_REQUEST (42).
     """
+    if not broker.auth.authorize_cluster(ctx, AclOperation.ALTER):
+        # Kafka's handleElectLeaders: Alter on the cluster; each named partition refused too.
+        code = int(kafka_errors.ClusterAuthorizationFailedError.errno)
+        return ElectLeadersResponse(
+            throttle_time_ms=0,
+            error_code=code,
+            replica_election_results=[
+                _Result(
+                    topic=t.topic,
+                    partition_result=[
+                        _PartitionResult(partition_id=p, error_code=code, error_message=None)
+                        for p in t.partitions
+                    ],
+                )
+                for t in request.topic_partitions or ()
+            ],
+        )
     controller = broker.controller
     if controller is None or not controller.is_active:
         return ElectLeadersResponse(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from kafka.protocol.admin import (
@@ -37,6 +38,7 @@ from kpo_broker.coordinator.group.coordinator import GroupCoordinator, MemberIde
 from kpo_broker.coordinator.group.errors import Errors
 from kpo_broker.coordinator.group.member import JoinResult, SyncResult
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
+from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -51,6 +53,16 @@ _LEADER_NOT_AVAILABLE = 5
 _TOPIC_ALREADY_EXISTS = 36
 #: How long FindCoordinator waits before asking ZooKeeper to create the topic again, s.
 _CREATE_RETRY_S = 1.0
+_TOPIC_AUTHORIZATION_FAILED = 29
+_GROUP_AUTHORIZATION_FAILED = 30
+_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def _group_allowed(
+    broker: BrokerComponents, ctx: RequestContext, operation: AclOperation, group_id: str
+) -> bool:
+    """``operation`` on the Group (Kafka's group APIs: Read to join, Describe to look, Delete)."""
+    return broker.auth.authorize(ctx, operation, ResourceType.GROUP, group_id)
 
 
 def _coordinator(broker: BrokerComponents) -> GroupCoordinator:
@@ -136,6 +148,19 @@ async def _find_group_coordinator(
 async def _find(
     broker: BrokerComponents, ctx: RequestContext, key_type: int, key: str
 ) -> tuple[int, str | None, int, str, int]:
+    # Kafka's getCoordinator: Describe on the Group or TransactionalId named.
+    if key_type == KEY_TYPE_GROUP and not _group_allowed(broker, ctx, AclOperation.DESCRIBE, key):
+        return _GROUP_AUTHORIZATION_FAILED, "Group authorization failed.", -1, "", -1
+    if key_type == KEY_TYPE_TRANSACTION and not broker.auth.authorize(
+        ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key
+    ):
+        return (
+            _TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "Transactional Id authorization failed.",
+            -1,
+            "",
+            -1,
+        )
     if key_type == KEY_TYPE_GROUP:
         error, node, host, port = await _find_group_coordinator(broker, ctx, key)
         return error, None, node, host, port
@@ -182,6 +207,18 @@ async def handle_join_group(
 ) -> JoinGroupResponse:
     """Answer JoinGroup once the rebalance completes (the request is parked until then)."""
     v = ctx.api_version
+    if not _group_allowed(broker, ctx, AclOperation.READ, request.group_id):
+        return JoinGroupResponse(
+            throttle_time_ms=0,
+            error_code=_GROUP_AUTHORIZATION_FAILED,
+            generation_id=-1,
+            protocol_type=None,
+            protocol_name=None if v >= 7 else "",
+            leader="",
+            skip_assignment=False,
+            member_id="",
+            members=[],
+        )
     group_instance_id = request.group_instance_id if v >= 5 else None
     future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
 
@@ -231,6 +268,14 @@ async def handle_sync_group(
 ) -> SyncGroupResponse:
     """Answer SyncGroup once the leader's assignment is stored (parked until then)."""
     v = ctx.api_version
+    if not _group_allowed(broker, ctx, AclOperation.READ, request.group_id):
+        return SyncGroupResponse(
+            throttle_time_ms=0,
+            error_code=_GROUP_AUTHORIZATION_FAILED,
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
     future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
 
     def answer(result: SyncResult) -> None:
@@ -261,6 +306,8 @@ async def handle_heartbeat(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> HeartbeatResponse:
     """Answer Heartbeat (REBALANCE_IN_PROGRESS tells the member to rejoin)."""
+    if not _group_allowed(broker, ctx, AclOperation.READ, request.group_id):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=_GROUP_AUTHORIZATION_FAILED)
     error = _coordinator(broker).handle_heartbeat(
         request.group_id,
         request.member_id,
@@ -275,6 +322,10 @@ async def handle_leave_group(
 ) -> LeaveGroupResponse:
     """Answer LeaveGroup: one member (v0-v2) or a batch by member or instance id (v3+)."""
     v = ctx.api_version
+    if not _group_allowed(broker, ctx, AclOperation.READ, request.group_id):
+        return LeaveGroupResponse(
+            throttle_time_ms=0, error_code=_GROUP_AUTHORIZATION_FAILED, members=[]
+        )
     if v < 3:
         leaving = [MemberIdentity(request.member_id)]
     else:
@@ -312,10 +363,26 @@ async def handle_offset_commit(
     cache = broker.metadata_cache
     errors: dict[TopicPartition, int] = {}
     offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+    # Kafka's handleOffsetCommitRequest: Read on the Group (else every partition is
+    # refused), then Read on each topic.
+    group_ok = _group_allowed(broker, ctx, AclOperation.READ, request.group_id)
+    readable = (
+        broker.auth.filter_authorized(
+            ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+        )
+        if group_ok
+        else set()
+    )
     for topic in request.topics:
         known = cache.partitions.get(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
+            if not group_ok:
+                errors[tp] = _GROUP_AUTHORIZATION_FAILED
+                continue
+            if topic.name not in readable:
+                errors[tp] = _TOPIC_AUTHORIZATION_FAILED
+                continue
             if known is None or p.partition_index not in known:
                 errors[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
                 continue
@@ -355,23 +422,68 @@ async def handle_offset_commit(
     )
 
 
+@dataclass(frozen=True)
+class _Refused:
+    """An OffsetFetch partition the principal may not describe (Kafka's UNAUTHORIZED_PARTITION)."""
+
+    offset: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    error: int = _TOPIC_AUTHORIZATION_FAILED
+
+
 def _fetch_group(
     broker: BrokerComponents,
+    ctx: RequestContext,
     group_id: str,
     topics: list[tuple[str, list[int]]] | None,
     require_stable: bool,
 ) -> tuple[int, dict[str, list[tuple[int, Any]]]]:
+    """One group's committed offsets, authorized as Kafka's ``handleOffsetFetchRequest``.
+
+    Describe on the Group (else GROUP_AUTHORIZATION_FAILED); topics the principal may not
+    describe are refused by name, or left out of an all-topics answer.
+    """
+    if not _group_allowed(broker, ctx, AclOperation.DESCRIBE, group_id):
+        return _GROUP_AUTHORIZATION_FAILED, {}
+    auth = broker.auth
+    refused: list[tuple[str, list[int]]] = []
+    if topics is not None:
+        describable = auth.filter_authorized(
+            ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, (name for name, _ in topics)
+        )
+        refused = [(name, indexes) for name, indexes in topics if name not in describable]
+        topics = [(name, indexes) for name, indexes in topics if name in describable]
     partitions = (
         None
         if topics is None
         else [TopicPartition(name, index) for name, indexes in topics for index in indexes]
     )
-    error, fetched = _coordinator(broker).handle_fetch_offsets(group_id, require_stable, partitions)
+    error: int = 0
+    fetched: dict[TopicPartition, Any] = {}
+    if partitions is None or partitions:
+        error, fetched = _coordinator(broker).handle_fetch_offsets(
+            group_id, require_stable, partitions
+        )
     by_topic: dict[str, list[tuple[int, Any]]] = {}
     if error:
         return error, by_topic
+    describable_all = (
+        auth.filter_authorized(
+            ctx,
+            AclOperation.DESCRIBE,
+            ResourceType.TOPIC,
+            {tp.topic for tp in fetched},
+            log_if_denied=False,
+        )
+        if topics is None
+        else None
+    )
     for tp, value in fetched.items():
-        by_topic.setdefault(tp.topic, []).append((tp.partition, value))
+        if describable_all is None or tp.topic in describable_all:
+            by_topic.setdefault(tp.topic, []).append((tp.partition, value))
+    for name, indexes in refused:
+        by_topic.setdefault(name, []).extend((i, _Refused()) for i in indexes)
     return 0, by_topic
 
 
@@ -387,7 +499,7 @@ async def handle_offset_fetch(
             if request.topics is None
             else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
-        error, by_topic = _fetch_group(broker, request.group_id, topics, require_stable)
+        error, by_topic = _fetch_group(broker, ctx, request.group_id, topics, require_stable)
         topic_cls = OffsetFetchResponse.OffsetFetchResponseTopic
         partition_cls = topic_cls.OffsetFetchResponsePartition
         if error and v < 2:
@@ -442,7 +554,7 @@ async def handle_offset_fetch(
             if group.topics is None
             else [(t.name, list(t.partition_indexes)) for t in group.topics]
         )
-        error, by_topic = _fetch_group(broker, group.group_id, topics, require_stable)
+        error, by_topic = _fetch_group(broker, ctx, group.group_id, topics, require_stable)
         groups.append(
             group_cls(
                 group_id=group.group_id,
@@ -477,6 +589,17 @@ async def handle_list_groups(
     states = set(request.states_filter or ()) if v >= 4 else set()
     types = set(request.types_filter or ()) if v >= 5 else set()
     error, groups = _coordinator(broker).handle_list_groups(states, types)
+    # Kafka's handleListGroupsRequest: every group with Describe on the cluster, else only
+    # the groups the principal may describe.
+    auth = broker.auth
+    if not auth.authorize_cluster(ctx, AclOperation.DESCRIBE, log_if_denied=False):
+        groups = [
+            g
+            for g in groups
+            if auth.authorize(
+                ctx, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id, log_if_denied=False
+            )
+        ]
     return ListGroupsResponse(
         throttle_time_ms=0,
         error_code=error,
@@ -498,7 +621,21 @@ async def handle_describe_groups(
     """Describe each group: state, protocol and members with metadata and assignment."""
     coordinator = _coordinator(broker)
     described = []
+    include_operations = ctx.api_version >= 3 and bool(request.include_authorized_operations)
     for group_id in request.groups:
+        if not _group_allowed(broker, ctx, AclOperation.DESCRIBE, group_id):
+            described.append(
+                DescribeGroupsResponse.DescribedGroup(
+                    error_code=_GROUP_AUTHORIZATION_FAILED,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=[],
+                    authorized_operations=None,
+                )
+            )
+            continue
         error, summary = coordinator.handle_describe_group(group_id)
         described.append(
             DescribeGroupsResponse.DescribedGroup(
@@ -518,7 +655,11 @@ async def handle_describe_groups(
                     )
                     for m in summary.members
                 ],
-                authorized_operations=None,
+                authorized_operations=(
+                    broker.auth.authorized_operations(ctx, ResourceType.GROUP, group_id)
+                    if include_operations
+                    else None
+                ),
             )
         )
     return DescribeGroupsResponse(throttle_time_ms=0, groups=described)
@@ -528,7 +669,10 @@ async def handle_delete_groups(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> DeleteGroupsResponse:
     """Delete empty groups with their offsets."""
-    results = _coordinator(broker).handle_delete_groups(list(request.groups_names))
+    names = list(dict.fromkeys(request.groups_names))
+    allowed = broker.auth.filter_authorized(ctx, AclOperation.DELETE, ResourceType.GROUP, names)
+    results = _coordinator(broker).handle_delete_groups([g for g in names if g in allowed])
+    results.update({g: _GROUP_AUTHORIZATION_FAILED for g in names if g not in allowed})
     return DeleteGroupsResponse(
         throttle_time_ms=0,
         results=[
@@ -542,6 +686,13 @@ async def handle_offset_delete(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> OffsetDeleteResponse:
     """Delete a group's committed offsets of partitions it does not consume (KIP-496)."""
+    if not _group_allowed(broker, ctx, AclOperation.DELETE, request.group_id):
+        return OffsetDeleteResponse(
+            error_code=_GROUP_AUTHORIZATION_FAILED, throttle_time_ms=0, topics=[]
+        )
+    readable = broker.auth.filter_authorized(
+        ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     cache = broker.metadata_cache
     unknown: dict[TopicPartition, int] = {}
     partitions = []
@@ -549,7 +700,9 @@ async def handle_offset_delete(
         known = cache.partitions.get(topic.name)
         for p in topic.partitions:
             tp = TopicPartition(topic.name, p.partition_index)
-            if known is None or p.partition_index not in known:
+            if topic.name not in readable:
+                unknown[tp] = _TOPIC_AUTHORIZATION_FAILED
+            elif known is None or p.partition_index not in known:
                 unknown[tp] = Errors.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 partitions.append(tp)

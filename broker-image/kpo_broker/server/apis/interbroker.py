@@ -27,6 +27,7 @@ from kpo_broker.protocol.interbroker import (
     StopReplicaResponse,
     UpdateMetadataResponse,
 )
+from kpo_broker.security.acl import AclOperation
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
@@ -42,6 +43,12 @@ log = logging.getLogger(__name__)
 LEADER_DURING_DELETE = -2
 #: Broker epoch sent by controllers that do not know it (KIP-380).
 UNKNOWN_BROKER_EPOCH = -1
+_CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def _cluster_action_denied(broker: BrokerComponents, ctx: RequestContext) -> bool:
+    """Kafka's ``authorizeClusterOperation(request, CLUSTER_ACTION)`` of every inter-broker API."""
+    return not broker.auth.authorize_cluster(ctx, AclOperation.CLUSTER_ACTION)
 
 
 def _stale_broker_epoch(broker: BrokerComponents, request: Any) -> bool:
@@ -86,6 +93,8 @@ async def handle_leader_and_isr(
     (``shutdownIdleFetcherThreads``).
     """
     states_in = _leader_and_isr_states(request, ctx.api_version)
+    if _cluster_action_denied(broker, ctx):
+        return _leader_and_isr_error(states_in, _CLUSTER_AUTHORIZATION_FAILED)
     if _stale_broker_epoch(broker, request):
         return _leader_and_isr_error(states_in, kafka_errors.StaleBrokerEpochError.errno)
     if await _unrecorded_controller_epoch(broker, request.controller_epoch):
@@ -196,6 +205,8 @@ async def handle_update_metadata(
 ) -> UpdateMetadataResponse:
     """Replace the live brokers and upsert partition states in the metadata cache."""
     cache = broker.metadata_cache
+    if _cluster_action_denied(broker, ctx):
+        return UpdateMetadataResponse(error_code=_CLUSTER_AUTHORIZATION_FAILED)
     if _stale_broker_epoch(broker, request):
         return UpdateMetadataResponse(error_code=kafka_errors.StaleBrokerEpochError.errno)
     if cache.is_stale(request.controller_epoch) or await _unrecorded_controller_epoch(
@@ -265,6 +276,9 @@ async def handle_stop_replica(
             for t in request.topic_states
             for p in t.partition_states
         ]
+    if _cluster_action_denied(broker, ctx):
+        code = _CLUSTER_AUTHORIZATION_FAILED
+        return _stop_replica_response(code, {tp: code for tp, _ in items})
     if _stale_broker_epoch(broker, request):
         code = kafka_errors.StaleBrokerEpochError.errno
         return _stop_replica_response(code, {tp: code for tp, _ in items})
@@ -315,6 +329,10 @@ async def handle_controlled_shutdown(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> ControlledShutdownResponse:
     """On the active controller: move leadership off the broker, return what it still leads."""
+    if _cluster_action_denied(broker, ctx):
+        return ControlledShutdownResponse(
+            error_code=_CLUSTER_AUTHORIZATION_FAILED, remaining_partitions=[]
+        )
     controller = broker.controller
     if controller is None or not controller.is_active:
         return ControlledShutdownResponse(

@@ -16,6 +16,7 @@ from kafka.protocol.admin import AlterReplicaLogDirsResponse, DescribeLogDirsRes
 
 from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_dirs import LogDirInfo
+from kpo_broker.security.acl import AclOperation
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -29,6 +30,7 @@ _AlterPartition = _AlterTopic.AlterReplicaLogDirPartitionResult
 LOG_DIR_NOT_FOUND = 57
 #: KAFKA_STORAGE_ERROR: the future log could not be created.
 KAFKA_STORAGE_ERROR = 56
+_CLUSTER_AUTHORIZATION_FAILED = 31
 
 
 def _describe_dir(info: LogDirInfo, wanted: dict[str, set[int]] | None) -> Any:
@@ -70,6 +72,11 @@ async def handle_describe_log_dirs(
     A dir taken offline by an I/O error (``LogDirFailureChannel``) is answered with
     KAFKA_STORAGE_ERROR and nothing else, as Kafka's ``ReplicaManager.describeLogDirs``.
     """
+    if not broker.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
+        # Kafka's handleDescribeLogDirsRequest: Describe on the cluster, else no dirs.
+        return DescribeLogDirsResponse(
+            throttle_time_ms=0, error_code=_CLUSTER_AUTHORIZATION_FAILED, results=[]
+        )
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = {}
@@ -118,12 +125,19 @@ async def handle_alter_replica_log_dirs(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> AlterReplicaLogDirsResponse:
     """Apply each (dir, topic, partitions) entry with ``alter_replica_log_dir``."""
+    # Kafka's handleAlterReplicaLogDirsRequest: Alter on the cluster, else every
+    # partition is refused.
+    allowed = broker.auth.authorize_cluster(ctx, AclOperation.ALTER)
     by_topic: dict[str, list[Any]] = {}
     for entry in request.dirs:
         for topic in entry.topics:
             for index in topic.partitions:
-                code = alter_replica_log_dir(
-                    broker, TopicPartition(topic.name, index), Path(entry.path)
+                code = (
+                    alter_replica_log_dir(
+                        broker, TopicPartition(topic.name, index), Path(entry.path)
+                    )
+                    if allowed
+                    else _CLUSTER_AUTHORIZATION_FAILED
                 )
                 by_topic.setdefault(topic.name, []).append(
                     _AlterPartition(partition_index=index, error_code=code)

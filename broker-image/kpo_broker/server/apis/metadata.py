@@ -10,11 +10,13 @@ from kafka.protocol.metadata import MetadataResponse
 
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, INTERNAL_TOPICS
 from kpo_broker.protocol.api import api_versions_response
+from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.zk.data import topic_id_to_uuid
 
 _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
+_TOPIC_AUTHORIZATION_FAILED = 29
 
 
 async def handle_api_versions(broker: BrokerComponents, ctx: RequestContext, request: Any) -> Any:
@@ -83,18 +85,56 @@ async def handle_metadata(
     until the controller has elected their leaders, as Kafka does.
     """
     cache = broker.metadata_cache
-    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+    auth = broker.auth
+    all_topics = request.topics is None or (ctx.api_version == 0 and not request.topics)
+    if all_topics:
         names = cache.topics()
     else:
-        names = [t.name for t in request.topics if t.name is not None]
+        names = list(dict.fromkeys(t.name for t in request.topics if t.name is not None))
     allow_create = ctx.api_version < 4 or bool(request.allow_auto_topic_creation)
+    # Kafka's handleTopicMetadataRequest: Describe on each topic; topics not describable
+    # are left out of an all-topics answer and refused by name otherwise, so that
+    # their existence is not disclosed. Auto-creation needs Create (cluster or topic).
+    describable = auth.filter_authorized(
+        ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names, log_if_denied=not all_topics
+    )
+    creatable: set[str] | None = None
+    missing = [n for n in names if n in describable and n not in cache.partitions]
+    if (
+        missing
+        and allow_create
+        and broker.config.auto_create_topics_enable
+        and not auth.authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False)
+    ):
+        creatable = auth.filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, missing)
     topics = []
+    refused = []
     for name in names:
-        if (
+        if name not in describable:
+            if not all_topics:
+                refused.append(
+                    _Topic(
+                        error_code=_TOPIC_AUTHORIZATION_FAILED,
+                        name=name,
+                        is_internal=False,
+                        partitions=[],
+                    )
+                )
+        elif (
             name not in cache.partitions
             and allow_create
             and broker.config.auto_create_topics_enable
         ):
+            if creatable is not None and name not in creatable:
+                refused.append(
+                    _Topic(
+                        error_code=_TOPIC_AUTHORIZATION_FAILED,
+                        name=name,
+                        is_internal=name in INTERNAL_TOPICS,
+                        partitions=[],
+                    )
+                )
+                continue
             creator = broker.offsets_topic_creator
             if name == GROUP_METADATA_TOPIC_NAME and creator is not None:
                 # An internal topic gets its own settings, as Kafka's AutoTopicCreationManager.
@@ -104,12 +144,29 @@ async def handle_metadata(
             topics.append(_Topic(error_code=error, name=name, is_internal=False, partitions=[]))
         else:
             topics.append(_topic_metadata(broker, name, ctx.api_version))
+    cluster_operations: set[int] | None = None  # None: not provided (INT32 min)
+    if ctx.api_version >= 8:
+        if ctx.api_version <= 10 and request.include_cluster_authorized_operations:
+            cluster_operations = set()
+            if auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
+                cluster_operations = auth.authorized_operations(
+                    ctx, ResourceType.CLUSTER, "kafka-cluster"
+                )
+        if request.include_topic_authorized_operations:
+            for topic in topics:
+                topic.authorized_operations = auth.authorized_operations(
+                    ctx, ResourceType.TOPIC, topic.name
+                )
+    fields: dict[str, Any] = {}
+    if 8 <= ctx.api_version <= 10:
+        fields["authorized_operations"] = cluster_operations
     return MetadataResponse(
         throttle_time_ms=0,
         brokers=_brokers(broker, ctx),
         cluster_id=cache.cluster_id,
         controller_id=cache.controller_id if cache.controller_id is not None else -1,
-        topics=topics,
+        topics=topics + refused,
+        **fields,
     )
 
 
@@ -127,6 +184,14 @@ async def handle_describe_cluster(
                     broker_id=info.broker_id, host=endpoint.host, port=endpoint.port, rack=info.rack
                 )
             )
+    # KIP-430: the operations allowed on the cluster, when asked (0 without Describe).
+    operations: set[int] | None = None  # None: not provided (INT32 min)
+    if request.include_cluster_authorized_operations:
+        operations = set()
+        if broker.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):
+            operations = broker.auth.authorized_operations(
+                ctx, ResourceType.CLUSTER, "kafka-cluster"
+            )
     return DescribeClusterResponse(
         throttle_time_ms=0,
         error_code=0,
@@ -134,4 +199,5 @@ async def handle_describe_cluster(
         cluster_id=cache.cluster_id or "",
         controller_id=cache.controller_id if cache.controller_id is not None else -1,
         brokers=brokers,
+        authorized_operations=operations,
     )

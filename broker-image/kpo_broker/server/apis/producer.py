@@ -10,6 +10,8 @@ from typing import Any, Protocol
 
 from kafka.protocol.producer import InitProducerIdResponse
 
+from kpo_broker.security.acl import AclOperation, ResourceType
+from kpo_broker.server.auth_helper import AuthHelper
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.producer_ids import (
     NO_PRODUCER_EPOCH,
@@ -20,12 +22,39 @@ from kpo_broker.server.producer_ids import (
 
 
 class HasProducerIds(Protocol):
-    """What the handler needs of ``BrokerComponents``: its ``producer_ids`` manager."""
+    """What the handler needs of ``BrokerComponents``: ``producer_ids`` and ``auth``."""
 
     @property
     def producer_ids(self) -> ProducerIdManager:
         """The broker's producer id manager."""
         ...
+
+    @property
+    def auth(self) -> AuthHelper:
+        """The broker's authorization checks."""
+        ...
+
+
+_TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+_CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def _refusal(broker: HasProducerIds, ctx: RequestContext, transactional_id: str | None) -> int:
+    """Kafka's ``handleInitProducerIdRequest`` checks; 0 when allowed.
+
+    A transactional producer needs Write on its TransactionalId; an idempotent one
+    IdempotentWrite on the cluster or Write on some topic (``authorizeByResourceType``).
+    """
+    auth = broker.auth
+    if transactional_id is not None:
+        if auth.authorize(ctx, AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            return 0
+        return _TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    if auth.authorize_cluster(
+        ctx, AclOperation.IDEMPOTENT_WRITE, log_if_denied=False
+    ) or auth.authorize_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC):
+        return 0
+    return _CLUSTER_AUTHORIZATION_FAILED
 
 
 async def handle_init_producer_id(
@@ -36,6 +65,14 @@ async def handle_init_producer_id(
     Versions 0-4 (``producerId``/``producerEpoch`` exist from v3; older requests carry
     neither, read as -1). Errors are answered in the response's ``error_code``.
     """
+    refused = _refusal(broker, ctx, request.transactional_id)
+    if refused:
+        return InitProducerIdResponse(
+            throttle_time_ms=0,
+            error_code=refused,
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
+        )
     has_ids = ctx.api_version >= 3
     result = await init_producer_id(
         broker.producer_ids,

@@ -18,6 +18,7 @@ from kafka.protocol.admin import (
     ListPartitionReassignmentsResponse,
 )
 
+from kpo_broker.security.acl import AclOperation
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import error_code_of
 from kpo_kafka.topic_partition import TopicPartition
@@ -28,6 +29,8 @@ _ListTopic = ListPartitionReassignmentsResponse.OngoingTopicReassignment
 _ListPartition = _ListTopic.OngoingPartitionReassignment
 
 _NOT_CONTROLLER = int(kafka_errors.NotControllerError.errno)
+_CLUSTER_AUTHORIZATION_FAILED = 31
+_CLUSTER_REFUSED = "Cluster authorization failed."
 
 
 async def handle_alter_partition_reassignments(
@@ -38,7 +41,8 @@ async def handle_alter_partition_reassignments(
     A partition whose ``replicas`` is null cancels its running reassignment. The
     response answers once the reassignments are started (not completed), as Kafka does.
     """
-    del ctx
+    if not broker.auth.authorize_cluster(ctx, AclOperation.ALTER):  # Kafka: Alter on Cluster
+        return _alter_error(_CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
     controller = broker.controller
     if controller is None or not controller.is_active:
         return _alter_error(_NOT_CONTROLLER, "This broker is not the controller.")
@@ -74,7 +78,8 @@ async def handle_list_partition_reassignments(
     A null ``topics`` lists every running reassignment; partitions not being
     reassigned (or unknown) are left out.
     """
-    del ctx
+    if not broker.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):  # Kafka: Describe
+        return _list_error(_CLUSTER_AUTHORIZATION_FAILED, _CLUSTER_REFUSED)
     controller = broker.controller
     if controller is None or not controller.is_active:
         return _list_error(_NOT_CONTROLLER, "This broker is not the controller.")

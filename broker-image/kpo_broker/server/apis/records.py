@@ -6,6 +6,7 @@ from typing import Any
 
 from kafka.protocol.admin import DeleteRecordsResponse
 
+from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server import delete_records
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_kafka.topic_partition import TopicPartition
@@ -31,15 +32,22 @@ async def handle_delete_records(
         for topic in request.topics
         for part in topic.partitions
     }
+    # Kafka's handleDeleteRecordsRequest: Delete on each topic.
+    allowed = broker.auth.filter_authorized(
+        ctx, AclOperation.DELETE, ResourceType.TOPIC, (tp.topic for tp in offsets)
+    )
+    refused = [tp for tp in offsets if tp.topic not in allowed]
     cache = broker.metadata_cache
     results = await delete_records.delete_records(
         broker.replica_manager,
-        offsets,
+        {tp: offset for tp, offset in offsets.items() if tp.topic in allowed},
         request.timeout_ms,
         cache.alive,
         lambda topic: _deletion_allowed(broker, topic),
         lambda tp: cache.partition(tp.topic, tp.partition) is not None,
     )
+    for tp in refused:
+        results[tp] = delete_records.DeleteRecordsResult(29)
     by_topic: dict[str, list[Any]] = {}
     for (topic, index), result in results.items():
         by_topic.setdefault(topic, []).append(

@@ -13,12 +13,14 @@ from kafka.protocol.admin import (
     DeleteTopicsResponse,
 )
 
+from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.zk.data import topic_id_to_uuid, uuid_to_topic_id
 
 _Created = CreateTopicsResponse.CreatableTopicResult
 _Deleted = DeleteTopicsResponse.DeletableTopicResult
 _Partitions = CreatePartitionsResponse.CreatePartitionsTopicResult
+_TOPIC_AUTHORIZATION_FAILED = 29
 
 INVALID_REQUEST = 42
 UNKNOWN_TOPIC_ID = 100
@@ -32,8 +34,33 @@ async def handle_create_topics(
     v7+ answers each created topic's id (KIP-516), known once the controller's
     UpdateMetadata reached this broker (the request waits for that up to ``timeout_ms``).
     """
+    # Kafka's handleCreateTopicsRequest: Create on the cluster, or else on each topic;
+    # the topic's configs are only shown with DescribeConfigs on it.
+    auth = broker.auth
+    names = [t.name for t in request.topics]
+    if auth.authorize_cluster(ctx, AclOperation.CREATE, log_if_denied=False):
+        creatable = set(names)
+    else:
+        creatable = auth.filter_authorized(ctx, AclOperation.CREATE, ResourceType.TOPIC, names)
+    describable = auth.filter_authorized(
+        ctx, AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names, log_if_denied=False
+    )
     results = []
     for topic in request.topics:
+        if topic.name not in creatable:
+            results.append(
+                _Created(
+                    name=topic.name,
+                    topic_id=topic_id_to_uuid(None),
+                    error_code=_TOPIC_AUTHORIZATION_FAILED,
+                    error_message="Authorization failed.",
+                    topic_config_error_code=_TOPIC_AUTHORIZATION_FAILED,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    configs=None,
+                )
+            )
+            continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments or ()}
         configs = {c.name: c.value for c in topic.configs or () if c.value is not None}
         result = await broker.topic_admin.create_topic(
@@ -55,7 +82,9 @@ async def handle_create_topics(
                 ),
                 error_code=result.error_code,
                 error_message=result.message,
-                topic_config_error_code=0,
+                topic_config_error_code=(
+                    0 if topic.name in describable else _TOPIC_AUTHORIZATION_FAILED
+                ),
                 num_partitions=-1,
                 replication_factor=-1,
                 configs=None,
@@ -97,13 +126,18 @@ async def handle_delete_topics(
     resolved = [
         (name if topic_id is None else by_id.get(topic_id), topic_id) for name, topic_id in wanted
     ]
-    names = [name for name, _ in resolved if name is not None]
+    named = [name for name, _ in resolved if name is not None]
+    # Kafka's handleDeleteTopicsRequest: Delete on each topic.
+    allowed = broker.auth.filter_authorized(ctx, AclOperation.DELETE, ResourceType.TOPIC, named)
+    names = [name for name in named if name in allowed]
     results = await broker.topic_admin.delete_topics(names, request.timeout_ms) if names else {}
     responses = []
     for name, topic_id in resolved:
         text: str | None
         if name is None:
             code, text = UNKNOWN_TOPIC_ID, None  # as Kafka: the code alone
+        elif name not in allowed:
+            code, text = _TOPIC_AUTHORIZATION_FAILED, None
         else:
             code, text = results[name].error_code, results[name].message
         responses.append(
@@ -121,8 +155,21 @@ async def handle_create_partitions(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> CreatePartitionsResponse:
     """Grow each topic to ``count`` partitions."""
+    # Kafka's handleCreatePartitionsRequest: Alter on each topic.
+    allowed = broker.auth.filter_authorized(
+        ctx, AclOperation.ALTER, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     results = []
     for topic in request.topics:
+        if topic.name not in allowed:
+            results.append(
+                _Partitions(
+                    name=topic.name,
+                    error_code=_TOPIC_AUTHORIZATION_FAILED,
+                    error_message="The topic authorization is failed.",
+                )
+            )
+            continue
         assignments = [list(a.broker_ids) for a in topic.assignments] if topic.assignments else None
         result = await broker.topic_admin.create_partitions(
             topic.name, topic.count, assignments, bool(request.validate_only), request.timeout_ms

@@ -26,6 +26,7 @@ from kafka.protocol.admin.users import (
 )
 from kafka.protocol.sasl import SaslAuthenticateResponse, SaslHandshakeResponse
 
+from kpo_broker.security.acl import AclOperation
 from kpo_broker.security.credentials import desanitize, sanitize, scram_credentials_of
 from kpo_broker.security.scram import (
     MAX_ITERATIONS,
@@ -42,6 +43,7 @@ _UNSUPPORTED_SASL_MECHANISM = 33
 _RESOURCE_NOT_FOUND = 91
 _DUPLICATE_RESOURCE = 92
 _UNACCEPTABLE_CREDENTIAL = 93
+_CLUSTER_AUTHORIZATION_FAILED = 31
 _EMPTY_USER = "Username must not be empty"
 _MECHANISM_BY_TYPE = {m.type_id: m for m in MECHANISMS.values()}
 
@@ -137,6 +139,13 @@ async def handle_describe_user_scram_credentials(
 ) -> DescribeUserScramCredentialsResponse:
     """List the SCRAM mechanisms and iteration counts of the named users, or of all users."""
     users = None if request.users is None else [u.name for u in request.users]
+    if not broker.auth.authorize_cluster(ctx, AclOperation.DESCRIBE):  # Kafka: Describe Cluster
+        return DescribeUserScramCredentialsResponse(
+            throttle_time_ms=0,
+            error_code=_CLUSTER_AUTHORIZATION_FAILED,
+            error_message="Cluster authorization failed.",
+            results=[],
+        )
     try:
         return await asyncio.to_thread(_describe, broker, users)
     except Exception as exc:
@@ -243,12 +252,19 @@ async def handle_alter_user_scram_credentials(
     controller = broker.controller
     upsertions = list(request.upsertions or [])
     deletions = list(request.deletions or [])
+    users = dict.fromkeys(e.name for e in (*upsertions, *deletions))
+    # Kafka's handleAlterUserScramCredentialsRequest: not the controller first, then Alter
+    # on the cluster; either refuses every user.
+    refused: tuple[int, str] | None = None
     if controller is None or not controller.is_active:
-        users = dict.fromkeys(e.name for e in (*upsertions, *deletions))
+        refused = (_NOT_CONTROLLER, "This is not the correct controller for this cluster.")
+    elif not broker.auth.authorize_cluster(ctx, AclOperation.ALTER):
+        refused = (_CLUSTER_AUTHORIZATION_FAILED, "Cluster authorization failed.")
+    if refused is not None:
         return AlterUserScramCredentialsResponse(
             throttle_time_ms=0,
             results=[
-                _AlterResult(user=u, error_code=_NOT_CONTROLLER, error_message=None) for u in users
+                _AlterResult(user=u, error_code=refused[0], error_message=refused[1]) for u in users
             ],
         )
     return await asyncio.to_thread(_alter, broker, upsertions, deletions)

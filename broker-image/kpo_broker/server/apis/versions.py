@@ -45,6 +45,9 @@ CLIENT_APIS: dict[int, tuple[int, int]] = {
     42: (0, 2),  # DeleteGroups
     47: (0, 0),  # OffsetDelete
     21: (0, 2),  # DeleteRecords
+    29: (1, 3),  # DescribeAcls
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
 }
 
 API_KEY_PRODUCE = 0
@@ -86,6 +89,9 @@ API_KEY_LIST_GROUPS = 16
 API_KEY_DELETE_GROUPS = 42
 API_KEY_OFFSET_DELETE = 47
 API_KEY_DELETE_RECORDS = 21
+API_KEY_DESCRIBE_ACLS = 29
+API_KEY_CREATE_ACLS = 30
+API_KEY_DELETE_ACLS = 31
 
 #: The controller's requests to brokers and ControlledShutdown (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {

@@ -26,6 +26,7 @@ EXPECTED = {
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",
     "ListGroups", "DescribeGroups", "DeleteGroups", "OffsetDelete",
     "DeleteRecords",
+    "DescribeAcls", "CreateAcls", "DeleteAcls",
 }  # fmt: skip
 
 

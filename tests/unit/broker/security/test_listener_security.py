@@ -111,10 +111,6 @@ _ONLY_SASL = {"listeners": "SASL_PLAINTEXT://:9092"}
         ),
         ({"ssl.engine.factory.class": "com.example.Factory"}, "ssl.engine.factory.class"),
         ({"connections.max.reauth.ms": "3600000"}, "connections.max.reauth.ms"),
-        (
-            {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer"},
-            "authorizer.class.name",
-        ),
         ({"zookeeper.ssl.client.enable": "true"}, "zookeeper.ssl.client.enable"),
     ],
 )

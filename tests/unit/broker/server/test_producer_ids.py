@@ -10,6 +10,7 @@ import pytest
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse
 
 from kpo_broker.server.apis.producer import handle_init_producer_id
+from kpo_broker.server.auth_helper import AuthHelper
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.producer_ids import (
     InitProducerIdResult,
@@ -123,7 +124,7 @@ def test_block_failures_become_error_codes() -> None:
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
 def test_handler_answers_each_version(version: int) -> None:
     manager = ProducerIdManager(1, InMemoryBlocks(size=10, first=500))
-    broker = SimpleNamespace(producer_ids=manager)
+    broker = SimpleNamespace(producer_ids=manager, auth=AuthHelper())
     wire = InitProducerIdRequest(
         transactional_id=None, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1
     ).encode(version=version)
@@ -135,7 +136,7 @@ def test_handler_answers_each_version(version: int) -> None:
 
 
 def test_handler_refuses_transactional_producers() -> None:
-    broker = SimpleNamespace(producer_ids=ProducerIdManager(1, InMemoryBlocks()))
+    broker = SimpleNamespace(producer_ids=ProducerIdManager(1, InMemoryBlocks()), auth=AuthHelper())
     request = InitProducerIdRequest(
         transactional_id="txn-1", transaction_timeout_ms=60000, producer_id=7, producer_epoch=2
     )

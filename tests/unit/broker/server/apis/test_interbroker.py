@@ -18,6 +18,7 @@ from kpo_broker.protocol.interbroker import (
     UpdateMetadataRequest,
 )
 from kpo_broker.server.apis.interbroker import handle_leader_and_isr, handle_update_metadata
+from kpo_broker.server.auth_helper import AuthHelper
 from kpo_broker.server.components import RequestContext
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.metadata_cache import BrokerInfo, MetadataCache
@@ -90,6 +91,7 @@ def test_a_fetcher_left_without_partitions_is_shut_down(
         metadata_cache=MetadataCache(),
         zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(1, 0)),
         group_coordinator=None,
+        auth=AuthHelper(),
     )
     ctx = RequestContext(LEADER_AND_ISR, VERSION, 1, "controller", "PLAINTEXT")
 
@@ -125,6 +127,7 @@ def test_a_controller_epoch_unknown_to_zookeeper_is_refused() -> None:
         metadata_cache=cache,
         zk=SimpleNamespace(get_controller_epoch=lambda: ControllerEpoch(2, 1)),
         group_coordinator=None,
+        auth=AuthHelper(),
     )
     ctx = RequestContext(6, 0, 1, "stray", "PLAINTEXT")
 

@@ -27,6 +27,7 @@ install: $(INSTALLED)
 tools:
 	bash tools/install.sh
 	bash tools/install-kafka.sh >/dev/null
+	bash tools/install-kafka.sh 4 >/dev/null
 
 lint: install
 	$(BIN)/ruff check .

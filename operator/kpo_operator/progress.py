@@ -207,6 +207,10 @@ class RateEstimator:
         while len(self._samples) > 2 and now - self._samples[1][0] >= self._window:
             self._samples.popleft()
 
+    def history(self) -> tuple[tuple[float, int], ...]:
+        """Return the samples in the window: ``(clock seconds, bytes done)``, oldest first."""
+        return tuple(self._samples)
+
     def rate(self) -> float | None:
         """Return bytes/s over the window, or ``None`` with fewer than two samples."""
         if len(self._samples) < 2:

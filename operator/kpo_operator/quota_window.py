@@ -1,0 +1,191 @@
+"""When a throttled move ends, given Kafka's sampled replication quota (pure logic).
+
+Kafka throttles replication with a rate measured over ``replication.quota.window.num``
+samples of ``replication.quota.window.size.seconds`` (default 11 x 1 s;
+``ReplicationQuotaManager`` with ``org.apache.kafka.common.metrics.stats.Rate`` over a
+``SampledStat``). A follower fetches a throttled partition whenever that rate is not above
+``follower.replication.throttled.rate`` (the leader likewise), and the rate divides the
+bytes of the live samples by at least ``num - 1`` windows. So a move starts with a burst
+of about ``rate x num x size`` bytes copied at full speed, then nothing until that sample
+expires ``num x size`` seconds later, then the next burst: a staircase averaging ``rate``.
+An ETA from the rate measured in the first seconds is therefore wrong by up to a whole
+window; :func:`throttled_finish` replays the quota's samples from the bytes observed so
+far and steps Kafka's rule forward to the last byte.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Kafka's broker configs of the replication quota window and their defaults.
+WINDOW_NUM = "replication.quota.window.num"
+WINDOW_SIZE = "replication.quota.window.size.seconds"
+DEFAULT_WINDOW_NUM = 11
+DEFAULT_WINDOW_SIZE_S = 1.0
+
+#: Steps of the forward replay before the rest is extrapolated at the throttle.
+MAX_STEPS = 6000
+
+
+@dataclass(frozen=True)
+class QuotaWindow:
+    """The replication quota's samples: ``samples`` windows of ``sample_s`` seconds each.
+
+    Attributes:
+        samples: ``replication.quota.window.num`` (>= 1).
+        sample_s: ``replication.quota.window.size.seconds`` (> 0).
+
+    Raises:
+        ValueError: a value out of range.
+    """
+
+    samples: int = DEFAULT_WINDOW_NUM
+    sample_s: float = DEFAULT_WINDOW_SIZE_S
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.sample_s <= 0:
+            raise ValueError(f"bad quota window: {self.samples} samples of {self.sample_s} s")
+
+    @classmethod
+    def from_configs(cls, configs: dict[str, str]) -> QuotaWindow:
+        """Read the two broker configs (missing or unparsable: Kafka's defaults)."""
+        try:
+            samples = int(configs.get(WINDOW_NUM, DEFAULT_WINDOW_NUM))
+            size = float(configs.get(WINDOW_SIZE, DEFAULT_WINDOW_SIZE_S))
+            return cls(samples, size)
+        except ValueError:
+            return cls()
+
+
+class SampledRate:
+    """Kafka's ``Rate`` over a ``SampledStat`` of :class:`QuotaWindow` samples, in seconds.
+
+    ``record`` adds bytes to the current sample (a new sample starts once the current one
+    is ``sample_s`` old, reusing the oldest slot); ``measure`` first resets samples older
+    than ``samples x sample_s``, then divides their sum by the elapsed time since the
+    oldest sample started, counted as at least ``samples - 1`` whole windows
+    (``Rate.windowSize``).
+    """
+
+    def __init__(self, window: QuotaWindow) -> None:
+        self.window = window
+        self._samples: list[list[float]] = []  # [start time s, bytes]
+        self._current = 0
+
+    def record(self, value: float, now: float) -> None:
+        """Add ``value`` bytes at time ``now`` (seconds)."""
+        if not self._samples:
+            self._samples.append([now, 0.0])
+        sample = self._samples[self._current]
+        if now >= sample[0] + self.window.sample_s:
+            self._current = (self._current + 1) % self.window.samples
+            if self._current >= len(self._samples):
+                self._samples.append([now, 0.0])
+            else:
+                self._samples[self._current] = [now, 0.0]
+            sample = self._samples[self._current]
+        sample[1] += value
+
+    def measure(self, now: float) -> float:
+        """Return the rate at ``now`` in bytes/s (0 before any record)."""
+        if not self._samples:
+            return 0.0
+        span = self.window.samples * self.window.sample_s
+        for sample in self._samples:
+            if now - sample[0] >= span:
+                sample[0], sample[1] = now, 0.0
+        total = sum(s[1] for s in self._samples)
+        elapsed = now - min(s[0] for s in self._samples)
+        full = int(elapsed / self.window.sample_s)
+        if full < self.window.samples - 1:
+            elapsed += (self.window.samples - 1 - full) * self.window.sample_s
+        return total / elapsed if elapsed > 0 else 0.0
+
+
+def throttled_finish(
+    history: Sequence[tuple[float, int]],
+    bytes_total: int,
+    rate: float,
+    window: QuotaWindow,
+    *,
+    baseline_expired: bool = False,
+) -> float | None:
+    """Return the seconds from the last observation until ``bytes_total`` bytes are copied.
+
+    Args:
+        history: ``(time s, bytes done)`` observations in time order (a monotonic clock),
+            e.g. the operator's progress polls since the move started.
+        bytes_total: Bytes the move copies in all.
+        rate: The throttle in bytes/s as it applies to these bytes (> 0).
+        window: The brokers' quota window.
+        baseline_expired: The bytes of the first observation were copied longer than a
+            window ago (the operator started after the move), so they no longer count in
+            Kafka's rate.
+
+    Returns:
+        The predicted seconds, 0 when done, or ``None`` without observations or a rate.
+
+    Fetches run at the fastest speed observed between two polls (at least twice the
+    throttle) whenever the replayed rate is not above ``rate``. The bytes between two
+    observations are placed where that rule puts them (from the earlier observation on,
+    as soon as the quota allows; what it cannot place is recorded at the later one), so
+    the replayed samples expire when Kafka's do. Beyond :data:`MAX_STEPS` steps the rest
+    is extrapolated at ``rate`` (the staircase's average).
+    """
+    if not history or rate <= 0:
+        return None
+    last_t, last_bytes = history[-1]
+    remaining = bytes_total - last_bytes
+    if remaining <= 0:
+        return 0.0
+    quota = SampledRate(window)
+    step = window.sample_s / 10
+    speed = max([2.0 * rate, *_interval_speeds(history)])
+    first_t, first_bytes = history[0]
+    if not baseline_expired and first_bytes > 0:
+        quota.record(first_bytes, first_t)
+    for (t0, b0), (t1, b1) in itertools.pairwise(history):
+        _replay(quota, b1 - b0, t0, t1, rate, speed, step)
+    t, left = last_t, float(remaining)
+    for _ in range(MAX_STEPS):
+        if quota.measure(t) <= rate:
+            chunk = min(speed * step, left)
+            quota.record(chunk, t)
+            left -= chunk
+            if left <= 0:
+                return t + chunk / speed - last_t
+        t += step
+    return t - last_t + left / rate
+
+
+def _interval_speeds(history: Sequence[tuple[float, int]]) -> list[float]:
+    """Bytes/s between consecutive observations (a lower bound of the fetch speed)."""
+    return [
+        (b1 - b0) / (t1 - t0)
+        for (t0, b0), (t1, b1) in itertools.pairwise(history)
+        if t1 > t0 and b1 > b0
+    ]
+
+
+def _replay(
+    quota: SampledRate,
+    copied: int,
+    start: float,
+    end: float,
+    rate: float,
+    speed: float,
+    step: float,
+) -> None:
+    """Record ``copied`` bytes observed between ``start`` and ``end`` as Kafka would copy them."""
+    left = float(copied)
+    t = start
+    while left > 0 and t < end:
+        if quota.measure(t) <= rate:
+            chunk = min(speed * step, left)
+            quota.record(chunk, t)
+            left -= chunk
+        t += step
+    if left > 0:
+        quota.record(left, end)

@@ -74,7 +74,10 @@ def new_cluster_id() -> str:
 
     The form of Kafka's ``Uuid.toString`` (``kafka-storage random-uuid``), 22 characters.
     """
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:  # as Kafka's Uuid.randomUuid: never one starting with "-" (read as an option)
+        found = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not found.startswith("-"):
+            return found
 
 
 class KraftNode(ApacheBroker):

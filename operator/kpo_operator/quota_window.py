@@ -10,7 +10,9 @@ of about ``rate x num x size`` bytes copied at full speed, then nothing until th
 expires ``num x size`` seconds later, then the next burst: a staircase averaging ``rate``.
 An ETA from the rate measured in the first seconds is therefore wrong by up to a whole
 window; :func:`throttled_finish` replays the quota's samples from the bytes observed so
-far and steps Kafka's rule forward to the last byte.
+far and steps Kafka's rule forward to the last byte, at the fastest fetch speed seen (where
+the brokers cannot fetch faster than the throttle, there is no burst and the move goes on
+at the speed seen).
 """
 
 from __future__ import annotations
@@ -127,8 +129,9 @@ def throttled_finish(
     Returns:
         The predicted seconds, 0 when done, or ``None`` without observations or a rate.
 
-    Fetches run at the fastest speed observed between two polls (at least twice the
-    throttle) whenever the replayed rate is not above ``rate``. The bytes between two
+    Fetches run at the fastest speed observed over two quota samples or more (``rate``
+    before any byte moved; a move never seen faster than its throttle goes on at the speed
+    seen) whenever the replayed rate is not above ``rate``. The bytes between two
     observations are placed where that rule puts them (from the earlier observation on,
     as soon as the quota allows; what it cannot place is recorded at the later one), so
     the replayed samples expire when Kafka's do. Beyond :data:`MAX_STEPS` steps the rest
@@ -142,7 +145,7 @@ def throttled_finish(
         return 0.0
     quota = SampledRate(window)
     step = window.sample_s / 10
-    speed = max([2.0 * rate, *_interval_speeds(history)])
+    speed = max(_interval_speeds(history, 2 * window.sample_s), default=rate)
     first_t, first_bytes = history[0]
     if not baseline_expired and first_bytes > 0:
         quota.record(first_bytes, first_t)
@@ -160,13 +163,19 @@ def throttled_finish(
     return t - last_t + left / rate
 
 
-def _interval_speeds(history: Sequence[tuple[float, int]]) -> list[float]:
-    """Bytes/s between consecutive observations (a lower bound of the fetch speed)."""
-    return [
-        (b1 - b0) / (t1 - t0)
-        for (t0, b0), (t1, b1) in itertools.pairwise(history)
-        if t1 > t0 and b1 > b0
-    ]
+def _interval_speeds(history: Sequence[tuple[float, int]], span_s: float) -> list[float]:
+    """Bytes/s over stretches of at least ``span_s`` seconds in which bytes were copied.
+
+    Replica sizes grow by whole fetches, so shorter stretches would overstate the speed.
+    """
+    speeds: list[float] = []
+    t0, b0 = history[0]
+    for t1, b1 in history[1:]:
+        if t1 - t0 >= span_s:
+            if b1 > b0:
+                speeds.append((b1 - b0) / (t1 - t0))
+            t0, b0 = t1, b1
+    return speeds
 
 
 def _replay(

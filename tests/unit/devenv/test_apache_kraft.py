@@ -15,6 +15,7 @@ def test_cluster_id_is_a_kafka_uuid_string() -> None:
     assert len(found) == 22 and "=" not in found
     assert len(base64.urlsafe_b64decode(found + "==")) == 16
     assert new_cluster_id() != found
+    assert not any(new_cluster_id().startswith("-") for _ in range(500))
 
 
 def test_plaintext_nodes_are_combined_voters(tmp_path: Path) -> None:

@@ -74,7 +74,17 @@ def test_done_unknown_and_expired_baselines() -> None:
     fresh = throttled_finish([(100.0, 11 * MB)], 15 * MB, MB, window, baseline_expired=True)
     held = throttled_finish([(100.0, 11 * MB)], 15 * MB, MB, window)
     assert fresh is not None and held is not None
-    assert fresh < 3.0 < 10.0 < held
+    assert fresh == pytest.approx(4.0)  # at the throttle, the fastest speed known
+    assert held > 10.0
+
+
+def test_a_move_never_faster_than_its_throttle_goes_on_at_the_speed_seen() -> None:
+    window, rate = QuotaWindow(), 1 * MB
+    polls, finish = kafka_move(30 * MB, rate, 0.9 * MB, window, 1.0)
+    seen = [p for p in polls if p[0] <= 10.0]
+    predicted = seen[-1][0] + (throttled_finish(seen, 30 * MB, rate, window) or 0)
+    assert finish == pytest.approx(30 / 0.9, rel=0.01)
+    assert abs(predicted - finish) <= 0.05 * finish
 
 
 def test_long_moves_are_extrapolated_at_the_throttle() -> None:

@@ -1,18 +1,17 @@
 """When a throttled move ends, given Kafka's sampled replication quota (pure logic).
 
 Kafka throttles replication with a rate measured over ``replication.quota.window.num``
-samples of ``replication.quota.window.size.seconds`` (default 11 x 1 s;
-``ReplicationQuotaManager`` with ``org.apache.kafka.common.metrics.stats.Rate`` over a
-``SampledStat``). A follower fetches a throttled partition whenever that rate is not above
-``follower.replication.throttled.rate`` (the leader likewise), and the rate divides the
-bytes of the live samples by at least ``num - 1`` windows. So a move starts with a burst
-of about ``rate x num x size`` bytes copied at full speed, then nothing until that sample
-expires ``num x size`` seconds later, then the next burst: a staircase averaging ``rate``.
-An ETA from the rate measured in the first seconds is therefore wrong by up to a whole
-window; :func:`throttled_finish` replays the quota's samples from the bytes observed so
-far and steps Kafka's rule forward to the last byte, at the fastest fetch speed seen (where
-the brokers cannot fetch faster than the throttle, there is no burst and the move goes on
-at the speed seen).
+samples of ``replication.quota.window.size.seconds`` (default 11 x 1 s):
+``ReplicationQuotaManager`` records the throttled bytes in a ``SimpleRate`` (a ``Rate`` over
+a ``SampledStat``; KIP-73) and a follower fetches a throttled partition (the leader serves
+it) only while that rate is not above ``follower.replication.throttled.rate``. A
+``SimpleRate`` divides the bytes of its live samples by the time since the oldest sample
+began, counted as at least one sample window: a move may copy one window's worth at once,
+then goes at the throttle, in whole fetches (``replica.fetch.max.bytes``). The rate
+measured in the first seconds is thus above the throttle, and the bytes seen early depend
+on when the brokers started copying, so dividing the bytes left by it promises too early an
+end; :func:`throttled_finish` replays the quota's samples from the bytes observed so far
+and steps Kafka's rule forward to the last byte, at the speed the copy was seen to reach.
 """
 
 from __future__ import annotations
@@ -62,48 +61,45 @@ class QuotaWindow:
 
 
 class SampledRate:
-    """Kafka's ``Rate`` over a ``SampledStat`` of :class:`QuotaWindow` samples, in seconds.
+    """Kafka's ``SimpleRate`` over a ``SampledStat`` of :class:`QuotaWindow` samples, in seconds.
 
-    ``record`` adds bytes to the current sample (a new sample starts once the current one
-    is ``sample_s`` old, reusing the oldest slot); ``measure`` first resets samples older
-    than ``samples x sample_s``, then divides their sum by the elapsed time since the
-    oldest sample started, counted as at least ``samples - 1`` whole windows
-    (``Rate.windowSize``).
+    ``record`` adds bytes to the current sample (a new one starts once the current sample
+    is ``sample_s`` old, cycling over ``samples + 1`` slots); ``measure`` first resets the
+    samples whose last bytes are ``samples x sample_s`` old, then divides the sum by the
+    time since the oldest sample began, at least one window (``SimpleRate.windowSize``).
     """
 
     def __init__(self, window: QuotaWindow) -> None:
         self.window = window
-        self._samples: list[list[float]] = []  # [start time s, bytes]
+        self._samples: list[list[float]] = []  # [start s, last event s, bytes]
         self._current = 0
 
     def record(self, value: float, now: float) -> None:
         """Add ``value`` bytes at time ``now`` (seconds)."""
         if not self._samples:
-            self._samples.append([now, 0.0])
+            self._samples.append([now, now, 0.0])
         sample = self._samples[self._current]
-        if now >= sample[0] + self.window.sample_s:
-            self._current = (self._current + 1) % self.window.samples
+        if now - sample[0] >= self.window.sample_s:
+            self._current = (self._current + 1) % (self.window.samples + 1)
             if self._current >= len(self._samples):
-                self._samples.append([now, 0.0])
+                self._samples.append([now, now, 0.0])
             else:
-                self._samples[self._current] = [now, 0.0]
+                self._samples[self._current] = [now, now, 0.0]
             sample = self._samples[self._current]
-        sample[1] += value
+        sample[1] = now
+        sample[2] += value
 
     def measure(self, now: float) -> float:
         """Return the rate at ``now`` in bytes/s (0 before any record)."""
         if not self._samples:
             return 0.0
-        span = self.window.samples * self.window.sample_s
+        expire = self.window.samples * self.window.sample_s
         for sample in self._samples:
-            if now - sample[0] >= span:
-                sample[0], sample[1] = now, 0.0
-        total = sum(s[1] for s in self._samples)
-        elapsed = now - min(s[0] for s in self._samples)
-        full = int(elapsed / self.window.sample_s)
-        if full < self.window.samples - 1:
-            elapsed += (self.window.samples - 1 - full) * self.window.sample_s
-        return total / elapsed if elapsed > 0 else 0.0
+            if now - sample[1] >= expire:
+                sample[0], sample[1], sample[2] = now, now, 0.0
+        total = sum(s[2] for s in self._samples)
+        elapsed = max(now - min(s[0] for s in self._samples), self.window.sample_s)
+        return total / elapsed
 
 
 def throttled_finish(

@@ -21,13 +21,7 @@ from kpo_devenv import ControlPlane
 from kpo_devenv.apache_kraft import KraftKafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
 from tests.integration.broker.server.helpers import create_topic
-from tests.integration.operator.conftest import (
-    APACHE_PROPERTIES,
-    Stack,
-    produce,
-    reassignment,
-    start_kraft,
-)
+from tests.integration.operator.conftest import Stack, clean_cluster, produce, reassignment
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +33,11 @@ TOLERANCE = 0.15
 
 
 @pytest.fixture
-def default_kraft_stack(control_plane: ControlPlane, tmp_path: Path) -> Iterator[Stack]:
-    """Apache Kafka 4.x (KRaft, Kafka's default quota window) and an operator."""
-    cluster: KraftKafkaCluster = start_kraft(tmp_path / "kraft", APACHE_PROPERTIES)
+def default_kraft_stack(
+    control_plane: ControlPlane, default_kraft: KraftKafkaCluster, tmp_path: Path
+) -> Iterator[Stack]:
+    """Apache Kafka 4.x (KRaft, Kafka's default quota window; shared) and an operator."""
+    cluster = default_kraft
     namespace = f"t-{uuid.uuid4().hex[:8]}"
     operator: OperatorProcess | None = None
     try:
@@ -56,7 +52,7 @@ def default_kraft_stack(control_plane: ControlPlane, tmp_path: Path) -> Iterator
             operator.stop(timeout_s=10)
         control_plane.drop_finalizers(namespace)
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-        cluster.stop()
+        clean_cluster(cluster)
 
 
 def _parse(text: str) -> float:

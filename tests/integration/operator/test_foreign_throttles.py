@@ -34,9 +34,9 @@ from tests.integration.operator.conftest import (
     LIST_KEYS,
     THROTTLE_KEYS,
     Stack,
+    clean_cluster,
     produce,
     reassignment,
-    start_kraft,
     start_zookeeper_kafka,
 )
 
@@ -61,11 +61,12 @@ def apache_stack(
     """Apache Kafka (3 brokers; 3.9 with ZooKeeper or 4.x with KRaft, default quota window),
     a namespace and the operator watching it."""
     cluster: ApacheKafkaCluster
-    if request.param == KAFKA3_ZK:
+    shared = request.param == KAFKA4_KRAFT
+    if shared:  # the package's KRaft cluster with the default window, cleaned after
+        cluster = request.getfixturevalue("default_kraft")
+    else:
         zookeeper = request.getfixturevalue("zookeeper")
         cluster = start_zookeeper_kafka(zookeeper, tmp_path, APACHE_PROPERTIES)
-    else:
-        cluster = start_kraft(tmp_path / "kraft", APACHE_PROPERTIES)
     namespace = f"t-{uuid.uuid4().hex[:8]}"
     operator: OperatorProcess | None = None
     try:
@@ -84,7 +85,10 @@ def apache_stack(
             operator.stop(timeout_s=10)
         control_plane.drop_finalizers(namespace)
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-        cluster.stop()
+        if shared:
+            clean_cluster(cluster)
+        else:
+            cluster.stop()
 
 
 def _reassign_tool(stack: Stack, plan: Path, *flags: str) -> str:

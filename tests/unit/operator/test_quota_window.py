@@ -14,16 +14,17 @@ from kpo_operator.quota_window import (
 MB = 1_000_000
 
 
-def test_rate_counts_at_least_num_minus_one_windows_and_expires_old_samples() -> None:
+def test_rate_counts_at_least_one_window_and_expires_samples_without_recent_bytes() -> None:
     quota = SampledRate(QuotaWindow(11, 1.0))
     assert quota.measure(0.0) == 0.0
     quota.record(11 * MB, 0.0)
-    assert quota.measure(0.5) == pytest.approx(11 * MB / 10.5)  # 0.5 s + 10 padded windows
+    assert quota.measure(0.5) == pytest.approx(11 * MB)  # one window at least
+    assert quota.measure(5.0) == pytest.approx(11 * MB / 5.0)
     quota.record(MB, 3.2)  # a new sample
-    assert quota.measure(10.7) == pytest.approx(12 * MB / 10.7)  # 10 full windows: no padding
-    # The first sample expired: 1 MB over 7.8 s since the second began, padded to 10.8 s.
-    assert quota.measure(11.0) == pytest.approx(MB / 10.8)
-    assert quota.measure(15.0) == 0.0
+    assert quota.measure(10.7) == pytest.approx(12 * MB / 10.7)
+    # The first sample's last bytes are 11 s old: reset; 1 MB since the second began.
+    assert quota.measure(11.0) == pytest.approx(MB / 7.8)
+    assert quota.measure(14.2) == 0.0
 
 
 def kafka_move(total: float, rate: float, speed: float, window: QuotaWindow, poll_s: float):
@@ -44,16 +45,12 @@ def kafka_move(total: float, rate: float, speed: float, window: QuotaWindow, pol
 
 
 @pytest.mark.parametrize(("total_mb", "poll_s"), [(40, 2.0), (40, 1.0), (70, 2.0), (25, 1.5)])
-def test_the_eta_ten_seconds_in_matches_the_staircase(total_mb: int, poll_s: float) -> None:
+def test_the_eta_ten_seconds_in_matches_the_quota(total_mb: int, poll_s: float) -> None:
     window, rate = QuotaWindow(), 1 * MB
     polls, finish = kafka_move(total_mb * MB, rate, 30 * MB, window, poll_s)
     seen = [p for p in polls if p[0] <= 10.0]
     predicted = seen[-1][0] + (throttled_finish(seen, total_mb * MB, rate, window) or 0)
     assert abs(predicted - finish) <= 0.05 * finish, (predicted, finish)
-    # The rate measured in the first seconds (one burst) is far too optimistic.
-    early = [p for p in polls if p[0] <= 4.0][-1]
-    naive = early[0] + (total_mb * MB - early[1]) / (early[1] / early[0])
-    assert naive < 0.7 * finish, (naive, finish)
 
 
 def test_two_samples_give_a_nearly_steady_rate() -> None:
@@ -74,7 +71,7 @@ def test_done_unknown_and_expired_baselines() -> None:
     fresh = throttled_finish([(100.0, 11 * MB)], 15 * MB, MB, window, baseline_expired=True)
     held = throttled_finish([(100.0, 11 * MB)], 15 * MB, MB, window)
     assert fresh is not None and held is not None
-    assert fresh == pytest.approx(4.0)  # at the throttle, the fastest speed known
+    assert fresh == pytest.approx(4.0, abs=0.2)  # at the throttle, the fastest speed known
     assert held > 10.0
 
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -94,6 +94,7 @@ class KraftNode(ApacheBroker):
         heap_mb: JVM heap, MiB.
         security: TLS listeners, SCRAM and ACLs; ``None``: PLAINTEXT.
         size: nodes in the cluster (their principals are super users).
+        jvm_options: further JVM options, e.g. a ``-javaagent:`` (:func:`jmx_exporter_option`).
     """
 
     log4j_text = _LOG4J2
@@ -109,6 +110,7 @@ class KraftNode(ApacheBroker):
         heap_mb: int = 512,
         security: KafkaSecurity | None = None,
         size: int = 3,
+        jvm_options: list[str] | None = None,
     ) -> None:
         super().__init__(node_id, workdir, "", classpath, None, heap_mb, security, size)
         self.controller_port = controller_port
@@ -137,7 +139,7 @@ class KraftNode(ApacheBroker):
             heap_mb,
             "kafka.Kafka",
             [str(self.config_path)],
-            [f"-Dlog4j2.configurationFile={self.log4j_path}"],
+            [f"-Dlog4j2.configurationFile={self.log4j_path}", *(jvm_options or [])],
         )
         self.process = self._new_process()
 
@@ -196,6 +198,7 @@ class KraftKafkaCluster(ApacheKafkaCluster):
         heap_mb: heap of each JVM, MiB.
         security: TLS listeners, SCRAM users and ACL authorization; ``None``: PLAINTEXT.
         cluster_id: the KRaft cluster id (random by default).
+        jvm_options: node id -> further JVM options of that node (e.g. the JMX exporter).
     """
 
     acl_command = ACL_COMMAND
@@ -209,6 +212,7 @@ class KraftKafkaCluster(ApacheKafkaCluster):
         heap_mb: int = 512,
         security: KafkaSecurity | None = None,
         cluster_id: str | None = None,
+        jvm_options: Callable[[int], list[str]] | None = None,
     ) -> None:  # the parent's __init__ is not called: it builds ZooKeeper-mode brokers
         self.workdir = workdir
         self.zookeeper_connect = ""
@@ -230,6 +234,7 @@ class KraftKafkaCluster(ApacheKafkaCluster):
                 heap_mb,
                 security,
                 size,
+                jvm_options(i) if jvm_options else None,
             )
             for i in range(size)
         }
@@ -343,3 +348,13 @@ class KraftKafkaCluster(ApacheKafkaCluster):
                 user,
             ],
         )
+
+
+def jmx_exporter_option(agent_jar: Path, port: int, rules: Path) -> str:
+    """Return the ``-javaagent:`` option attaching the Prometheus JMX exporter to a Kafka JVM.
+
+    ``jmx_prometheus_javaagent`` (``tools/install-jmx-exporter.sh``) then serves
+    ``http://127.0.0.1:<port>/metrics`` with ``rules`` (e.g.
+    ``deploy/jmx-exporter/kafka-kpo-rules.yaml``), as Kafka's ``KAFKA_OPTS`` would attach it.
+    """
+    return f"-javaagent:{agent_jar}={LOOPBACK}:{port}:{rules}"

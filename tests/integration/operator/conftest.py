@@ -27,13 +27,15 @@ from kafka import KafkaProducer
 
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
-from kpo_devenv.apache_kraft import KraftKafkaCluster
+from kpo_devenv.apache_kraft import KraftKafkaCluster, jmx_exporter_option
 from kpo_devenv.controlplane import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.net import free_port
 from kpo_devenv.operator_process import OperatorProcess
-from kpo_devenv.tools import pinned_version
+from kpo_devenv.tools import pinned_version, tools_dir
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
+from tests.conftest import REPO_ROOT
 from tests.integration.broker.conftest import (
     ClusterFactory,
     admin_client,
@@ -248,11 +250,34 @@ SHARED_KRAFT_PROPERTIES = {**APACHE_PROPERTIES, "replication.quota.window.num": 
 ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
-def start_kraft(workdir: Path, properties: Mapping[str, str]) -> KraftKafkaCluster:
-    """Start a 3-node Apache Kafka 4.x KRaft cluster and wait until every broker is registered."""
+JMX_RULES = REPO_ROOT / "deploy" / "jmx-exporter" / "kafka-kpo-rules.yaml"
+
+
+def start_kraft(
+    workdir: Path, properties: Mapping[str, str], jmx_exporter: bool = False
+) -> KraftKafkaCluster:
+    """Start a 3-node Apache Kafka 4.x KRaft cluster and wait until every broker is registered.
+
+    With ``jmx_exporter``, each node runs the Prometheus JMX exporter's agent with
+    ``deploy/jmx-exporter/kafka-kpo-rules.yaml``; ``nodes[i].metrics_url`` is its page.
+    """
+    ports = {i: free_port() for i in range(3)}
+    options = None
+    if jmx_exporter:
+        version = pinned_version("JMX_EXPORTER_VERSION")
+        agent = tools_dir() / f"jmx-exporter-{version}" / f"jmx_prometheus_javaagent-{version}.jar"
+        assert agent.exists(), f"{agent} missing: run tools/install-jmx-exporter.sh"
+        options = lambda i: [jmx_exporter_option(agent, ports[i], JMX_RULES)]  # noqa: E731
     cluster = KraftKafkaCluster(
-        workdir, kafka_classpath(pinned_version("KAFKA4_VERSION")), 3, properties
+        workdir,
+        kafka_classpath(pinned_version("KAFKA4_VERSION")),
+        3,
+        properties,
+        jvm_options=options,
     )
+    if jmx_exporter:
+        for i, node in cluster.nodes.items():
+            node.metrics_port = ports[i]
     cluster.start()
     try:
         wait_cluster_ready(cluster, 120)
@@ -329,8 +354,11 @@ def shared_kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftKafk
 @pytest.fixture(scope="package")
 def default_kraft(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KraftKafkaCluster]:
     """One Apache Kafka 4.x KRaft cluster with Kafka's default quota window (11 x 1 s) for
-    the package's tests that need it (other tools' throttles, the ETA); cleaned by them."""
-    cluster = start_kraft(tmp_path_factory.mktemp("kraft-default"), APACHE_PROPERTIES)
+    the package's tests that need it (other tools' throttles, the ETA, the placement job
+    reading the JMX exporter every node runs); cleaned by them."""
+    cluster = start_kraft(
+        tmp_path_factory.mktemp("kraft-default"), APACHE_PROPERTIES, jmx_exporter=True
+    )
     try:
         yield cluster
     finally:

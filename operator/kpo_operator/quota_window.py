@@ -131,7 +131,7 @@ def throttled_finish(
     observations are placed where that rule puts them (from the earlier observation on,
     as soon as the quota allows; what it cannot place is recorded at the later one), so
     the replayed samples expire when Kafka's do. Beyond :data:`MAX_STEPS` steps the rest
-    is extrapolated at ``rate`` (the staircase's average).
+    is extrapolated at the lower of ``rate`` and that speed (the quota's long-run pace).
     """
     if not history or rate <= 0:
         return None
@@ -156,7 +156,7 @@ def throttled_finish(
             if left <= 0:
                 return t + chunk / speed - last_t
         t += step
-    return t - last_t + left / rate
+    return t - last_t + left / min(rate, speed)
 
 
 def _interval_speeds(history: Sequence[tuple[float, int]], span_s: float) -> list[float]:

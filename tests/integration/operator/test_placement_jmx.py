@@ -25,8 +25,8 @@ from kpo_devenv.operator_process import OperatorProcess
 from kpo_placement.cli import app
 from kpo_placement.load_rates import LOG_END_OFFSET, LOG_SIZE, TOPIC_BYTES_IN, TOPIC_BYTES_OUT
 from kpo_placement.snapshot import read_snapshot
-from tests.integration.broker.server.helpers import create_topic
-from tests.integration.operator.conftest import Stack, clean_cluster, produce
+from tests.integration.broker.server.helpers import consume_all, create_topic
+from tests.integration.operator.conftest import RECORD, Stack, clean_cluster, produce
 
 pytestmark = pytest.mark.integration
 
@@ -65,6 +65,8 @@ def test_collect_plan_and_first_wave_from_the_jmx_exporter(
     cluster = stack.cluster
     create_topic(cluster, "skewed", assignment={p: [p % 2, (p + 1) % 2] for p in range(6)})
     produce(cluster, "skewed", 6, 6 * MB)
+    # Kafka registers a topic's BytesOutPerSec at its first consumer fetch.
+    consume_all(cluster, "skewed", 6, 6 * MB // RECORD)
     urls = {i: b.metrics_url for i, b in cluster.brokers.items()}
     with urllib.request.urlopen(urls[0], timeout=10) as page:
         text = page.read().decode()

@@ -268,6 +268,7 @@ class KraftKafkaCluster(ApacheKafkaCluster):
                     "--ignore-formatted",
                     *scram,
                 ],
+                timeout_s=300.0,  # three JVMs at once on a loaded machine
             )
 
         with ThreadPoolExecutor(len(self.nodes)) as pool:

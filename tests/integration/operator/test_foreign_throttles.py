@@ -34,9 +34,9 @@ from tests.integration.operator.conftest import (
     LIST_KEYS,
     THROTTLE_KEYS,
     Stack,
-    clean_cluster,
     produce,
     reassignment,
+    start_kraft,
     start_zookeeper_kafka,
 )
 
@@ -61,9 +61,10 @@ def apache_stack(
     """Apache Kafka (3 brokers; 3.9 with ZooKeeper or 4.x with KRaft, default quota window),
     a namespace and the operator watching it."""
     cluster: ApacheKafkaCluster
-    shared = request.param == KAFKA4_KRAFT
-    if shared:  # the package's KRaft cluster with the default window, cleaned after
-        cluster = request.getfixturevalue("default_kraft")
+    if request.param == KAFKA4_KRAFT:
+        # A fresh cluster: on the package's shared one, cleaned after other moves, the
+        # tool's throttle did not hold the outside move once (to be investigated).
+        cluster = start_kraft(tmp_path / "kraft", APACHE_PROPERTIES)
     else:
         zookeeper = request.getfixturevalue("zookeeper")
         cluster = start_zookeeper_kafka(zookeeper, tmp_path, APACHE_PROPERTIES)
@@ -85,10 +86,7 @@ def apache_stack(
             operator.stop(timeout_s=10)
         control_plane.drop_finalizers(namespace)
         control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
-        if shared:
-            clean_cluster(cluster)
-        else:
-            cluster.stop()
+        cluster.stop()
 
 
 def _reassign_tool(stack: Stack, plan: Path, *flags: str) -> str:

@@ -27,6 +27,8 @@ install: $(INSTALLED)
 tools:
 	bash tools/install.sh
 	bash tools/install-kafka.sh >/dev/null
+	bash tools/install-kafka.sh 4 >/dev/null
+	bash tools/install-jmx-exporter.sh >/dev/null
 
 lint: install
 	$(BIN)/ruff check .

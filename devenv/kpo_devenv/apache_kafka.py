@@ -274,6 +274,9 @@ class ApacheBroker(BrokerProcess):
         size: brokers in the cluster (their principals are super users).
     """
 
+    #: The logging configuration written to :attr:`log4j_path` (log4j 1 syntax for 3.x).
+    log4j_text = _LOG4J
+
     def __init__(
         self,
         broker_id: int,
@@ -331,7 +334,7 @@ class ApacheBroker(BrokerProcess):
             kpo_devenv.process.ProcessStartError: the JVM exited or never listened.
         """
         self.workdir.mkdir(parents=True, exist_ok=True)
-        self.log4j_path.write_text(_LOG4J)
+        self.log4j_path.write_text(self.log4j_text)
         keystore = self.workdir / "keystore.pem"
         if self.security is not None and not keystore.exists():
             pair = self.security.pki.broker(self.broker_id)
@@ -359,6 +362,8 @@ class ApacheKafkaCluster(KafkaCluster):
     """
 
     stop_timeout_s = 30.0
+    #: Kafka's ``kafka-acls`` main class (it moved to ``kafka-tools`` in 4.0).
+    acl_command = ACL_COMMAND
 
     def __init__(
         self,
@@ -460,7 +465,7 @@ class ApacheKafkaCluster(KafkaCluster):
         listener = self.security.listeners[0]
         return run_kafka_tool(
             self.classpath,
-            ACL_COMMAND,
+            self.acl_command,
             [
                 "--bootstrap-server",
                 self.bootstrap_for(listener),

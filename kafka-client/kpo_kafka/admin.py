@@ -108,6 +108,15 @@ class KafkaAdmin(Protocol):
         """
         ...
 
+    def broker_config_values(self, broker: int, keys: Collection[str]) -> dict[str, str]:
+        """Return the values broker ``broker`` runs with for ``keys``, whatever their source.
+
+        DescribeConfigs of the broker resource: static ``server.properties`` entries and
+        Kafka's defaults included (e.g. ``replication.quota.window.num``); a key the
+        broker does not know is left out.
+        """
+        ...
+
     def incremental_alter_configs(
         self, changes: Mapping[ConfigResource, Mapping[str, str | None]]
     ) -> dict[ConfigResource, ApiError | None]:
@@ -364,6 +373,18 @@ class KafkaPythonAdmin:
                 if entry.get("config_source") in _DYNAMIC_SOURCES and entry.get("value") is not None
             }
         return result
+
+    def broker_config_values(self, broker: int, keys: Collection[str]) -> dict[str, str]:
+        """See :meth:`KafkaAdmin.broker_config_values`."""
+        request = [KafkaConfigResource(ConfigResourceType.BROKER, str(broker), list(keys))]
+        with translated("DescribeConfigs"):
+            answer = self._client().describe_configs(request, config_filter="all")
+        entries = answer.get(ConfigResourceKind.BROKER.value, {}).get(str(broker), {})
+        return {
+            name: entry["value"]
+            for name, entry in entries.items()
+            if name in keys and entry.get("value") is not None
+        }
 
     def incremental_alter_configs(
         self, changes: Mapping[ConfigResource, Mapping[str, str | None]]

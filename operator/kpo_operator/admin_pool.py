@@ -133,6 +133,11 @@ class KafkaAdminPool:
         with self._borrow() as admin:
             return admin.describe_configs(brokers, topics, keys)
 
+    def broker_config_values(self, broker: int, keys: Collection[str]) -> dict[str, str]:
+        """See :meth:`KafkaAdmin.broker_config_values`."""
+        with self._borrow() as admin:
+            return admin.broker_config_values(broker, keys)
+
     def incremental_alter_configs(
         self, changes: Mapping[ConfigResource, Mapping[str, str | None]]
     ) -> dict[ConfigResource, ApiError | None]:

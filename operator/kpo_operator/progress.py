@@ -186,15 +186,23 @@ class RateEstimator:
     Args:
         window_s: Window length in seconds (> 0).
         clock: Monotonic seconds; :func:`time.monotonic` by default.
+        keep_s: How long samples are kept for :meth:`history` (at least ``window_s``;
+            the ETA of a throttled move replays Kafka's quota window over them).
 
     Raises:
         ValueError: ``window_s`` is not positive.
     """
 
-    def __init__(self, window_s: float = 30.0, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        window_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+        keep_s: float = 120.0,
+    ):
         if window_s <= 0:
             raise ValueError(f"window_s must be > 0, got {window_s}")
         self._window = window_s
+        self._keep = max(window_s, keep_s)
         self._clock = clock
         self._samples: deque[tuple[float, int]] = deque()
 
@@ -204,14 +212,22 @@ class RateEstimator:
         if self._samples and bytes_done < self._samples[-1][1]:
             self._samples.clear()
         self._samples.append((now, bytes_done))
-        while len(self._samples) > 2 and now - self._samples[1][0] >= self._window:
+        while len(self._samples) > 2 and now - self._samples[1][0] >= self._keep:
             self._samples.popleft()
+
+    def history(self) -> tuple[tuple[float, int], ...]:
+        """Return the samples in the window: ``(clock seconds, bytes done)``, oldest first."""
+        return tuple(self._samples)
 
     def rate(self) -> float | None:
         """Return bytes/s over the window, or ``None`` with fewer than two samples."""
         if len(self._samples) < 2:
             return None
-        (t0, b0), (t1, b1) = self._samples[0], self._samples[-1]
+        first, last = 0, len(self._samples) - 1
+        newest = self._samples[last][0]
+        while last - first > 1 and newest - self._samples[first + 1][0] >= self._window:
+            first += 1
+        (t0, b0), (t1, b1) = self._samples[first], self._samples[last]
         if t1 <= t0:
             return None
         return (b1 - b0) / (t1 - t0)

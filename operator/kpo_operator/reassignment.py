@@ -47,7 +47,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin
@@ -65,6 +65,7 @@ from kpo_operator.progress import (
     throttled_duration,
     totals,
 )
+from kpo_operator.quota_window import WINDOW_NUM, WINDOW_SIZE, QuotaWindow, throttled_finish
 from kpo_operator.reassignment_actions import (
     cancelled_entries,
     current_target,
@@ -198,6 +199,7 @@ class ReassignmentReconciler:
         self.writer = writer
         self.rate_window_s = rate_window_s
         self.throttle_resync_s = throttle_resync_s
+        self._quota_window: tuple[float, QuotaWindow] | None = None  # (read at, window)
         self.clock = clock
         self.now = now
         self._rates: dict[str, RateEstimator] = {}
@@ -539,11 +541,64 @@ class ReassignmentReconciler:
             entries,
             summary,
             rate,
-            eta(remaining, rate, ctx.now) if remaining > 0 else None,
+            self._eta(ctx, parts, summary.bytes_total, remaining, rate, throttle, left),
             format_duration(left) if left else None,
         )
         self._record(ctx, update, None)
         return Phase.MOVING
+
+    def _eta(
+        self,
+        ctx: StepContext,
+        parts: list[PartitionProgress],
+        bytes_total: int,
+        remaining: int,
+        rate: float | None,
+        throttle: int | None,
+        left: timedelta | None,
+    ) -> datetime | None:
+        """Predict the end: with a throttle, by replaying Kafka's quota window.
+
+        Throttled, the busiest broker's pace (``left`` at ``throttle``) gives the rate the
+        bytes drain at, and :func:`~kpo_operator.quota_window.throttled_finish` replays
+        the brokers' quota window (``replication.quota.window.num`` x ``.size.seconds``,
+        read once from a broker) over the progress seen so far. Unthrottled, or before
+        two observations: the remaining bytes at the measured rate.
+        """
+        if remaining <= 0:
+            return None
+        history = self._rates[_object_uid(ctx.obj)].history()
+        if throttle and left and left.total_seconds() > 0 and len(history) >= 2:
+            window = self._read_quota_window(parts)
+            started = _parse_time(ctx.status.get("startTime"))
+            seen_s = history[-1][0] - history[0][0]
+            expired = started is not None and (ctx.now - started).total_seconds() - seen_s > (
+                window.samples * window.sample_s
+            )
+            drain = remaining / left.total_seconds()
+            found = throttled_finish(history, bytes_total, drain, window, baseline_expired=expired)
+            if found is not None:
+                return ctx.now + timedelta(seconds=found)
+        return eta(remaining, rate, ctx.now)
+
+    def _read_quota_window(self, parts: list[PartitionProgress]) -> QuotaWindow:
+        """Return a receiving broker's quota window, read every 10 minutes (static configs)."""
+        now = self.clock()
+        if self._quota_window is not None and now - self._quota_window[0] < 600:
+            return self._quota_window[1]
+        brokers = sorted({b for p in parts for b in p.adding} or {p.leader for p in parts})
+        window = QuotaWindow()
+        if brokers and brokers[0] >= 0:
+            try:
+                configs = self.admin.broker_config_values(brokers[0], (WINDOW_NUM, WINDOW_SIZE))
+            except KafkaAdminError as exc:
+                logger.info(
+                    "quota window of broker %s unknown (%s): Kafka's defaults", brokers[0], exc
+                )
+            else:
+                window = QuotaWindow.from_configs(configs)
+        self._quota_window = (now, window)
+        return window
 
     def _finish(
         self,
@@ -738,3 +793,13 @@ def _may_be_stale(snapshot: ClusterSnapshot, tp: TopicPartition, target: tuple[i
     """
     state = snapshot.view.partition(*tp)
     return state is not None and set(target) <= set(state.replicas)
+
+
+def _parse_time(text: object) -> datetime | None:
+    """Parse a status time written by :func:`~kpo_operator.progress.format_time`."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None

@@ -102,6 +102,8 @@ imagePullSecrets:
 {{- define "kpo.bootstrapServers" -}}
 {{- if .Values.operator.bootstrapServers -}}
 {{ .Values.operator.bootstrapServers }}
+{{- else if ne .Values.mode "bundled" -}}
+{{- fail "operator.bootstrapServers is required in mode operator-only (the existing cluster's host:port,...)" -}}
 {{- else -}}
 {{ include "kpo.broker.name" . }}.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}:{{ .Values.broker.port }}
 {{- end -}}
@@ -111,6 +113,8 @@ imagePullSecrets:
 {{- define "kpo.metricsUrlTemplate" -}}
 {{- if .Values.placement.metricsUrlTemplate -}}
 {{ .Values.placement.metricsUrlTemplate }}
+{{- else if ne .Values.mode "bundled" -}}
+{{- fail "placement in mode operator-only needs a metrics source: placement.prometheusUrl, placement.metricsUrls or placement.metricsUrlTemplate" -}}
 {{- else -}}
 http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" . }}.{{ .Release.Namespace }}.svc.{{ .Values.clusterDomain }}:{{ .Values.metrics.port }}/metrics
 {{- end -}}

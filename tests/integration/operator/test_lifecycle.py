@@ -1,5 +1,8 @@
 """A PartitionReassignment's life on real parts: suspend, live throttle change, cancel by
-spec and by deletion (finalizer), and an operator killed mid-move that resumes."""
+spec and by deletion (finalizer), and an operator killed mid-move that resumes.
+
+The live throttle change and the cancel run on our brokers and on Apache Kafka 4.x in
+KRaft mode (``flavor``)."""
 
 from __future__ import annotations
 
@@ -12,8 +15,10 @@ from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.conftest import wait_for
 from tests.integration.broker.server.helpers import create_topic, describe
 from tests.integration.operator.conftest import (
+    KAFKA4_KRAFT,
+    KPO,
+    FlavoredStack,
     Stack,
-    StackFactory,
     produce,
     reassignment,
     throttle_configs,
@@ -74,11 +79,14 @@ def test_suspended_reassignment_plans_then_runs_when_resumed(stack: Stack) -> No
     assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [2, 1]
 
 
-def test_live_throttle_change_changes_the_replication_rate(stack_factory: StackFactory) -> None:
+@pytest.mark.parametrize("flavor", [KPO, KAFKA4_KRAFT])
+def test_live_throttle_change_changes_the_replication_rate(
+    flavored_stack: FlavoredStack, flavor: str
+) -> None:
     # Kafka's quota is a sampled rate over replication.quota.window.num windows: with the
     # default 11 one-second samples a throttled follower copies ~11 s worth at once, then
     # waits. Two samples keep the same average rate with bursts small enough to measure.
-    stack = stack_factory(properties={"replication.quota.window.num": "2"})
+    stack = flavored_stack(flavor, properties={"replication.quota.window.num": "2"})
     setup_topic(stack, 24)
     slow, fast = 256 * 1024, 2 * 1024 * 1024
     stack.apply(reassignment("retune", MOVE, throttle={"replicationRate": slow}))
@@ -108,7 +116,11 @@ def test_live_throttle_change_changes_the_replication_rate(stack_factory: StackF
     assert throttle_configs(stack.cluster, "orders") == {}
 
 
-def test_cancel_by_spec_reverts_and_removes_throttles(stack: Stack) -> None:
+@pytest.mark.parametrize("flavor", [KPO, KAFKA4_KRAFT])
+def test_cancel_by_spec_reverts_and_removes_throttles(
+    flavored_stack: FlavoredStack, flavor: str
+) -> None:
+    stack = flavored_stack(flavor)
     setup_topic(stack, 4)
     stack.apply(reassignment("oops", MOVE, throttle={"replicationRate": 64 * 1024}))
     stack.wait_submitted("oops")

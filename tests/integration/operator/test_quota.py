@@ -1,4 +1,6 @@
-"""TopicReplicaQuota on real parts: applied, updated, drift repaired, conflicts, deletion."""
+"""TopicReplicaQuota on real parts: applied, updated, drift repaired, conflicts, deletion.
+
+The lifecycle runs on our brokers and on Apache Kafka 4.x in KRaft mode (``flavor``)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.conftest import wait_for
 from tests.integration.broker.server.helpers import create_topic
-from tests.integration.operator.conftest import Stack, throttle_configs
+from tests.integration.operator.conftest import (
+    KAFKA4_KRAFT,
+    KPO,
+    FlavoredStack,
+    Stack,
+    throttle_configs,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +60,9 @@ def conditions(stack: Stack, name: str) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status.get("conditions", [])}
 
 
-def test_quota_lifecycle_drift_and_conflicts(stack: Stack) -> None:
+@pytest.mark.parametrize("flavor", [KPO, KAFKA4_KRAFT])
+def test_quota_lifecycle_drift_and_conflicts(flavored_stack: FlavoredStack, flavor: str) -> None:
+    stack = flavored_stack(flavor)
     create_topic(stack.cluster, "orders", assignment={0: [0, 1], 1: [1, 2]})
     admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
     try:

@@ -1,7 +1,8 @@
 """The main job on real parts: a throttled PartitionReassignment applied with kubectl.
 
-Real kube-apiserver + etcd, real ZooKeeper, three broker processes, the operator
-as a process; data produced and consumed with kafka-python.
+Real kube-apiserver + etcd, the operator as a process, data produced and consumed with
+kafka-python; the cluster is ours (three broker processes on a real ZooKeeper), Apache
+Kafka 3.9 in ZooKeeper mode, or Apache Kafka 4.x in KRaft mode (``flavor``).
 """
 
 from __future__ import annotations
@@ -12,13 +13,16 @@ from datetime import UTC, datetime
 
 import pytest
 
+from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
+from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import wait_for
 from tests.integration.broker.server.helpers import consume_all, create_topic, describe
 from tests.integration.operator.conftest import (
+    FLAVORS,
     LIST_KEYS,
     RECORD,
-    StackFactory,
+    FlavoredStack,
     produce,
     reassignment,
     throttle_configs,
@@ -27,12 +31,13 @@ from tests.integration.operator.conftest import (
 pytestmark = pytest.mark.integration
 
 
+@pytest.mark.parametrize("flavor", FLAVORS)
 def test_main_job_throttled_move_completes_and_data_is_on_the_new_replicas(
-    stack_factory: StackFactory,
+    flavored_stack: FlavoredStack, flavor: str
 ) -> None:
     # Two quota samples instead of Kafka's 11: the same average rate without an initial burst
     # of ~11 s worth of data, so the move visibly progresses for the whole ~12 s.
-    stack = stack_factory(properties={"replication.quota.window.num": "2"})
+    stack = flavored_stack(flavor, properties={"replication.quota.window.num": "2"})
     cluster = stack.cluster
     create_topic(cluster, "orders", assignment={0: [0, 1], 1: [1, 0]})
     digests = produce(cluster, "orders", 2, 50 * 1024 * 1024)
@@ -96,9 +101,15 @@ def test_main_job_throttled_move_completes_and_data_is_on_the_new_replicas(
         30,
         "full ISR",
     )
-    # Read from the new replicas: make broker 2 the leader of both (preferred replica).
-    stack.cluster.brokers[0].stop()
-    stack.cluster.brokers[1].stop()
+    # Read from the new replicas: make broker 2 the leader of both (preferred replica) with
+    # a preferred leader election (stopping the others would take a KRaft quorum with them).
+    admin = KafkaPythonAdmin(cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
+    try:
+        wanted = [TopicPartition("orders", 0), TopicPartition("orders", 1)]
+        elected = admin.elect_preferred_leaders(wanted)
+    finally:
+        admin.close()
+    assert elected == dict.fromkeys(wanted), elected
     wait_for(
         lambda: all(p["leader_id"] == 2 for p in describe(cluster, "orders")),
         60,

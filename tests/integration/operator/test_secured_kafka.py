@@ -1,18 +1,20 @@
-"""The operator on a secured Apache Kafka 3.9: SASL_SSL with SCRAM-SHA-512, mutual TLS, ACLs.
+"""The operator on a secured Apache Kafka: SASL_SSL with SCRAM-SHA-512, mutual TLS, ACLs.
 
-Issue 13, part 2. One 3-broker Apache Kafka (ZooKeeper mode, jars from Maven Central) per
-module, with two TLS listeners (PEM keystores from a CA made in the test):
+Issue 13, part 2. One 3-broker Apache Kafka (jars from Maven Central) per module and flavor
+(3.9 in ZooKeeper mode, 4.x in KRaft mode), with two TLS listeners (PEM keystores from a
+CA made in the test):
 
-- ``SASL_SSL`` with SCRAM-SHA-512; the users are created with Kafka's own
-  ``kafka-configs --zookeeper ... --add-config 'SCRAM-SHA-512=[...]'`` before the brokers
-  start;
+- ``SASL_SSL`` with SCRAM-SHA-512; the users are created before the brokers start with
+  Kafka's own ``kafka-configs --zookeeper ... --add-config 'SCRAM-SHA-512=[...]'`` (3.9)
+  or ``kafka-storage format --add-scram 'SCRAM-SHA-512=[...]'`` (KRaft);
 - ``SSL`` with ``ssl.client.auth=required`` (mutual TLS; brokers replicate over it as
   ``User:CN=broker-<id>,O=kpo``, super users).
 
-``AclAuthorizer`` refuses whatever no ACL allows. The operator's principals get exactly the
-ACLs the README documents, granted with Kafka's own ``kafka-acls``; a third principal lacks
-Alter on the Cluster. The operator runs as a process configured as the chart configures
-it: a client properties file plus the password and key as files (Secrets).
+``AclAuthorizer`` (3.9) or ``StandardAuthorizer`` (KRaft) refuses whatever no ACL allows.
+The operator's principals get exactly the ACLs the README documents, granted with Kafka's
+own ``kafka-acls``; a third principal lacks Alter on the Cluster. The operator runs as a
+process configured as the chart configures it: a client properties file plus the password
+and key as files (Secrets).
 """
 
 from __future__ import annotations
@@ -36,13 +38,21 @@ from kpo_devenv.apache_kafka import (
     kafka_classpath,
     write_properties,
 )
+from kpo_devenv.apache_kraft import KraftKafkaCluster
 from kpo_devenv.operator_process import OperatorProcess
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
 from kpo_devenv.tools import pinned_version
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.client_config import ClientSecurity, client_security_from_env
 from tests.integration.broker.conftest import wait_for
-from tests.integration.operator.conftest import LIST_KEYS, THROTTLE_KEYS, Stack, reassignment
+from tests.integration.operator.conftest import (
+    KAFKA3_ZK,
+    KAFKA4_KRAFT,
+    LIST_KEYS,
+    THROTTLE_KEYS,
+    Stack,
+    reassignment,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -87,11 +97,11 @@ class Secured:
         )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="module", params=[KAFKA3_ZK, KAFKA4_KRAFT])
 def secured(
-    zookeeper: ZooKeeperServer, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Secured]:
-    """A secured 3-broker Apache Kafka shared by the module's tests."""
+    """A secured 3-broker Apache Kafka shared by the module's tests (one per flavor)."""
     workdir = tmp_path_factory.mktemp("secured-kafka")
     pki = generate_kafka_pki(workdir / "pki")
     security = KafkaSecurity(
@@ -105,15 +115,27 @@ def secured(
         },
         super_users=("User:admin",),
     )
-    chroot = f"secured-{uuid.uuid4().hex[:8]}"
-    cluster = ApacheKafkaCluster(
-        workdir / "kafka",
-        f"{zookeeper.connect_string}/{chroot}",
-        kafka_classpath(pinned_version("KAFKA_VERSION")),
-        3,
-        {"auto.create.topics.enable": "false", "replica.fetch.wait.max.ms": "100"},
-        security=security,
-    )
+    properties = {"auto.create.topics.enable": "false", "replica.fetch.wait.max.ms": "100"}
+    cluster: ApacheKafkaCluster
+    if request.param == KAFKA3_ZK:
+        zookeeper: ZooKeeperServer = request.getfixturevalue("zookeeper")
+        chroot = f"secured-{uuid.uuid4().hex[:8]}"
+        cluster = ApacheKafkaCluster(
+            workdir / "kafka",
+            f"{zookeeper.connect_string}/{chroot}",
+            kafka_classpath(pinned_version("KAFKA_VERSION")),
+            3,
+            properties,
+            security=security,
+        )
+    else:
+        cluster = KraftKafkaCluster(
+            workdir / "kafka",
+            kafka_classpath(pinned_version("KAFKA4_VERSION")),
+            3,
+            properties,
+            security=security,
+        )
     admin_config = write_properties(
         workdir / "admin.properties", client_properties(security, "SASL_SSL", user="admin")
     )

@@ -219,6 +219,11 @@ class FakeKafkaAdmin:
             for r in wanted
         }
 
+    def broker_config_values(self, broker: int, keys: Collection[str]) -> dict[str, str]:
+        self._enter("broker_config_values", (broker, tuple(keys)))
+        found = self.configs.get(ConfigResource.broker(broker), {})
+        return {k: v for k, v in found.items() if k in keys}
+
     def incremental_alter_configs(
         self, changes: Mapping[ConfigResource, Mapping[str, str | None]]
     ) -> dict[ConfigResource, ApiError | None]:

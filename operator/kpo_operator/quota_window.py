@@ -1,0 +1,196 @@
+"""When a throttled move ends, given Kafka's sampled replication quota (pure logic).
+
+Kafka throttles replication with a rate measured over ``replication.quota.window.num``
+samples of ``replication.quota.window.size.seconds`` (default 11 x 1 s):
+``ReplicationQuotaManager`` records the throttled bytes in a ``SimpleRate`` (a ``Rate`` over
+a ``SampledStat``; KIP-73) and a follower fetches a throttled partition (the leader serves
+it) only while that rate is not above ``follower.replication.throttled.rate``. A
+``SimpleRate`` divides the bytes of its live samples by the time since the oldest sample
+began, counted as at least one sample window: a move may copy one window's worth at once,
+then goes at the throttle, in whole fetches (``replica.fetch.max.bytes``). The rate
+measured in the first seconds is thus above the throttle, and the bytes seen early depend
+on when the brokers started copying, so dividing the bytes left by it promises too early an
+end; :func:`throttled_finish` replays the quota's samples from the bytes observed so far
+and steps Kafka's rule forward to the last byte, at the speed the copy was seen to reach.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+#: Kafka's broker configs of the replication quota window and their defaults.
+WINDOW_NUM = "replication.quota.window.num"
+WINDOW_SIZE = "replication.quota.window.size.seconds"
+DEFAULT_WINDOW_NUM = 11
+DEFAULT_WINDOW_SIZE_S = 1.0
+
+#: Steps of the forward replay before the rest is extrapolated at the throttle.
+MAX_STEPS = 6000
+
+
+@dataclass(frozen=True)
+class QuotaWindow:
+    """The replication quota's samples: ``samples`` windows of ``sample_s`` seconds each.
+
+    Attributes:
+        samples: ``replication.quota.window.num`` (>= 1).
+        sample_s: ``replication.quota.window.size.seconds`` (> 0).
+
+    Raises:
+        ValueError: a value out of range.
+    """
+
+    samples: int = DEFAULT_WINDOW_NUM
+    sample_s: float = DEFAULT_WINDOW_SIZE_S
+
+    def __post_init__(self) -> None:
+        if self.samples < 1 or self.sample_s <= 0:
+            raise ValueError(f"bad quota window: {self.samples} samples of {self.sample_s} s")
+
+    @classmethod
+    def from_configs(cls, configs: dict[str, str]) -> QuotaWindow:
+        """Read the two broker configs (missing or unparsable: Kafka's defaults)."""
+        try:
+            samples = int(configs.get(WINDOW_NUM, DEFAULT_WINDOW_NUM))
+            size = float(configs.get(WINDOW_SIZE, DEFAULT_WINDOW_SIZE_S))
+            return cls(samples, size)
+        except ValueError:
+            return cls()
+
+
+class SampledRate:
+    """Kafka's ``SimpleRate`` over a ``SampledStat`` of :class:`QuotaWindow` samples, in seconds.
+
+    ``record`` adds bytes to the current sample (a new one starts once the current sample
+    is ``sample_s`` old, cycling over ``samples + 1`` slots); ``measure`` first resets the
+    samples whose last bytes are ``samples x sample_s`` old, then divides the sum by the
+    time since the oldest sample began, at least one window (``SimpleRate.windowSize``).
+    """
+
+    def __init__(self, window: QuotaWindow) -> None:
+        self.window = window
+        self._samples: list[list[float]] = []  # [start s, last event s, bytes]
+        self._current = 0
+
+    def record(self, value: float, now: float) -> None:
+        """Add ``value`` bytes at time ``now`` (seconds)."""
+        if not self._samples:
+            self._samples.append([now, now, 0.0])
+        sample = self._samples[self._current]
+        if now - sample[0] >= self.window.sample_s:
+            self._current = (self._current + 1) % (self.window.samples + 1)
+            if self._current >= len(self._samples):
+                self._samples.append([now, now, 0.0])
+            else:
+                self._samples[self._current] = [now, now, 0.0]
+            sample = self._samples[self._current]
+        sample[1] = now
+        sample[2] += value
+
+    def measure(self, now: float) -> float:
+        """Return the rate at ``now`` in bytes/s (0 before any record)."""
+        if not self._samples:
+            return 0.0
+        expire = self.window.samples * self.window.sample_s
+        for sample in self._samples:
+            if now - sample[1] >= expire:
+                sample[0], sample[1], sample[2] = now, now, 0.0
+        total = sum(s[2] for s in self._samples)
+        elapsed = max(now - min(s[0] for s in self._samples), self.window.sample_s)
+        return total / elapsed
+
+
+def throttled_finish(
+    history: Sequence[tuple[float, int]],
+    bytes_total: int,
+    rate: float,
+    window: QuotaWindow,
+    *,
+    baseline_expired: bool = False,
+) -> float | None:
+    """Return the seconds from the last observation until ``bytes_total`` bytes are copied.
+
+    Args:
+        history: ``(time s, bytes done)`` observations in time order (a monotonic clock),
+            e.g. the operator's progress polls since the move started.
+        bytes_total: Bytes the move copies in all.
+        rate: The throttle in bytes/s as it applies to these bytes (> 0).
+        window: The brokers' quota window.
+        baseline_expired: The bytes of the first observation were copied longer than a
+            window ago (the operator started after the move), so they no longer count in
+            Kafka's rate.
+
+    Returns:
+        The predicted seconds, 0 when done, or ``None`` without observations or a rate.
+
+    Fetches run at the fastest speed observed over two quota samples or more (``rate``
+    before any byte moved; a move never seen faster than its throttle goes on at the speed
+    seen) whenever the replayed rate is not above ``rate``. The bytes between two
+    observations are placed where that rule puts them (from the earlier observation on,
+    as soon as the quota allows; what it cannot place is recorded at the later one), so
+    the replayed samples expire when Kafka's do. Beyond :data:`MAX_STEPS` steps the rest
+    is extrapolated at the lower of ``rate`` and that speed (the quota's long-run pace).
+    """
+    if not history or rate <= 0:
+        return None
+    last_t, last_bytes = history[-1]
+    remaining = bytes_total - last_bytes
+    if remaining <= 0:
+        return 0.0
+    quota = SampledRate(window)
+    step = window.sample_s / 10
+    speed = max(_interval_speeds(history, 2 * window.sample_s), default=rate)
+    first_t, first_bytes = history[0]
+    if not baseline_expired and first_bytes > 0:
+        quota.record(first_bytes, first_t)
+    for (t0, b0), (t1, b1) in itertools.pairwise(history):
+        _replay(quota, b1 - b0, t0, t1, rate, speed, step)
+    t, left = last_t, float(remaining)
+    for _ in range(MAX_STEPS):
+        if quota.measure(t) <= rate:
+            chunk = min(speed * step, left)
+            quota.record(chunk, t)
+            left -= chunk
+            if left <= 0:
+                return t + chunk / speed - last_t
+        t += step
+    return t - last_t + left / min(rate, speed)
+
+
+def _interval_speeds(history: Sequence[tuple[float, int]], span_s: float) -> list[float]:
+    """Bytes/s over stretches of at least ``span_s`` seconds in which bytes were copied.
+
+    Replica sizes grow by whole fetches, so shorter stretches would overstate the speed.
+    """
+    speeds: list[float] = []
+    t0, b0 = history[0]
+    for t1, b1 in history[1:]:
+        if t1 - t0 >= span_s:
+            if b1 > b0:
+                speeds.append((b1 - b0) / (t1 - t0))
+            t0, b0 = t1, b1
+    return speeds
+
+
+def _replay(
+    quota: SampledRate,
+    copied: int,
+    start: float,
+    end: float,
+    rate: float,
+    speed: float,
+    step: float,
+) -> None:
+    """Record ``copied`` bytes observed between ``start`` and ``end`` as Kafka would copy them."""
+    left = float(copied)
+    t = start
+    while left > 0 and t < end:
+        if quota.measure(t) <= rate:
+            chunk = min(speed * step, left)
+            quota.record(chunk, t)
+            left -= chunk
+        t += step
+    if left > 0:
+        quota.record(left, end)

@@ -140,7 +140,8 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
      variables read by kpo_kafka.client_config, secrets only as mounted files. The settings
      are values kafkaClient when its securityProtocol is set (an external Kafka), else the
      chart's own fleet: SASL_SSL as the component's SCRAM user (security.scram.users), its
-     password and the fleet's CA projected from Secrets; PLAINTEXT with security.plaintext.
+     password and the fleet's CA projected from Secrets; PLAINTEXT with security.plaintext
+     or, in mode operator-only, when kafkaClient.securityProtocol is not set.
      Call with (dict "ctx" $ "component" "operator"|"placement"|"test"). */}}
 {{- define "kpo.kafkaClient.dir" -}}/etc/kpo/kafka-client{{- end -}}
 
@@ -148,7 +149,7 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
 {{- $v := .ctx.Values -}}
 {{- if $v.kafkaClient.securityProtocol -}}
 {{- toJson (merge (dict "projected" false) $v.kafkaClient) -}}
-{{- else if $v.security.plaintext -}}
+{{- else if ne (include "kpo.secure" .ctx) "true" -}}
 {{- toJson (dict "securityProtocol" "PLAINTEXT" "projected" false "secret" (dict)) -}}
 {{- else -}}
 {{- $secret := dict "name" (include "kpo.user.secret" (dict "ctx" .ctx "component" .component)) "caKey" "ca.crt" "certificateKey" "" "privateKeyKey" "" "passwordKey" "password" -}}
@@ -226,7 +227,8 @@ http://{{ include "kpo.broker.name" . }}-{id}.{{ include "kpo.broker.headless" .
 {{/* --- Security of the chart's own fleet (values security) --------------------------- */}}
 
 {{/* "true" unless security.plaintext. */}}
-{{- define "kpo.secure" -}}{{ not .Values.security.plaintext }}{{- end -}}
+{{/* Whether the chart's own fleet is secured (nothing to secure in mode operator-only). */}}
+{{- define "kpo.secure" -}}{{ and (not .Values.security.plaintext) (eq .Values.mode "bundled") }}{{- end -}}
 
 {{/* Where the broker certificates come from: certManager, generated or secret. */}}
 {{- define "kpo.tls.source" -}}

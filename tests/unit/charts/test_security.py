@@ -43,7 +43,7 @@ def test_default_brokers_serve_sasl_ssl_to_clients_and_mutual_tls_to_each_other(
     assert props["listener.name.client.sasl.enabled.mechanisms"] == "SCRAM-SHA-512"
     assert props["listener.name.internal.ssl.client.auth"] == "required"
     assert props["zookeeper.set.acl"] == "true"
-    assert "authorizer.class.name" not in props  # security.authorization.enabled is off
+    assert props["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
     (sts,) = find(objects, "StatefulSet", "-broker")
     (broker,) = sts["spec"]["template"]["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in broker["env"]}
@@ -105,12 +105,18 @@ def test_users_get_secrets_and_the_bootstrap_hook_job_creates_them() -> None:
         "kpo-broker-0.kpo-broker-headless.kafka.svc.cluster.local:9093"
     )
     plan = _plan(objects)
-    assert plan["authorization"] is False
+    assert plan["authorization"] is True
     assert [u["name"] for u in plan["users"]] == ["kpo-operator", "kpo-placement", "kpo-helm-test"]
 
 
-def test_authorization_switch_sets_the_authorizer_super_user_and_least_privilege_acls() -> None:
-    objects = render("default", "security.authorization.enabled=true")
+def test_authorization_switch_off_drops_the_authorizer_and_the_acls() -> None:
+    objects = render("default", "security.authorization.enabled=false")
+    assert "authorizer.class.name" not in _properties(objects)
+    assert _plan(objects)["authorization"] is False
+
+
+def test_default_authorizer_super_user_and_least_privilege_acls() -> None:
+    objects = render("default")
     props = _properties(objects)
     assert props["authorizer.class.name"] == "kafka.security.authorizer.AclAuthorizer"
     assert props["super.users"] == "User:CN=kpo-broker"

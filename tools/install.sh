@@ -3,7 +3,8 @@
 # outside the checkout ($KPO_TOOLS_DIR, default ~/.cache/kpo-tools):
 #   bin/etcd, bin/kube-apiserver, bin/kube-controller-manager,
 #   bin/kube-scheduler, bin/kubectl, bin/helm, bin/kwok  (built with `go`
-#   from the Go module proxy) and ZooKeeper from Debian's `zookeeper` package.
+#   from the Go module proxy) and ZooKeeper from Debian's `zookeeper` package;
+#   `node` adds a real node's kubelet, kube-proxy, coredns and Debian's containerd.
 # Each tool is rebuilt only when its pinned version (tools/versions.env)
 # changes; a warm run only checks stamps.
 set -euo pipefail
@@ -76,6 +77,8 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
+	_ "k8s.io/kubernetes/cmd/kubelet"
+	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
   (cd "$dir" && go mod tidy)
@@ -152,6 +155,23 @@ install_zookeeper() {
   stamp_set zookeeper "$v"
 }
 
+# --- A real node (kpo_devenv.real_node): containerd and the CNI plugins from Debian,
+# the kubelet and kube-proxy built like the control plane, CoreDNS from the proxy.
+install_node() {
+  local pkgs=() p
+  for p in containerd containernetworking-plugins; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || pkgs+=("$p")
+  done
+  if ((${#pkgs[@]})); then
+    log "node: apt-get install ${pkgs[*]}"
+    local sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+  fi
+  build_kubernetes kubelet kube-proxy
+  go_install coredns github.com/coredns/coredns "$COREDNS_VERSION"
+}
+
 want="${1:-all}"
 case "$want" in
   all)
@@ -173,6 +193,7 @@ case "$want" in
   kubernetes) build_kubernetes ;;
   helm) go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" ;;
   kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
-  *) echo "usage: $0 [all|demo|zookeeper|etcd|kubernetes|helm|kwok]" >&2; exit 2 ;;
+  node) install_node ;;
+  *) echo "usage: $0 [all|demo|zookeeper|etcd|kubernetes|helm|kwok|node]" >&2; exit 2 ;;
 esac
 log "tools ready in $BIN"

@@ -121,6 +121,7 @@ class KubeApiServer:
                 "--authorization-mode=RBAC",
                 "--allow-privileged=true",
                 "--profiling=false",
+                "--kubelet-preferred-address-types=InternalIP,Hostname",
             ],
             workdir / "kube-apiserver.log",
         )

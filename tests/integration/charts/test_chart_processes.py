@@ -72,6 +72,7 @@ class Release:
     root: Path
     zk_connect: str
     bootstrap_output: str
+    internal: str = ""
 
     def find(self, kind: str, suffix: str) -> Manifest:
         (found,) = [
@@ -106,6 +107,29 @@ class Release:
             "sasl_plain_username": {"operator": "kpo-operator", "test": "kpo-helm-test"}[component],
             "sasl_plain_password": self.user_password(component),
         }
+
+    def super_client(self) -> dict[str, Any]:
+        """kafka-python settings of the brokers' own identity (a super user): mutual TLS.
+
+        For the test's own set-up (topics and records of an application), which none of the
+        chart's least-privilege users may do; use with :attr:`internal`.
+        """
+        (tls,) = [
+            o
+            for o in self.objects
+            if o["kind"] == "Secret" and o["metadata"]["name"].endswith("-broker-tls")
+        ]
+        folder = self.root / "super-user"
+        folder.mkdir(exist_ok=True)
+        files = {}
+        for key in ("ca.crt", "broker-0.crt", "broker-0.key"):
+            files[key] = folder / key
+            files[key].write_bytes(base64.b64decode(tls["data"][key]))
+        files["broker-0.key"].chmod(0o600)
+        context = ssl.create_default_context(cafile=str(files["ca.crt"]))
+        context.check_hostname = False
+        context.load_cert_chain(str(files["broker-0.crt"]), str(files["broker-0.key"]))
+        return {"security_protocol": "SSL", "ssl_context": context}
 
     def status(self, name: str) -> dict[str, Any]:
         out = self.plane.kubectl(
@@ -261,6 +285,7 @@ def release(
             root,
             rendered["zookeeper"]["externalConnect"],
             bootstrapper.log_tail(),
+            internal,
         )
         _wait_for_brokers(stack, 3)
         yield stack
@@ -376,14 +401,18 @@ def test_helm_test_pod_produces_and_consumes_through_the_brokers(release: Releas
 def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
     release: Release,
 ) -> None:
-    admin = _admin(release)
+    # An application's topic and records, made as the brokers' super user: the operator's
+    # user holds only the ACLs a reassignment needs (no Create, no Write).
+    admin = KafkaAdminClient(
+        bootstrap_servers=release.internal, request_timeout_ms=10000, **release.super_client()
+    )
     try:
         admin.create_topics([NewTopic(TOPIC, replica_assignments={0: [0, 1]})])
     finally:
         admin.close()
     wait_for(lambda: _partition(release, TOPIC, 0)["leader_id"] >= 0, 30, "a leader for orders-0")
     producer = KafkaProducer(
-        bootstrap_servers=release.bootstrap, acks="all", linger_ms=20, **release.client()
+        bootstrap_servers=release.internal, acks="all", linger_ms=20, **release.super_client()
     )
     values = [i.to_bytes(8, "big") * 2048 for i in range(256)]  # 4 MiB
     for value in values:
@@ -429,10 +458,10 @@ def test_operator_pod_with_the_charts_role_completes_a_throttled_reassignment(
     ]
     assert not refused, "the operator made calls its Role refuses:\n" + "\n".join(refused[:5])
     consumer = KafkaConsumer(
-        bootstrap_servers=release.bootstrap,
+        bootstrap_servers=release.internal,
         auto_offset_reset="earliest",
         consumer_timeout_ms=10000,
-        **release.client(),
+        **release.super_client(),
     )
     consumer.assign([TopicPartition(TOPIC, 0)])
     read = [m.value for m in consumer]

@@ -67,7 +67,7 @@ def host_ip() -> str:
     """
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
-            probe.connect(("192.0.2.255", 9))  # no packet is sent for a UDP connect
+            probe.connect(("198.51.100.1", 9))  # TEST-NET-2 via the default route; UDP sends nothing
         except OSError as exc:
             raise RealNodeError(f"no non-loopback IPv4 address: {exc}") from exc
         address: str = probe.getsockname()[0]

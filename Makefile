@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration soak demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
@@ -56,6 +56,15 @@ KPO_FAULT_SEED ?= 16
 soak: install tools
 	KPO_FAULT_COUNT=$(KPO_FAULT_COUNT) KPO_FAULT_SEED=$(KPO_FAULT_SEED) \
 		$(BIN)/pytest tests/integration/broker/faults -m faults -s --timeout=0 $(PYTEST_ARGS)
+
+# helm install of the whole chart on a real node (containerd, kubelet, kube-proxy, CoreDNS)
+# running kpo's images as pods, and helm test. Not in `make test`: the node's tools (Debian's
+# containerd, the kubelet, kube-proxy and CoreDNS from the Go module proxy) are not part of
+# `make tools`; the test skips without them.
+test-real-node: install tools
+	bash tools/install.sh node
+	bash tools/containers.sh engine
+	$(BIN)/pytest tests/integration/containers/test_real_node.py $(PYTEST_ARGS)
 
 # Only what the demo runs: ZooKeeper, etcd, kube-apiserver, kubectl (a first run builds less).
 demo-tools:

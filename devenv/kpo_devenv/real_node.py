@@ -596,8 +596,8 @@ class RealNode:
             for image in [sandbox_image(images[0], engine), *images]:
                 self.containerd.import_image(image, engine)
             self.dns.start()
+            self.kubelet.start()  # kube-proxy waits for its Node object
             self.proxy.start()
-            self.kubelet.start()
         except BaseException:
             self.stop()
             raise

@@ -122,6 +122,8 @@ class KubeApiServer:
                 "--allow-privileged=true",
                 "--profiling=false",
                 "--kubelet-preferred-address-types=InternalIP,Hostname",
+                f"--kubelet-client-certificate={pki.admin.cert}",
+                f"--kubelet-client-key={pki.admin.key}",
             ],
             workdir / "kube-apiserver.log",
         )

@@ -67,7 +67,7 @@ def host_ip() -> str:
     """
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         try:
-            probe.connect(("198.51.100.1", 9))  # TEST-NET-2 via the default route; UDP sends nothing
+            probe.connect(("198.51.100.1", 9))  # TEST-NET-2, default route; nothing is sent
         except OSError as exc:
             raise RealNodeError(f"no non-loopback IPv4 address: {exc}") from exc
         address: str = probe.getsockname()[0]

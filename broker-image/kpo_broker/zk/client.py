@@ -870,14 +870,11 @@ class KafkaZkClient:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        prefix = f"{paths.ISR_CHANGE_NOTIFICATION}/{paths.ISR_CHANGE_PREFIX}"
-        data = encode_isr_change_notification(partitions)
-        result = self._session.handle_request(
-            "create_async", prefix, data, sequence=True, makepath=True
+        return self.create_sequential(
+            paths.ISR_CHANGE_NOTIFICATION,
+            paths.ISR_CHANGE_PREFIX,
+            encode_isr_change_notification(partitions),
         )
-        if isinstance(result, ZookeeperError):
-            raise _refused(prefix, result)
-        return str(result).rsplit("/", 1)[-1]
 
     def get_isr_change_notifications(self) -> list[str]:
         """Return the pending ISR change notification names, oldest first.
@@ -946,14 +943,11 @@ class KafkaZkClient:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        prefix = f"{paths.LOG_DIR_EVENT_NOTIFICATION}/{paths.LOG_DIR_EVENT_PREFIX}"
-        data = encode_log_dir_event_notification(broker_id)
-        result = self._session.handle_request(
-            "create_async", prefix, data, sequence=True, makepath=True
+        return self.create_sequential(
+            paths.LOG_DIR_EVENT_NOTIFICATION,
+            paths.LOG_DIR_EVENT_PREFIX,
+            encode_log_dir_event_notification(broker_id),
         )
-        if isinstance(result, ZookeeperError):
-            raise _refused(prefix, result)
-        return str(result).rsplit("/", 1)[-1]
 
     def get_log_dir_event_notifications(self) -> list[str]:
         """Return the pending log dir event notification names, oldest first.

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
-from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.admin_types import KafkaRequestError, KafkaUnavailableError, PartitionInfo
 
 T = TypeVar("T")
 
@@ -109,24 +109,47 @@ def create_topic(
     Give either ``partitions`` and ``replication_factor`` or a replica ``assignment``
     (one replica list per partition, preferred leader first).
 
+    A CreateTopics answer that times out (REQUEST_TIMED_OUT, or none within the request
+    timeout) is retried until ``timeout_s``, the topic appearing in Metadata ending the retries.
+
     Raises:
-        kpo_kafka.admin_types.KafkaAdminError: the broker refused the topic.
+        kpo_kafka.admin_types.KafkaAdminError: the broker refused the topic, or no answer
+            came within ``timeout_s``.
         BenchTimeoutError: the partitions did not all get a leader and full ISR in time.
     """
-    timeout_ms = int(timeout_s * 1000)
+    # The controller may take longer than a request timeout to create the topic on a loaded
+    # machine (Apache Kafka's answer waits for the new metadata): ask with a server-side
+    # timeout under the client's, and treat REQUEST_TIMED_OUT or a lost answer as "under
+    # way" (the creation goes on in the controller), TOPIC_ALREADY_EXISTS after such a retry
+    # as done; the readiness wait below decides.
+    options: dict[str, object] = {"configs": config, "timeout_ms": ADMIN_REQUEST_TIMEOUT_MS // 2}
     if assignment is not None:
         count = len(assignment)
-        replicas = dict(enumerate(assignment))
-        admin.create_topic(topic, assignment=replicas, configs=config, timeout_ms=timeout_ms)
+        options["assignment"] = dict(enumerate(assignment))
     else:
         count = partitions or 1
-        admin.create_topic(
-            topic,
-            partitions=count,
-            replication_factor=replication_factor or 1,
-            configs=config,
-            timeout_ms=timeout_ms,
-        )
+        options["partitions"] = count
+        options["replication_factor"] = replication_factor or 1
+    deadline = time.monotonic() + timeout_s
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            admin.create_topic(topic, **options)  # type: ignore[arg-type]
+            break
+        except KafkaRequestError as exc:
+            if attempts > 1 and exc.error is not None and exc.error.name == "TOPIC_ALREADY_EXISTS":
+                break
+            raise
+        except KafkaUnavailableError:
+            try:
+                if partition_info(admin, topic, 0) is not None:
+                    break
+            except KafkaUnavailableError:
+                pass
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1.0)
 
     def all_ready() -> bool | None:
         for p in range(count):

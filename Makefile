@@ -8,6 +8,9 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PYTEST_ARGS ?=
+# `make test` runs the suite on this many pytest-xdist workers, a test module per worker at a
+# time (its fixtures start once); the suite waits far more than it computes.
+TEST_WORKERS ?= 3
 
 .PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
@@ -42,7 +45,7 @@ typecheck: install
 	$(BIN)/mypy
 
 test: install tools lint typecheck
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
 
 test-unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -25,6 +25,27 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     stop_all()
 
 
+#: Directories whose modules share one xdist group: the container tests build and run the
+#: same images with podman, so they run one after the other on one worker.
+_SHARED_GROUPS = {"containers": REPO_ROOT / "tests" / "integration" / "containers"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test with its module's ``xdist_group`` (``make test`` runs ``--dist loadgroup``).
+
+    A module's tests share module- and package-scoped fixtures (clusters, control planes), so
+    the whole module runs on one pytest-xdist worker and starts them once; the directories in
+    ``_SHARED_GROUPS`` form one group each. Without xdist the mark is inert.
+    """
+    for item in items:
+        path = Path(str(item.path))
+        group = next(
+            (name for name, root in _SHARED_GROUPS.items() if root in path.parents),
+            str(path.relative_to(REPO_ROOT)),
+        )
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(scope="session")
 def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooKeeperServer]:
     """A running standalone ZooKeeper server."""

@@ -38,7 +38,7 @@ PROPERTIES = {
     "offsets.commit.timeout.ms": "5000",
     "replication.quota.window.num": "2",  # no initial burst: the move lasts seconds
 }
-RATE = 2 * 1024 * 1024  # bytes/s per broker: the 12 MB of the topic take ~6 s to move
+RATE = 512 * 1024  # bytes/s per broker: each new broker fetches 6 of the 12 MB, ~12 s
 
 
 class Trickle:

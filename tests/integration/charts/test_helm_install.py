@@ -22,6 +22,7 @@ import yaml
 
 from kpo_devenv import ControlPlane
 from kpo_devenv.cluster_addons import ClusterAddons
+from tests.integration.charts.storage import hostpath_storage
 from tests.unit.charts.helm import CHART, helm
 
 pytestmark = pytest.mark.integration
@@ -76,35 +77,6 @@ def _values_file(directory: Path, values: dict[str, Any]) -> str:
     return str(path)
 
 
-def _storage(pv_dir: Path) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {"name": STORAGE_CLASS},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "Immediate",
-            "reclaimPolicy": "Retain",
-        }
-    ]
-    for i in range(PV_COUNT):
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": f"{STORAGE_CLASS}-{i}", "labels": {"kpo.dev/test-pv": "true"}},
-                "spec": {
-                    "capacity": {"storage": "1Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "storageClassName": STORAGE_CLASS,
-                    "hostPath": {"path": str(pv_dir / f"pv-{i}"), "type": "DirectoryOrCreate"},
-                },
-            }
-        )
-    return objects
-
-
 @pytest.fixture(scope="module")
 def release(
     control_plane: ControlPlane,
@@ -118,7 +90,7 @@ def release(
     StorageClass are deleted while kube-controller-manager still runs to finalize them.
     """
     workdir = tmp_path_factory.mktemp("helm-install")
-    storage = yaml.safe_dump_all(_storage(workdir / "volumes"))
+    storage = yaml.safe_dump_all(hostpath_storage(STORAGE_CLASS, PV_COUNT, workdir / "volumes"))
     control_plane.kubectl("create", "namespace", NAMESPACE)
     control_plane.kubectl("create", "-f", "-", input_text=storage)
     try:

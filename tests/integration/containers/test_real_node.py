@@ -28,6 +28,7 @@ from kpo_devenv import ControlPlane
 from kpo_devenv.cluster_addons import KubeControllerManager, KubeScheduler
 from kpo_devenv.real_node import RealNode, required_tools
 from kpo_devenv.tools import tool_path
+from tests.integration.charts.storage import hostpath_storage
 from tests.unit.charts.helm import CHART
 
 pytestmark = pytest.mark.integration
@@ -69,38 +70,6 @@ def _values(images: dict[str, str]) -> dict[str, Any]:
             "resources": SMALL,
         },
     }
-
-
-def _storage(volumes: Path) -> list[dict[str, Any]]:
-    objects: list[dict[str, Any]] = [
-        {
-            "apiVersion": "storage.k8s.io/v1",
-            "kind": "StorageClass",
-            "metadata": {"name": STORAGE_CLASS},
-            "provisioner": "kubernetes.io/no-provisioner",
-            "volumeBindingMode": "Immediate",
-            "reclaimPolicy": "Retain",
-        }
-    ]
-    for i in range(PV_COUNT):
-        folder = volumes / f"pv-{i}"
-        folder.mkdir(parents=True, exist_ok=True)
-        folder.chmod(0o777)  # hostPath volumes ignore fsGroup; the pods run as 10001 / 1000
-        objects.append(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": f"{STORAGE_CLASS}-{i}"},
-                "spec": {
-                    "capacity": {"storage": "1Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "storageClassName": STORAGE_CLASS,
-                    "hostPath": {"path": str(folder), "type": "Directory"},
-                },
-            }
-        )
-    return objects
 
 
 def _wait_for(check: Callable[[], bool], what: str, timeout_s: float) -> None:
@@ -165,7 +134,12 @@ def test_helm_install_runs_real_pods_and_helm_test_passes(
     plane: ControlPlane, images: dict[str, str], tmp_path: Path
 ) -> None:
     plane.kubectl("create", "namespace", NAMESPACE)
-    plane.kubectl("create", "-f", "-", input_text=yaml.safe_dump_all(_storage(tmp_path / "pv")))
+    plane.kubectl(
+        "create",
+        "-f",
+        "-",
+        input_text=yaml.safe_dump_all(hostpath_storage(STORAGE_CLASS, PV_COUNT, tmp_path / "pv")),
+    )
     values = tmp_path / "values.yaml"
     values.write_text(yaml.safe_dump(_values(images)))
 

@@ -189,13 +189,48 @@ def throttle_configs(cluster: KafkaCluster, topic: str) -> dict[ConfigResource, 
 StackFactory = Callable[..., Stack]
 
 
+class _Operators:
+    """Operators started by one test, each watching a namespace of its own; stopped together."""
+
+    def __init__(self, control_plane: ControlPlane, workdir: Path) -> None:
+        self.control_plane = control_plane
+        self.workdir = workdir
+        self.processes: list[OperatorProcess] = []
+        self.namespaces: list[str] = []
+
+    def start(self, cluster: KafkaCluster, **operator: Any) -> Stack:
+        """Create a namespace, start an operator on ``cluster`` watching it; the stack."""
+        namespace = f"t-{uuid.uuid4().hex[:8]}"
+        self.control_plane.kubectl("create", "namespace", namespace)
+        self.namespaces.append(namespace)
+        process = OperatorProcess(
+            self.workdir / f"operator-{namespace}",
+            self.control_plane.kubeconfig,
+            cluster.bootstrap_servers,
+            [namespace],
+            **operator,
+        )
+        self.processes.append(process)
+        process.start()
+        return Stack(cluster, self.control_plane, namespace, process)
+
+    def stop(self) -> None:
+        """Stop every operator, then delete the namespaces without waiting."""
+        for process in self.processes:
+            process.stop(timeout_s=10)
+        for namespace in self.namespaces:  # finalizers would hold a namespace without the operator
+            self.control_plane.drop_finalizers(namespace)
+            self.control_plane.kubectl(
+                "delete", "namespace", namespace, "--wait=false", check=False
+            )
+
+
 @pytest.fixture
 def stack_factory(
     control_plane: ControlPlane, kafka_cluster_factory: ClusterFactory, tmp_path: Path
 ) -> Iterator[StackFactory]:
     """Make stacks (brokers + namespace + operator); everything is stopped after the test."""
-    operators: list[OperatorProcess] = []
-    namespaces: list[str] = []
+    operators = _Operators(control_plane, tmp_path)
 
     def make(
         size: int = 3,
@@ -207,28 +242,12 @@ def stack_factory(
         cluster = kafka_cluster_factory(
             size, properties, log_dir_count=log_dir_count, metrics=metrics
         )
-        namespace = f"t-{uuid.uuid4().hex[:8]}"
-        control_plane.kubectl("create", "namespace", namespace)
-        namespaces.append(namespace)
-        process = OperatorProcess(
-            tmp_path / f"operator-{namespace}",
-            control_plane.kubeconfig,
-            cluster.bootstrap_servers,
-            [namespace],
-            **operator,
-        )
-        operators.append(process)
-        process.start()
-        return Stack(cluster, control_plane, namespace, process)
+        return operators.start(cluster, **operator)
 
     try:
         yield make
     finally:
-        for process in operators:
-            process.stop(timeout_s=10)
-        for namespace in namespaces:  # finalizers would hold a namespace without the operator
-            control_plane.drop_finalizers(namespace)
-            control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        operators.stop()
 
 
 @pytest.fixture
@@ -382,8 +401,7 @@ def flavored_stack(
     uses the package's shared KRaft cluster, whose properties must include ``properties``
     (it is cleaned after the test).
     """
-    operators: list[OperatorProcess] = []
-    namespaces: list[str] = []
+    operators = _Operators(control_plane, tmp_path)
     own: list[KafkaCluster] = []
     shared: list[KafkaCluster] = []
 
@@ -405,28 +423,12 @@ def flavored_stack(
             shared.append(cluster)
         else:
             raise ValueError(f"unknown flavor {flavor!r}; one of {FLAVORS}")
-        namespace = f"t-{uuid.uuid4().hex[:8]}"
-        control_plane.kubectl("create", "namespace", namespace)
-        namespaces.append(namespace)
-        process = OperatorProcess(
-            tmp_path / f"operator-{namespace}",
-            control_plane.kubeconfig,
-            cluster.bootstrap_servers,
-            [namespace],
-            **operator,
-        )
-        operators.append(process)
-        process.start()
-        return Stack(cluster, control_plane, namespace, process)
+        return operators.start(cluster, **operator)
 
     try:
         yield make
     finally:
-        for process in operators:
-            process.stop(timeout_s=10)
-        for namespace in namespaces:
-            control_plane.drop_finalizers(namespace)
-            control_plane.kubectl("delete", "namespace", namespace, "--wait=false", check=False)
+        operators.stop()
         for cluster in own:
             cluster.stop()
         for cluster in shared:

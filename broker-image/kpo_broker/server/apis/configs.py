@@ -205,6 +205,29 @@ async def _alter(
         return exc.error_code, str(exc)
 
 
+async def _alter_authorized(
+    broker: BrokerComponents,
+    ctx: RequestContext,
+    resource: Any,
+    ops: list[tuple[str, int, str | None]] | None,
+    replacement: dict[str, str] | None,
+    validate_only: bool,
+) -> tuple[int, str | None]:
+    """Authorize ALTER_CONFIGS on ``resource``, then :func:`_alter` it; (error code, message).
+
+    A refused resource gets Kafka's authorization error without a message, as Kafka's
+    ``handleIncrementalAlterConfigsRequest`` and ``handleAlterConfigsRequest`` answer.
+    """
+    refused = _refusal(
+        broker, ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
+    )
+    if refused is not None:
+        return refused[0], None
+    return await _alter(
+        broker, resource.resource_type, resource.resource_name, ops, replacement, validate_only
+    )
+
+
 async def handle_incremental_alter_configs(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> IncrementalAlterConfigsResponse:
@@ -212,20 +235,9 @@ async def handle_incremental_alter_configs(
     responses = []
     for resource in request.resources:
         ops = [(c.name, c.config_operation, c.value) for c in resource.configs]
-        refused = _refusal(
-            broker, ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
+        code, message = await _alter_authorized(
+            broker, ctx, resource, ops, None, bool(request.validate_only)
         )
-        if refused is not None:
-            code, message = refused[0], None
-        else:
-            code, message = await _alter(
-                broker,
-                resource.resource_type,
-                resource.resource_name,
-                ops,
-                None,
-                bool(request.validate_only),
-            )
         responses.append(
             IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
                 error_code=code,
@@ -244,20 +256,9 @@ async def handle_alter_configs(
     responses = []
     for resource in request.resources:
         replacement = {c.name: c.value for c in resource.configs if c.value is not None}
-        refused = _refusal(
-            broker, ctx, resource.resource_type, resource.resource_name, AclOperation.ALTER_CONFIGS
+        code, message = await _alter_authorized(
+            broker, ctx, resource, None, replacement, bool(request.validate_only)
         )
-        if refused is not None:
-            code, message = refused[0], None
-        else:
-            code, message = await _alter(
-                broker,
-                resource.resource_type,
-                resource.resource_name,
-                None,
-                replacement,
-                bool(request.validate_only),
-            )
         responses.append(
             AlterConfigsResponse.AlterConfigsResourceResponse(
                 error_code=code,

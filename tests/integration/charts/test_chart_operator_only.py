@@ -25,7 +25,7 @@ from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.net import free_port
 from kpo_devenv.zookeeper import ZooKeeperServer
 from tests.integration.broker.conftest import wait_cluster_ready, wait_for
-from tests.integration.broker.server.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, wait_metadata_replicas
 from tests.integration.charts.local_pods import LocalPod, Manifest
 from tests.integration.operator.conftest import produce
 from tests.unit.charts.helm import CHART, helm
@@ -145,7 +145,7 @@ def test_operator_only_release_drives_an_existing_cluster(
         except AssertionError as exc:
             raise AssertionError(f"{exc}\noperator log:\n{operator.log_tail(40)}") from exc
         assert phase() == "Completed"
-        assert describe(existing_kafka, "orders")[0]["replica_nodes"] == [2, 1]
+        wait_metadata_replicas(existing_kafka, "orders", {0: [2, 1]})
         refused = [
             line for line in operator.log_path.read_text().splitlines() if "Forbidden" in line
         ]

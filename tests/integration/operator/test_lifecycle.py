@@ -13,7 +13,7 @@ import pytest
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
 from tests.integration.broker.conftest import wait_for
-from tests.integration.broker.server.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, describe, wait_metadata_replicas
 from tests.integration.operator.conftest import (
     KAFKA4_KRAFT,
     KPO,
@@ -76,7 +76,7 @@ def test_suspended_reassignment_plans_then_runs_when_resumed(stack: Stack) -> No
     stack.kubectl("patch", "pr", "later", "--type=merge", "-p", '{"spec":{"suspend":false}}')
     status = stack.wait_phase("later", "Completed", 90)
     assert status["observedGeneration"] == 2
-    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [2, 1]
+    wait_metadata_replicas(stack.cluster, "orders", {0: [2, 1]})
 
 
 @pytest.mark.parametrize("flavor", [KPO, KAFKA4_KRAFT])
@@ -163,4 +163,4 @@ def test_operator_killed_mid_move_resumes_without_resubmitting(stack: Stack) -> 
     assert status["totals"]["progress"] == "100%"
     assert reasons(stack, "survive").count("Submitted") == 1
     assert throttle_configs(stack.cluster, "orders") == {}
-    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [2, 1]
+    wait_metadata_replicas(stack.cluster, "orders", {0: [2, 1]})

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from kpo_kafka.admin import KafkaPythonAdmin
-from tests.integration.broker.server.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, wait_metadata_replicas
 from tests.integration.operator.conftest import StackFactory, produce, reassignment
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def test_replicas_land_in_the_requested_log_dirs(stack_factory: StackFactory) ->
     )
     status = stack.wait_phase("to-second-dirs", "Completed", 120)
     assert status["partitions"][0]["targetLogDirs"] == [b2_second, b1_second]
-    assert describe(cluster, "orders")[0]["replica_nodes"] == [2, 1]
+    wait_metadata_replicas(cluster, "orders", {0: [2, 1]})
     admin = KafkaPythonAdmin(cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
     try:
         replicas = admin.describe_log_dirs([1, 2], ["orders"])

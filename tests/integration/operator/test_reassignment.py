@@ -17,7 +17,12 @@ from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
 from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import wait_for
-from tests.integration.broker.server.helpers import consume_all, create_topic, describe
+from tests.integration.broker.server.helpers import (
+    consume_all,
+    create_topic,
+    describe,
+    wait_metadata_replicas,
+)
 from tests.integration.operator.conftest import (
     FLAVORS,
     LIST_KEYS,
@@ -91,8 +96,7 @@ def test_main_job_throttled_move_completes_and_data_is_on_the_new_replicas(
     )
     # Throttles are gone, the assignment is the target, every record is readable.
     assert throttle_configs(cluster, "orders") == {}
-    parts = {p["partition_index"]: p for p in describe(cluster, "orders")}
-    assert parts[0]["replica_nodes"] == [2, 1] and parts[1]["replica_nodes"] == [2, 0]
+    wait_metadata_replicas(cluster, "orders", {0: [2, 1], 1: [2, 0]})
     wait_for(
         lambda: all(
             sorted(p["isr_nodes"]) == sorted(p["replica_nodes"])

@@ -46,6 +46,26 @@ def describe(cluster: KafkaCluster, topic: str) -> list[dict[str, Any]]:
     return sorted(info["partitions"], key=lambda p: p["partition_index"])
 
 
+def wait_metadata_replicas(
+    cluster: KafkaCluster, topic: str, replicas: dict[int, list[int]], timeout_s: float = 30
+) -> None:
+    """Wait until Metadata reports ``replicas`` (partition -> replica list) for ``topic``.
+
+    A move is complete once the controller has written the new assignment to ZooKeeper; the
+    brokers learn it from UpdateMetadata shortly after, so the broker a client asks may still
+    answer with the old replicas for a moment (as in Kafka).
+
+    Raises:
+        AssertionError: Metadata still differs after ``timeout_s`` seconds.
+    """
+
+    def current() -> dict[int, list[int]]:
+        found = {p["partition_index"]: list(p["replica_nodes"]) for p in describe(cluster, topic)}
+        return {partition: found.get(partition, []) for partition in replicas}
+
+    wait_for(lambda: current() == replicas, timeout_s, f"{topic} replicas {replicas} in Metadata")
+
+
 def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:
     """Partition -> leader id for partitions that have a live leader."""
     return {

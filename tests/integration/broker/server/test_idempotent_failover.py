@@ -69,16 +69,8 @@ def _init_producer_id(cluster: KafkaCluster, broker_id: int) -> tuple[int, int]:
 
 
 def _produce(cluster: KafkaCluster, broker_id: int, batch: bytes) -> tuple[int, int]:
-    """Send one batch to partition 0 with acks=all; return (error code, base offset)."""
-    request = ProduceRequest(
-        transactional_id=None,
-        acks=-1,
-        timeout_ms=15000,
-        topic_data=[_Topic(name=TOPIC, partition_data=[_Partition(0, batch)])],
-    )
-    response = _request(_port(cluster, broker_id), request, 9)
-    answer = response.responses[0].partition_responses[0]
-    return answer.error_code, answer.base_offset
+    """Send one batch to partition 0 of :data:`TOPIC` with acks=all (see :func:`_produce_to`)."""
+    return _produce_to(cluster, broker_id, TOPIC, batch)
 
 
 def _batch(pid: int, epoch: int, sequence: int, values: Sequence[bytes]) -> bytes:
@@ -197,3 +189,72 @@ def test_retries_after_a_leader_kill_and_restarts_are_answered_with_the_original
     values = _read_values(cluster)
     expected = [v for i in range(6) for v in (b"a%d" % i, b"b%d" % i)]
     assert values == [*expected, b"c0", b"c1", b"o7", b"c2"]
+
+
+def _partition_state(cluster: KafkaCluster, topic: str) -> tuple[int, int, tuple[int, ...]]:
+    """(leader, leader epoch, ISR) of partition 0 of ``topic`` in ZooKeeper."""
+    tp = TopicPartition(topic, 0)
+    zk = zk_client(cluster)
+    try:
+        lai = zk.get_partition_states([tp])[tp].leader_and_isr
+    finally:
+        zk.close()
+    return lai.leader, lai.leader_epoch, tuple(lai.isr)
+
+
+def test_a_write_waiting_for_a_dead_follower_is_acknowledged_once_the_controller_drops_it(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """The leader stays while the controller removes a dead follower under a new leader epoch.
+
+    Kafka's DelayedProduce keeps waiting and acknowledges the write once the smaller ISR
+    has it. Answering NOT_LEADER_OR_FOLLOWER instead (the leader epoch changed) tells the
+    idempotent producer the batch was not written although it was: librdkafka then treats
+    it as not persisted and, after any later epoch bump, sends it again under the new
+    epoch, where no broker can recognise it (the fault suite's duplicates, issue 16).
+    """
+    # Only the controller removes the dead follower (the leader's own lag check is later).
+    cluster = kafka_cluster_factory(3, properties={"replica.lag.time.max.ms": "120000"})
+    topic = "dead-follower"
+    create_topic(cluster, topic, configs={"min.insync.replicas": "2"}, assignment={0: [0, 1, 2]})
+    wait_for(lambda: _partition_state(cluster, topic)[2] == (0, 1, 2), 60, "a full ISR")
+    leader, epoch_before, _isr = _partition_state(cluster, topic)
+    assert leader == 0
+    zk = zk_client(cluster)
+    try:
+        controller = zk.get_controller_id()
+    finally:
+        zk.close()
+    follower = 2 if controller != 2 else 1
+    pid, producer_epoch = _init_producer_id(cluster, leader)
+
+    cluster.brokers[follower].kill()
+    batch = _batch(pid, producer_epoch, 0, [b"w0", b"w1"])
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=60000,
+        topic_data=[_Topic(name=topic, partition_data=[_Partition(0, batch)])],
+    )
+    answer = _request(_port(cluster, leader), request, 9).responses[0].partition_responses[0]
+    leader_after, epoch_after, isr_after = _partition_state(cluster, topic)
+    assert (leader_after, follower in isr_after) == (0, False)
+    assert epoch_after > epoch_before  # the controller's ISR removal bumped the epoch
+    assert (answer.error_code, answer.base_offset) == (NONE, 0)
+    # The batch was written once: its retry is a duplicate, the next batch follows it.
+    assert _produce_to(cluster, leader, topic, batch) == (NONE, 0)
+    assert _produce_to(cluster, leader, topic, _batch(pid, producer_epoch, 2, [b"w2"])) == (
+        NONE,
+        2,
+    )
+
+
+def _produce_to(cluster: KafkaCluster, broker_id: int, topic: str, batch: bytes) -> tuple[int, int]:
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=-1,
+        timeout_ms=15000,
+        topic_data=[_Topic(name=topic, partition_data=[_Partition(0, batch)])],
+    )
+    answer = _request(_port(cluster, broker_id), request, 9).responses[0].partition_responses[0]
+    return answer.error_code, answer.base_offset

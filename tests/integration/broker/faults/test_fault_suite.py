@@ -25,6 +25,7 @@ import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -239,7 +240,39 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         gap_start = started + gaps[worst][1]
         events = producer.writes.events_between(gap_start, gap_start + gaps[worst][0])
         print(f"  librdkafka idempotence events in that gap ({len(events)}): {events[:12]}")
+        for line in _broker_lines(cluster, gap_start, gap_start + gaps[worst][0], worst):
+            print(f"    {line}")
     return gaps[worst][0]
+
+
+def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: int) -> list[str]:
+    """Broker log lines in ``[start, end]`` (monotonic s) about ``partition`` or at WARNING+.
+
+    At most 15 per broker, to explain a long time without acknowledgements.
+    """
+    offset = time.time() - time.monotonic()
+    low = datetime.fromtimestamp(start + offset)
+    high = datetime.fromtimestamp(end + offset)
+    lines: list[str] = []
+    for broker_id, broker in cluster.brokers.items():
+        kept: list[str] = []
+        try:
+            text = broker.process.log_path.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if len(kept) >= 15 or not line.startswith("[20"):
+                continue
+            try:
+                stamp = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
+            except ValueError:
+                continue
+            if not low <= stamp <= high:
+                continue
+            if f"{TOPIC}-{partition}" in line or " WARNING " in line or " ERROR " in line:
+                kept.append(f"broker {broker_id}: {line[:300]}")
+        lines.extend(kept)
+    return lines
 
 
 def _replica_sizes(cluster: KafkaCluster) -> dict[int, set[int]]:

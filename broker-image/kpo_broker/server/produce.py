@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from kafka import errors as kafka_errors
 
 from kpo_broker.coordinator.group.records import INTERNAL_TOPICS
+from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.errors import InvalidRecordError, RecordError, RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
 from kpo_broker.server.partition import Partition
@@ -146,7 +147,12 @@ async def _wait_for_acks(
     for tp, required_offset in waiting.items():
         partition = still_leader(tp)
         result = results[tp]
-        if partition is None:
+        if partition is None and tp in replica_manager.offline_partitions:
+            # Its log dir failed meanwhile: Kafka's DelayedProduce answers the partition's
+            # error, KAFKA_STORAGE_ERROR (ReplicaManager.getPartitionOrError).
+            result.error_code = KafkaStorageError.error_code
+            result.base_offset = -1
+        elif partition is None:
             result.error_code = kafka_errors.NotLeaderForPartitionError.errno
             result.base_offset = -1
         elif partition.high_watermark < required_offset:

@@ -6,6 +6,7 @@ import asyncio
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.log.dir_failure import KAFKA_STORAGE_ERROR
 from kpo_broker.server.fetch import FetchPartition, fetch_messages
 from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager
@@ -229,6 +230,25 @@ def test_acks_all_fails_when_the_leader_was_a_follower_meanwhile(
         return (await asyncio.wait_for(produce, 1))[TP]
 
     assert asyncio.run(scenario()).error_code == kafka_errors.NotLeaderForPartitionError.errno
+
+
+def test_acks_all_answers_kafka_storage_error_when_the_log_dir_fails_while_waiting(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1))})
+    log_dir = hosted(rm, TP).log.dir.parent
+
+    async def scenario() -> ProduceResult:
+        produce = asyncio.create_task(
+            append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 1)
+        )
+        await asyncio.sleep(0.05)
+        rm.handle_log_dir_failure(log_dir)
+        return (await asyncio.wait_for(produce, 1))[TP]
+
+    result = asyncio.run(scenario())
+    assert (result.error_code, result.base_offset) == (KAFKA_STORAGE_ERROR, -1)
 
 
 def test_invalid_records_carry_record_errors_and_append_nothing(open_broker: OpenBroker) -> None:

@@ -54,9 +54,11 @@ BROKERS = (0, 1, 2)
 #: ``zookeeper.session.timeout.ms`` of the devenv brokers, s.
 SESSION_TIMEOUT_S = 6.0
 #: Goal for the longest time without acks after a fault (issue 16): the session timeout (a
-#: dead or paused broker's leaderships move when it expires) plus 5 s. Most faults meet it
-#: (see the README's figures); some take about 30 s on this shared host (not understood
-#: yet), so the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints the rest.
+#: dead or paused broker's leaderships move when it expires) plus 5 s. Every fault of the
+#: last 30-fault soak met it (see the README's figures); the ~30 s stalls seen before came
+#: from LeaderAndIsr requests hung on a fetcher that ran on after its cancellation. On a
+#: shared host the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints how
+#: many faults missed the goal.
 RECOVERY_GOAL_S = SESSION_TIMEOUT_S + 5.0
 STALL_BOUND_S = 60.0
 RECOVERY_BOUND_S = STALL_BOUND_S

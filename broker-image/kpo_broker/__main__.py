@@ -1,8 +1,14 @@
-"""``python -m kpo_broker <server.properties>``: run one broker until SIGTERM/SIGINT."""
+"""``python -m kpo_broker <server.properties>``: run one broker until SIGTERM/SIGINT.
+
+SIGQUIT prints every thread's stack to stderr and the broker runs on, as a JVM's thread dump
+on ``kill -3`` does for Apache Kafka: the way to see where a broker that does not stop
+hangs.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import logging
 import signal
 import sys
@@ -28,6 +34,7 @@ def main(argv: list[str]) -> int:
         stream=sys.stderr,
     )
     logging.getLogger("kazoo").setLevel(logging.WARNING)
+    faulthandler.register(signal.SIGQUIT, all_threads=True)
     try:
         config = BrokerConfig.from_properties_file(Path(argv[1]))
     except (ConfigError, OSError) as exc:

@@ -26,6 +26,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.controller.request_batch import ResponseCallback
 from kpo_broker.protocol.client import BrokerClient
 from kpo_broker.protocol.errors import ProtocolError
@@ -124,9 +125,7 @@ class _BrokerSender:
     async def stop(self) -> None:
         self._stopping = True
         if self.task is not None:
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+            await cancel_and_wait(self.task)
         await self._connection.close()
 
 

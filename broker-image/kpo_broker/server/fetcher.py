@@ -28,6 +28,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForLeaderEpochRequest
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
@@ -137,9 +138,7 @@ class ReplicaFetcher:
     async def stop(self) -> None:
         """Stop the fetch loop and close the connection."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await cancel_and_wait(self._task)
             self._task = None
         await self._close_client()
 

@@ -128,6 +128,11 @@ class Partition:
         local_broker_id: this broker's ``broker.id``.
         log: the local replica's log.
         high_watermark: the HW (from the ``replication-offset-checkpoint`` on start).
+
+    ``leadership`` counts the times this broker became the partition's leader (from
+    follower or new); it does not change when the leader stays under a newer leader
+    epoch. A produce request waiting for acks=all completes with NOT_LEADER_OR_FOLLOWER
+    only when it changed (Kafka's ``DelayedProduce``).
     """
 
     topic: str
@@ -145,6 +150,7 @@ class Partition:
     removing_replicas: tuple[int, ...] = ()
     remote_replicas: dict[int, RemoteReplica] = field(default_factory=dict)
     pending_isr: IsrChange | None = None
+    leadership: int = 0
 
     def __post_init__(self) -> None:
         self.high_watermark = min(
@@ -178,7 +184,11 @@ class Partition:
 
         The new leader epoch starts at the local LEO in the leader epoch cache (KIP-101);
         every follower's state is reset: unknown LEO, ISR members considered caught up now.
+        Becoming leader (not staying leader under a newer epoch, as after the controller
+        removed a dead follower from the ISR) starts a new :attr:`leadership`.
         """
+        if not self.is_leader:
+            self.leadership += 1
         is_new_epoch = state.leader_epoch > self.leader_epoch or not self.is_leader
         self._apply_state(state)
         if is_new_epoch:

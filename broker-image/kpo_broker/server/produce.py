@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from kafka import errors as kafka_errors
 
 from kpo_broker.coordinator.group.records import INTERNAL_TOPICS
+from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.errors import InvalidRecordError, RecordError, RecordTooLargeError
 from kpo_broker.server.errors import error_code_of
+from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -114,30 +116,43 @@ async def _wait_for_acks(
     timeout_ms: int,
     min_insync_replicas: Callable[[str], int],
 ) -> None:
-    leader_epochs = {
-        tp: p.leader_epoch for tp in waiting if (p := replica_manager.get_partition(tp)) is not None
+    # A request waits while this broker stays leader of the partition it appended to, across
+    # leader epoch bumps (the controller bumps the epoch when it removes a dead follower from
+    # the ISR), as Kafka's DelayedProduce (Partition.checkEnoughReplicasReachOffset checks
+    # only that the leader log is local). Losing the leadership, even for a moment (a
+    # follower's truncation may have replaced the records), answers NOT_LEADER_OR_FOLLOWER.
+    appended_under = {
+        tp: (p, p.leadership)
+        for tp in waiting
+        if (p := replica_manager.get_partition(tp)) is not None
     }
 
-    def settled(tp: TopicPartition, required_offset: int) -> bool:
+    def still_leader(tp: TopicPartition) -> Partition | None:
         partition = replica_manager.get_partition(tp)
         if partition is None or not partition.is_leader:
-            return True
-        if partition.leader_epoch != leader_epochs.get(tp):
-            return True
-        return partition.high_watermark >= required_offset
+            return None
+        appended = appended_under.get(tp)
+        if appended is None or appended[0] is not partition:
+            return None
+        return partition if partition.leadership == appended[1] else None
+
+    def settled(tp: TopicPartition, required_offset: int) -> bool:
+        partition = still_leader(tp)
+        return partition is None or partition.high_watermark >= required_offset
 
     def all_settled() -> bool:
         return all(settled(tp, offset) for tp, offset in waiting.items())
 
     await replica_manager.watchers.wait_until(waiting, all_settled, timeout_ms / 1000)
     for tp, required_offset in waiting.items():
-        partition = replica_manager.get_partition(tp)
+        partition = still_leader(tp)
         result = results[tp]
-        if (
-            partition is None
-            or not partition.is_leader
-            or partition.leader_epoch != leader_epochs.get(tp)
-        ):
+        if partition is None and tp in replica_manager.offline_partitions:
+            # Its log dir failed meanwhile: Kafka's DelayedProduce answers the partition's
+            # error, KAFKA_STORAGE_ERROR (ReplicaManager.getPartitionOrError).
+            result.error_code = KafkaStorageError.error_code
+            result.base_offset = -1
+        elif partition is None:
             result.error_code = kafka_errors.NotLeaderForPartitionError.errno
             result.base_offset = -1
         elif partition.high_watermark < required_offset:

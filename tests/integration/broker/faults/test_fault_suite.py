@@ -22,21 +22,25 @@ import signal
 import statistics
 import time
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
 from kpo_devenv import ZooKeeperServer
-from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
 from tests.integration.broker.faults.schedule import Fault, FaultKind, build_schedule
 from tests.integration.broker.server.acked_writes import (
+    EPOCH_BUMP_MARK,
     AckedWriteProducer,
+    AckedWrites,
     check_acked_writes,
+    locate_records,
     read_partitions,
 )
 from tests.integration.broker.server.disk_faults import fill, mount_tmpfs, unmount
@@ -50,9 +54,11 @@ BROKERS = (0, 1, 2)
 #: ``zookeeper.session.timeout.ms`` of the devenv brokers, s.
 SESSION_TIMEOUT_S = 6.0
 #: Goal for the longest time without acks after a fault (issue 16): the session timeout (a
-#: dead or paused broker's leaderships move when it expires) plus 5 s. Most faults meet it
-#: (see the README's figures); some take about 30 s on this shared host (not understood
-#: yet), so the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints the rest.
+#: dead or paused broker's leaderships move when it expires) plus 5 s. Every fault of the
+#: last 30-fault soak met it (see the README's figures); the ~30 s stalls seen before came
+#: from LeaderAndIsr requests hung on a fetcher that ran on after its cancellation. On a
+#: shared host the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints how
+#: many faults missed the goal.
 RECOVERY_GOAL_S = SESSION_TIMEOUT_S + 5.0
 STALL_BOUND_S = 60.0
 RECOVERY_BOUND_S = STALL_BOUND_S
@@ -61,10 +67,11 @@ TMPFS_SIZE = "24m"
 
 @dataclass
 class FaultEnv:
-    """The suite's ZooKeeper (restartable) and cluster."""
+    """The suite's ZooKeeper (restartable), its cluster, and the unclean broker stops seen."""
 
     zookeeper: ZooKeeperServer
     cluster: KafkaCluster
+    unclean_stops: list[str] = field(default_factory=list)
 
 
 @pytest.fixture
@@ -197,8 +204,12 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
             _wait_writes_resumed(producer, started)
         finally:
             filler.unlink()
-        broker.stop()  # repaired: the dir comes back online at the restart
-        assert broker.process.returncode == 0
+        # Repaired: the dir comes back online at the restart. A broker that does not stop
+        # cleanly is noted (with its stacks) and killed, so the run goes on to its checks.
+        unclean = _stop_cleanly(broker)
+        if unclean is not None:
+            env.unclean_stops.append(f"fault {fault.index}: {unclean}")
+            print(f"  UNCLEAN STOP: {unclean}")
         broker.start()
     else:
         zk = zk_client(cluster)
@@ -229,7 +240,72 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         f"  longest gap: partition {worst}, {gaps[worst][0]:.1f} s from "
         f"{gaps[worst][1]:.1f} s after the fault; states {_states(env.cluster)}"
     )
+    bumps = producer.writes.events_between(started, time.monotonic(), EPOCH_BUMP_MARK)
+    if bumps:
+        print(f"  librdkafka bumped its producer epoch: {bumps}")
+    if gaps[worst][0] > RECOVERY_GOAL_S:
+        gap_start = started + gaps[worst][1]
+        events = producer.writes.events_between(gap_start, gap_start + gaps[worst][0])
+        print(f"  librdkafka idempotence events in that gap ({len(events)}): {events[:12]}")
+        for line in _broker_lines(cluster, gap_start, gap_start + gaps[worst][0], worst):
+            print(f"    {line}")
     return gaps[worst][0]
+
+
+def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: int) -> list[str]:
+    """Broker log lines in ``[start, end]`` (monotonic s) about ``partition`` or at WARNING+.
+
+    At most 15 per broker, to explain a long time without acknowledgements.
+    """
+    offset = time.time() - time.monotonic()
+    low = datetime.fromtimestamp(start + offset)
+    high = datetime.fromtimestamp(end + offset)
+    lines: list[str] = []
+    for broker_id, broker in cluster.brokers.items():
+        kept: list[str] = []
+        try:
+            text = broker.process.log_path.read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if len(kept) >= 15 or not line.startswith("[20"):
+                continue
+            try:
+                stamp = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")
+            except ValueError:
+                continue
+            if not low <= stamp <= high:
+                continue
+            if f"{TOPIC}-{partition}" in line or " WARNING " in line or " ERROR " in line:
+                kept.append(f"broker {broker_id}: {line[:300]}")
+        lines.extend(kept)
+    return lines
+
+
+def _stop_cleanly(broker: BrokerProcess, timeout_s: float = 60.0) -> str | None:
+    """SIGTERM ``broker`` and expect a clean exit (0) within ``timeout_s``.
+
+    Returns:
+        None after a clean exit, else what went wrong: a broker still running gets SIGQUIT
+        (it prints every thread's stack to its log, returned here) and is then killed.
+    """
+    pid = broker.process.pid
+    assert pid is not None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while broker.is_running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if broker.is_running():
+        os.kill(pid, signal.SIGQUIT)
+        time.sleep(2.0)
+        broker.kill()
+        return (
+            f"broker {broker.broker_id} did not stop within {timeout_s:.0f} s; its stacks:\n"
+            + broker.process.log_tail(120)
+        )
+    broker.stop()  # reaps the process
+    code = broker.process.returncode
+    return None if code == 0 else f"broker {broker.broker_id} exited with {code}"
 
 
 def _replica_sizes(cluster: KafkaCluster) -> dict[int, set[int]]:
@@ -251,6 +327,54 @@ def _replica_sizes(cluster: KafkaCluster) -> dict[int, set[int]]:
     return sizes
 
 
+def _report(
+    seed: int,
+    faults: int,
+    writes: AckedWrites,
+    got: dict[int, list[bytes]],
+    recoveries: dict[FaultKind, list[float]],
+) -> None:
+    """Print the run's figures (before the checks, so a failing run reports them too)."""
+    present = {v for values in got.values() for v in values}
+    acked = [v for values in writes.acked.values() for v in values]
+    duplicated = sum(len(values) - len(set(values)) for values in got.values())
+    print(
+        f"\nfault suite (seed {seed}): {faults} faults, {writes.total} acked records, "
+        f"{sum(v not in present for v in acked)} lost, {duplicated} duplicated, "
+        f"{writes.epoch_bumps()} producer epoch bumps by librdkafka"
+    )
+    for kind, times in recoveries.items():
+        print(
+            f"  {kind.value}: {len(times)} faults, longest time without acks "
+            f"median {statistics.median(times):.1f} s, max {max(times):.1f} s"
+        )
+    over_goal = sum(t > RECOVERY_GOAL_S for times in recoveries.values() for t in times)
+    print(f"  faults over the goal of {RECOVERY_GOAL_S:.0f} s without acks: {over_goal}")
+
+
+def _locate_duplicates(cluster: KafkaCluster, got: dict[int, list[bytes]]) -> None:
+    """Print where each duplicated record sits on every replica, with its batch's producer.
+
+    Two copies under one producer epoch would be the broker's failure to deduplicate
+    (KIP-98); copies under successive epochs were sent again by the client after it bumped
+    its epoch (see :mod:`tests.integration.broker.server.acked_writes`).
+    """
+    for partition, values in got.items():
+        twice = {v for v, n in Counter(values).items() if n > 1}
+        if not twice:
+            continue
+        for broker_id, broker in cluster.brokers.items():
+            copies = locate_records(broker.log_dirs, TOPIC, partition, twice)
+            print(
+                f"  partition {partition}, broker {broker_id}: duplicated records at "
+                + ", ".join(
+                    f"{c.value.decode()}@{c.offset} (leader epoch {c.partition_leader_epoch}, "
+                    f"producer {c.producer_id} epoch {c.producer_epoch} seq {c.base_sequence})"
+                    for c in copies
+                )
+            )
+
+
 def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None:
     count = int(os.environ.get("KPO_FAULT_COUNT", str(len(FaultKind))))
     seed = int(os.environ.get("KPO_FAULT_SEED", "16"))
@@ -270,6 +394,8 @@ def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None
         writes = producer.stop()
     wait_cluster_ready(cluster)
     got = read_partitions(cluster, TOPIC, PARTITIONS, writes.total, timeout_s=180)
+    _report(seed, len(schedule), writes, got, recoveries)
+    _locate_duplicates(cluster, got)
     check_acked_writes(writes, got)
     wait_for(
         lambda: (
@@ -279,16 +405,6 @@ def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None
         60,
         "every partition's replicas of equal size",
     )
-    print(
-        f"\nfault suite (seed {seed}): {len(schedule)} faults, {writes.total} acked records, "
-        "0 lost, 0 duplicated, 0 reordered"
-    )
-    for kind, times in recoveries.items():
-        print(
-            f"  {kind.value}: {len(times)} faults, longest time without acks "
-            f"median {statistics.median(times):.1f} s, max {max(times):.1f} s"
-        )
     worst = {kind.name: max(times) for kind, times in recoveries.items()}
-    over_goal = sum(t > RECOVERY_GOAL_S for times in recoveries.values() for t in times)
-    print(f"  faults over the goal of {RECOVERY_GOAL_S:.0f} s without acks: {over_goal}")
     assert all(t < STALL_BOUND_S for t in worst.values()), worst
+    assert env.unclean_stops == [], "\n".join(env.unclean_stops)

@@ -5,18 +5,36 @@ confluent-kafka, ``enable.idempotence=true``) record, per partition, the values 
 acknowledged and when. :func:`check_acked_writes` then reads the partitions back and
 compares: every acknowledged record present exactly once, in order, and no record that
 was never sent.
+
+The producer also keeps librdkafka's idempotence events (``debug=eos``: partition drains,
+producer epoch bumps and their reasons, sequence errors), and :func:`locate_records` finds
+the batches holding given records in a broker's segment files, with their producer id,
+epoch and sequence. Both tell a record the broker failed to deduplicate (two copies in
+one producer epoch, KIP-98) from one the client sent again under a new epoch: librdkafka
+bumps the epoch of its idempotent producer after OUT_OF_ORDER_SEQUENCE_NUMBER on a request
+behind a failed one and renumbers every unacknowledged message, possibly persisted ones
+included (confluentinc/librdkafka#4953, ``rd_kafka_handle_idempotent_Produce_error``).
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
+from kafka.record.default_records import DefaultRecordBatch
 
+from kpo_broker.log.errors import CorruptRecordError
+from kpo_broker.log.records import BatchHeader, iter_batches
 from kpo_devenv.kafka_cluster import KafkaCluster
+
+#: librdkafka's debug line when its idempotent producer bumps its own epoch.
+EPOCH_BUMP_MARK = "bumped epoch"
 
 
 @dataclass
@@ -28,12 +46,14 @@ class AckedWrites:
         ack_times: partition -> monotonic time of each acknowledgement.
         errors: delivery errors (none expected: the producer retries until it is acked).
         sent: every value handed to the producer.
+        client_events: (monotonic time, line) of librdkafka's idempotence debug events.
     """
 
     acked: dict[int, list[bytes]] = field(default_factory=dict)
     ack_times: dict[int, list[float]] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     sent: set[bytes] = field(default_factory=set)
+    client_events: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -51,6 +71,21 @@ class AckedWrites:
         how long writes to the partition were unavailable around a fault at ``since``.
         """
         return self.longest_ack_gap_at(partition, since)[0]
+
+    def events_between(self, start: float, end: float, mark: str = "") -> list[str]:
+        """librdkafka idempotence events logged in ``[start, end]`` containing ``mark``.
+
+        Each line is prefixed with its time relative to ``start``, s.
+        """
+        return [
+            f"+{t - start:.1f} s {line}"
+            for t, line in list(self.client_events)
+            if start <= t <= end and mark in line
+        ]
+
+    def epoch_bumps(self) -> int:
+        """Number of producer epoch bumps librdkafka made."""
+        return sum(EPOCH_BUMP_MARK in line for _, line in list(self.client_events))
 
     def longest_ack_gap_at(self, partition: int, since: float) -> tuple[float, float]:
         """(longest gap, its start relative to ``since``) on ``partition``, s."""
@@ -81,6 +116,10 @@ class AckedWriteProducer:
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._run, name="acked-writes", daemon=True)
+        self._client_log = logging.getLogger(f"acked-writes.librdkafka.{id(self)}")
+        self._client_log.propagate = False
+        self._client_log.setLevel(logging.DEBUG)
+        self._client_log.addHandler(_EventHandler(self.writes.client_events))
 
     def start(self) -> AckedWriteProducer:
         """Start producing."""
@@ -121,7 +160,9 @@ class AckedWriteProducer:
                 "request.timeout.ms": 15000,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "retry.backoff.ms": 100,
-            }
+                "debug": "eos",
+            },
+            logger=self._client_log,
         )
         i = 0
         try:
@@ -142,6 +183,79 @@ class AckedWriteProducer:
                 time.sleep(self.pause_s)
         finally:
             producer.flush(240)
+
+
+class _EventHandler(logging.Handler):
+    """Keeps librdkafka's log lines (delivered by ``poll``) with their monotonic time."""
+
+    def __init__(self, events: list[tuple[float, str]]) -> None:
+        super().__init__(logging.DEBUG)
+        self._events = events
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._events.append((time.monotonic(), record.getMessage()))
+
+
+@dataclass(frozen=True)
+class LocatedRecord:
+    """Where a record sits in a replica's log, with its batch's producer fields.
+
+    Attributes:
+        value: the record's value.
+        offset: its offset.
+        partition_leader_epoch: the leader epoch its batch was appended in.
+        producer_id: its batch's producer id.
+        producer_epoch: its batch's producer epoch.
+        base_sequence: its batch's base sequence.
+    """
+
+    value: bytes
+    offset: int
+    partition_leader_epoch: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+
+
+def locate_records(
+    log_dirs: Iterable[Path], topic: str, partition: int, values: set[bytes]
+) -> list[LocatedRecord]:
+    """Find every copy of ``values`` in the segment files of ``topic``-``partition``.
+
+    Reads the ``.log`` files of the partition directory under ``log_dirs`` (one broker's)
+    as they are; a torn tail is ignored.
+
+    Returns:
+        The copies found, in offset order.
+    """
+    found: list[LocatedRecord] = []
+    for log_dir in log_dirs:
+        for segment in sorted((log_dir / f"{topic}-{partition}").glob("*.log")):
+            for header, batch in _complete_batches(segment.read_bytes()):
+                for record in DefaultRecordBatch(bytes(batch)):
+                    if record.value in values:
+                        found.append(
+                            LocatedRecord(
+                                record.value,
+                                record.offset,
+                                header.partition_leader_epoch,
+                                header.producer_id,
+                                header.producer_epoch,
+                                header.base_sequence,
+                            )
+                        )
+    return sorted(found, key=lambda r: r.offset)
+
+
+def _complete_batches(data: bytes) -> list[tuple[BatchHeader, memoryview]]:
+    """The batches of a segment file up to its end or a torn tail (a live log may grow)."""
+    out: list[tuple[BatchHeader, memoryview]] = []
+    try:
+        for item in iter_batches(data, verify_crc=False):
+            out.append(item)
+    except CorruptRecordError:
+        pass
+    return out
 
 
 def read_partitions(

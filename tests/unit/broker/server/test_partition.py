@@ -133,6 +133,22 @@ def test_new_leader_epoch_is_recorded_at_the_leo(log: Log) -> None:
     assert log.leader_epoch_cache.latest_epoch == 3
 
 
+def test_leadership_changes_only_when_this_broker_becomes_leader(log: Log) -> None:
+    """Kafka's DelayedProduce waits across leader epochs of one continuous leadership."""
+    p = Partition("t", 0, 1, log)
+    assert p.leadership == 0
+    p.make_leader(leader_state(epoch=1), NOW)
+    assert p.leadership == 1
+    # The controller removes a dead follower: same leader, new epoch, same leadership.
+    assert p.make_leader(leader_state(epoch=2, isr=(1, 2)), NOW)
+    p.make_leader(leader_state(epoch=2, isr=(1, 2)), NOW)
+    assert p.leadership == 1
+    p.make_follower(LeaderAndIsrState(1, 2, 3, (1, 2), 1, (1, 2, 3)))
+    assert p.leadership == 1
+    p.make_leader(leader_state(epoch=4), NOW)
+    assert p.leadership == 2
+
+
 def test_delete_records_raises_the_start_offset_and_waits_for_live_followers(log: Log) -> None:
     p = Partition("t", 0, 1, log)
     p.make_leader(leader_state(), NOW)

@@ -6,6 +6,7 @@ import asyncio
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.log.dir_failure import KAFKA_STORAGE_ERROR
 from kpo_broker.server.fetch import FetchPartition, fetch_messages
 from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager
@@ -184,7 +185,34 @@ def test_acks_all_fails_when_leadership_moves_while_waiting(open_broker: OpenBro
     assert result.base_offset == -1
 
 
-def test_acks_all_fails_when_a_new_leader_epoch_starts_here_while_waiting(
+def test_acks_all_keeps_waiting_when_the_leader_stays_under_a_new_epoch(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1, 2), leader_epoch=1)})
+
+    async def scenario() -> ProduceResult:
+        produce = asyncio.create_task(
+            append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 2)
+        )
+        await asyncio.sleep(0.05)
+        # The controller removed dead follower 2 from the ISR: same leader, epoch bumped
+        # (Kafka's ZooKeeper controller, ReplicaStateMachine.doRemoveReplicasFromIsr). As
+        # Kafka's DelayedProduce, the request waits on for the new ISR.
+        rm.become_leader_or_follower(
+            1, {TP: leader_and_isr(0, (0, 1, 2), isr=(0, 1), leader_epoch=2)}
+        )
+        await asyncio.sleep(0.05)
+        assert not produce.done()
+        await _follower_fetch(rm, 1, 2)
+        return (await asyncio.wait_for(produce, 1))[TP]
+
+    result = asyncio.run(scenario())
+    assert (result.error_code, result.base_offset) == (0, 0)
+    assert hosted(rm, TP).high_watermark == 2
+
+
+def test_acks_all_fails_when_the_leader_was_a_follower_meanwhile(
     open_broker: OpenBroker,
 ) -> None:
     rm = open_broker(0)
@@ -195,12 +223,32 @@ def test_acks_all_fails_when_a_new_leader_epoch_starts_here_while_waiting(
             append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 1)
         )
         await asyncio.sleep(0.05)
-        # Re-elected under a new epoch (e.g. after a controller failover): the wait
-        # belonged to the old epoch, whose records the new ISR may not hold.
-        rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1), leader_epoch=2)})
+        # Follower for a moment (its records may have been truncated), then leader again
+        # before the request is looked at: the wait belonged to the earlier leadership.
+        rm.become_leader_or_follower(1, {TP: leader_and_isr(1, (0, 1), leader_epoch=2)})
+        rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1), leader_epoch=3)})
         return (await asyncio.wait_for(produce, 1))[TP]
 
     assert asyncio.run(scenario()).error_code == kafka_errors.NotLeaderForPartitionError.errno
+
+
+def test_acks_all_answers_kafka_storage_error_when_the_log_dir_fails_while_waiting(
+    open_broker: OpenBroker,
+) -> None:
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1))})
+    log_dir = hosted(rm, TP).log.dir.parent
+
+    async def scenario() -> ProduceResult:
+        produce = asyncio.create_task(
+            append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 1)
+        )
+        await asyncio.sleep(0.05)
+        rm.handle_log_dir_failure(log_dir)
+        return (await asyncio.wait_for(produce, 1))[TP]
+
+    result = asyncio.run(scenario())
+    assert (result.error_code, result.base_offset) == (KAFKA_STORAGE_ERROR, -1)
 
 
 def test_invalid_records_carry_record_errors_and_append_nothing(open_broker: OpenBroker) -> None:

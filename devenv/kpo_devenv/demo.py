@@ -171,9 +171,7 @@ class DemoStack:
         self.options = options
         base = options.workdir
         self.containers = ContainerRunner(options.images) if options.images else None
-        self.security = (
-            None if options.plaintext else DemoSecurity.create(base, TOPIC, GROUP_ID)
-        )
+        self.security = None if options.plaintext else DemoSecurity.create(base, TOPIC, GROUP_ID)
         security = self.security
         self.zookeeper = ZooKeeperServer(
             base / "zookeeper",

@@ -90,7 +90,7 @@ class Grant:
 
 
 def operator_grants(topic: str) -> tuple[Grant, ...]:
-    """The operator's ACLs for moving ``topic``'s partitions under a throttle (least privilege).
+    """Return the operator's ACLs for moving ``topic``'s partitions under a throttle.
 
     What Kafka 3.9's ``KafkaApis`` checks for its calls (``kpo_kafka.acls``): Describe
     (ListPartitionReassignments, DescribeLogDirs), Alter (AlterPartitionReassignments,
@@ -108,7 +108,7 @@ def operator_grants(topic: str) -> tuple[Grant, ...]:
 
 
 def client_grants(topic: str, group: str) -> tuple[Grant, ...]:
-    """The demo's own clients' ACLs: create, write and read ``topic``, consume in ``group``.
+    """Return the demo's clients' ACLs: create, write and read ``topic``, read in ``group``.
 
     Describe on the Cluster is for DescribeLogDirs (the replica sizes the checks compare);
     Write on the topic also lets the idempotent producer get its producer id (KIP-679).
@@ -208,12 +208,10 @@ class DemoSecurity:
         }
 
     def broker_env(self, broker_dir: Path) -> dict[str, str]:
-        """The broker's ``KAFKA_OPTS``, naming a JAAS file (in ``broker_dir``) for ZooKeeper."""
+        """Return the broker's ``KAFKA_OPTS``: a JAAS file (in ``broker_dir``) for ZooKeeper."""
         broker_dir.mkdir(parents=True, exist_ok=True)
         jaas = broker_dir / "kafka_jaas.conf"
-        return {
-            "KAFKA_OPTS": zookeeper_client_jaas(jaas, ZOOKEEPER_USER, self.zookeeper_password)
-        }
+        return {"KAFKA_OPTS": zookeeper_client_jaas(jaas, ZOOKEEPER_USER, self.zookeeper_password)}
 
     def provision(self, zookeeper_connect: str) -> None:
         """Create the SCRAM users and their ACLs in ZooKeeper (before the brokers start).
@@ -241,7 +239,7 @@ class DemoSecurity:
         }
 
     def client(self, user: str = DEMO_USER) -> ClientSecurity:
-        """The client settings of ``user`` (kafka-python's through ``kafka_python_kwargs``)."""
+        """Return ``user``'s client settings (``kafka_python_kwargs()`` for kafka-python)."""
         return ClientSecurity.from_properties(
             self.client_properties(), username=user, password=Secret(self.passwords[user])
         )
@@ -250,8 +248,7 @@ class DemoSecurity:
         """Write a ``--command-config`` file of ``user`` for Kafka's tools (with the password)."""
         props = self.client_properties()
         props["sasl.jaas.config"] = (
-            f'{SCRAM_LOGIN_MODULE} required username="{user}" '
-            f'password="{self.passwords[user]}";'
+            f'{SCRAM_LOGIN_MODULE} required username="{user}" password="{self.passwords[user]}";'
         )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -259,7 +256,7 @@ class DemoSecurity:
         return path
 
     def operator_env(self, folder: Path) -> dict[str, str]:
-        """The operator's ``KPO_KAFKA_*`` settings, as the chart gives them.
+        """Return the operator's ``KPO_KAFKA_*`` settings, as the chart gives them.
 
         Writes ``folder/kafka-client/`` (the CA, the password, ``client.properties``), as
         a mounted Secret and ConfigMap would show them.

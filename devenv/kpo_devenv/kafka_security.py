@@ -9,8 +9,8 @@ brokers start, as ``kafka-configs --zookeeper ... --alter --add-config
 the broker's own ``ScramCredentialUtils`` equivalent, with a ``/config/changes``
 notification); :func:`add_acls` creates ACLs there as ``kafka-acls --authorizer-properties
 zookeeper.connect=... --add`` does (through the brokers' own ``AclAuthorizer`` store, with
-its ``/kafka-acl-changes`` notification). :func:`zookeeper_client_jaas` writes the JAAS file with which brokers
-(and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
+its ``/kafka-acl-changes`` notification). :func:`zookeeper_client_jaas` writes the JAAS file
+with which brokers (and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
 authenticate to a ZooKeeper with SASL, and returns the ``KAFKA_OPTS`` naming it.
 """
 
@@ -35,7 +35,8 @@ from kpo_devenv.pki import CertKeyPair, KafkaPki
 
 __all__ = [
     "add_acls",
-    "add_scram_user",     "broker_ssl_properties",
+    "add_scram_user",
+    "broker_ssl_properties",
     "pem_keystore",
     "zookeeper_client_jaas",
 ]

@@ -140,6 +140,7 @@ class DemoResult:
         group: The consumer group's committed offsets and reads, per partition.
         lag: The group's lag samples printed while the partitions moved.
         rebalances: Assignments the group's members received while the partitions moved.
+        security_problems: What the secured fleet should have refused and did not.
     """
 
     phase: str
@@ -148,6 +149,7 @@ class DemoResult:
     group: list[GroupCheck] = field(default_factory=list)
     lag: list[LagSample] = field(default_factory=list)
     rebalances: int = 0
+    security_problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -157,6 +159,7 @@ class DemoResult:
             self.phase == "Completed"
             and len(self.group) == len(self.checks)
             and not any(c.problems() for c in checks)
+            and not self.security_problems
         )
 
 
@@ -342,6 +345,13 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
             f"  topic {TOPIC}: {', '.join(f'{p}→{list(r)}' for p, r in ORIGINAL.items())}"
         )
         produced = _produce(bootstrap, options.megabytes * 1024 * 1024, console, client)
+        security_problems: list[str] = []
+        if stack.security is not None:
+            refused, security_problems = stack.security.refusals(bootstrap, TOPIC)
+            for line in refused:
+                console.print(f"  ✓ refused: {escape(line)}")
+            for problem in security_problems:
+                console.print(f"[red]✗[/] {escape(problem)}")
         moving = sum(
             produced[p].value_bytes * len(set(r) - set(ORIGINAL[p])) for p, r in TARGET.items()
         )
@@ -391,6 +401,7 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
             group_checks,
             lag.samples,
             rebalances,
+            security_problems,
         )
         if options.hold:
             _hold(stack, console)

@@ -30,9 +30,15 @@ from __future__ import annotations
 
 import secrets
 import shutil
+import socket
+import struct
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import TopicAuthorizationFailedError
 
 from kpo_broker.security.acl import (
     CLUSTER_NAME,
@@ -55,7 +61,7 @@ from kpo_devenv.kafka_security import (
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
 from kpo_kafka.client_config import ClientSecurity, Secret
 
-__all__ = ["LISTENERS", "MECHANISM", "DemoSecurity", "Grant"]
+__all__ = ["LISTENERS", "MECHANISM", "DemoSecurity", "Grant", "plaintext_answered"]
 
 #: Listener name -> security protocol, as in the chart (the first is the clients' one).
 LISTENERS = {"CLIENT": "SASL_SSL", "INTERNAL": "SSL"}
@@ -276,6 +282,28 @@ class DemoSecurity:
             "KPO_KAFKA_SASL_PASSWORD_FILE": str(password),
         }
 
+    def refusals(self, bootstrap_servers: str, topic: str) -> tuple[list[str], list[str]]:
+        """Check that the fleet refuses what it must; return (what was refused, problems).
+
+        A client without TLS gets no answer from the ``CLIENT`` listener of the first
+        broker, and ``kpo-operator`` may not read ``topic`` (it holds no Read ACL).
+
+        Args:
+            bootstrap_servers: the ``CLIENT`` listeners, ``host:port,...``.
+            topic: an existing topic with records.
+        """
+        host, _, port = bootstrap_servers.split(",")[0].rpartition(":")
+        refused, problems = [], []
+        if plaintext_answered(host, int(port)):
+            problems.append(f"{host}:{port} answered a PLAINTEXT request")
+        else:
+            refused.append(f"a client without TLS and SASL gets nothing from {host}:{port}")
+        if read_refused(bootstrap_servers, self.client(OPERATOR_USER), topic):
+            refused.append(f"User:{OPERATOR_USER} may not read {topic}: TOPIC_AUTHORIZATION_FAILED")
+        else:
+            problems.append(f"User:{OPERATOR_USER} was not refused reading {topic}")
+        return refused, problems
+
     def summary(self) -> list[str]:
         """Lines for the console: how the fleet is secured and who may do what."""
         lines = [
@@ -286,3 +314,56 @@ class DemoSecurity:
         for user, grants in self.grants.items():
             lines.append(f"User:{user}: " + "; ".join(g.describe() for g in grants))
         return lines
+
+
+def plaintext_answered(host: str, port: int, timeout_s: float = 10.0) -> bool:
+    """Send a PLAINTEXT ApiVersions v0 request to ``host:port``; return whether it was answered.
+
+    A TLS listener must not answer it: it sees a failed TLS handshake and closes the
+    connection (perhaps after a TLS alert, which is no Kafka response).
+    """
+    correlation = 0x6B706F31
+    client_id = b"kpo-demo-unauthenticated"
+    body = struct.pack(">hhih", 18, 0, correlation, len(client_id)) + client_id
+    received = b""
+    with socket.create_connection((host, port), timeout=timeout_s) as sock:
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        deadline = time.monotonic() + timeout_s
+        while len(received) < 8 and time.monotonic() < deadline:
+            try:
+                chunk = sock.recv(8 - len(received))
+            except (ConnectionError, TimeoutError):
+                break
+            if not chunk:
+                break
+            received += chunk
+    return len(received) == 8 and struct.unpack(">i", received[4:])[0] == correlation
+
+
+def read_refused(
+    bootstrap_servers: str, client: ClientSecurity, topic: str, timeout_s: float = 30.0
+) -> bool:
+    """Return whether reading ``topic`` (Fetch) as ``client`` fails with TOPIC_AUTHORIZATION_FAILED.
+
+    Raises:
+        kafka.errors.KafkaError: another error than the refusal.
+    """
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap_servers,
+        client_id="kpo-demo-refused",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        **client.kafka_python_kwargs(),
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                if consumer.poll(timeout_ms=500):
+                    return False
+            except TopicAuthorizationFailedError:
+                return True
+        return False
+    finally:
+        consumer.close()

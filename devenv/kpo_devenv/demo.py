@@ -183,6 +183,15 @@ class DemoStack:
         )
         self.plane = ControlPlane(base / "control-plane", crds_dir=options.crds_dir)
         brokers = base / "kafka"
+        secured: dict[str, Any] = {}
+        if security is not None:  # listeners, keystores and JAAS files in each broker's folder
+            secured = {
+                "listeners": LISTENERS,
+                "broker_properties": lambda i: security.broker_properties(
+                    i, brokers / f"broker-{i}", len(RACKS)
+                ),
+                "broker_env": lambda i: security.broker_env(brokers / f"broker-{i}"),
+            }
         self.kafka = KafkaCluster(
             brokers,
             f"{self.zookeeper.connect_string}/kafka",
@@ -190,15 +199,7 @@ class DemoStack:
             BROKER_PROPERTIES,
             list(RACKS),
             runner=self.containers,
-            listeners=LISTENERS if security else None,
-            broker_properties=(
-                (lambda i: security.broker_properties(i, brokers / f"broker-{i}", len(RACKS)))
-                if security
-                else None
-            ),
-            broker_env=(lambda i: security.broker_env(brokers / f"broker-{i}"))
-            if security
-            else None,
+            **secured,
         )
         self.operator: OperatorProcess | None = None
         self._owner = record("demo", os.getpid(), group=False)

@@ -73,6 +73,8 @@ test-real-node: install tools
 demo-tools:
 	bash tools/install.sh demo
 
+# The demo's fleet is secured (SASL_SSL with SCRAM for clients, mutual TLS between brokers,
+# ACLs, ZooKeeper SASL); DEMO_ARGS=--plaintext runs it without security: development only.
 demo: install demo-tools
 	$(BIN)/python -m kpo_devenv demo $(DEMO_ARGS)
 

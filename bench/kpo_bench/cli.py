@@ -21,9 +21,11 @@ from kpo_bench.java_tools import JavaTools, compile_consumer
 from kpo_bench.machine import machine_info
 from kpo_bench.report import print_report
 from kpo_bench.results import BASELINE, OURS, SystemResult, compare, report_json
-from kpo_bench.runner import ONLY_CHOICES, run_system
+from kpo_bench.runner import ONLY_CHOICES, ONLY_TLS, run_system
 from kpo_bench.settings import DEFAULT, QUICK, Workload
 from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
+from kpo_bench.throughput import Transport
+from kpo_bench.tls import TlsSetup
 from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.tools import VERSIONS_ENV, ToolNotFoundError, pinned_version
@@ -81,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
-            "'operator' = one PartitionReassignment's reconcile latency while 50 others move"
+            "'operator' = one PartitionReassignment's reconcile latency while 50 others move, "
+            "'tls' = produce and consume over PLAINTEXT and over SASL_SSL (SCRAM-SHA-512)"
         ),
     )
     return parser
@@ -120,10 +123,11 @@ def _run_guarded(
     console: Console,
     keep_data: bool,
     only: str | None,
+    secured: Transport | None = None,
 ) -> None:
     """Run one system; a cluster that does not start is recorded as the ``cluster`` error."""
     try:
-        run_system(result, cluster, tools, workload, console, keep_data, only)
+        run_system(result, cluster, tools, workload, console, keep_data, only, secured)
     except Exception as exc:  # report it and still run the other system
         result.errors["cluster"] = f"{type(exc).__name__}: {exc}"
         console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
@@ -174,23 +178,33 @@ def main(argv: list[str] | None = None) -> int:
     baseline: SystemResult | None = None
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     zookeeper.start()
+    tls = TlsSetup(workdir) if args.only == ONLY_TLS else None
+    secured = tls.transport if tls is not None else None
     try:
         if args.systems in ("both", OURS):
             ours = SystemResult(OURS, _kpo_version())
-            cluster: Cluster = KafkaCluster(
-                workdir / OURS, f"{zookeeper.connect_string}/{OURS}", 3, BROKER_PROPERTIES
+            connect = f"{zookeeper.connect_string}/{OURS}"
+            cluster: Cluster = (
+                tls.kpo_cluster(workdir / OURS, connect, BROKER_PROPERTIES)
+                if tls is not None
+                else KafkaCluster(workdir / OURS, connect, 3, BROKER_PROPERTIES)
             )
-            _run_guarded(ours, cluster, tools, workload, console, args.keep_data, args.only)
+            _run_guarded(
+                ours, cluster, tools, workload, console, args.keep_data, args.only, secured
+            )
         if args.systems in ("both", BASELINE):
             baseline = SystemResult(BASELINE, kafka_version)
-            cluster = ApacheKafkaCluster(
-                workdir / BASELINE,
-                f"{zookeeper.connect_string}/{BASELINE}",
-                classpath,
-                3,
-                BROKER_PROPERTIES,
+            connect = f"{zookeeper.connect_string}/{BASELINE}"
+            cluster = (
+                tls.apache_cluster(workdir / BASELINE, connect, classpath, BROKER_PROPERTIES)
+                if tls is not None
+                else ApacheKafkaCluster(
+                    workdir / BASELINE, connect, classpath, 3, BROKER_PROPERTIES
+                )
             )
-            _run_guarded(baseline, cluster, tools, workload, console, args.keep_data, args.only)
+            _run_guarded(
+                baseline, cluster, tools, workload, console, args.keep_data, args.only, secured
+            )
     finally:
         zookeeper.stop()
     settings = {

@@ -77,6 +77,10 @@ class Cluster(Protocol):
         """Comma-separated ``host:port`` of the running brokers."""
         ...
 
+    def bootstrap_servers_for(self, listener: str) -> str:
+        """Comma-separated ``host:port`` of the running brokers' listener ``listener``."""
+        ...
+
     def start(self) -> object:
         """Start every broker (each start waits until its port accepts)."""
         ...

@@ -88,6 +88,7 @@ def run_producer_perf(
     record_size: int,
     producer_props: Mapping[str, str],
     timeout_s: float,
+    client_config: Path | None = None,
 ) -> ProducerSummary:
     """Send ``records`` records of ``record_size`` bytes to ``topic`` as fast as acks allow.
 
@@ -99,6 +100,8 @@ def run_producer_perf(
         record_size: value size, bytes.
         producer_props: producer configs (``acks``, ``batch.size``, ``linger.ms``...).
         timeout_s: kill the tool after this many seconds.
+        client_config: a client properties file (``--producer.config``), e.g. the
+            ``SASL_SSL`` settings; ``producer_props`` win over it.
 
     Raises:
         JavaToolError: the tool failed or timed out.
@@ -108,14 +111,22 @@ def run_producer_perf(
     props += [f"{k}={v}" for k, v in producer_props.items()]
     args = ["--topic", topic, "--num-records", str(records), "--record-size", str(record_size)]
     args += ["--throughput", "-1", "--producer-props", *props]
+    if client_config is not None:
+        args += ["--producer.config", str(client_config)]
     argv = java_command(tools.kafka_classpath, tools.heap_mb, PRODUCER_PERFORMANCE, args)
     return parse_producer_output(_run(argv, timeout_s, "ProducerPerformance"))
 
 
 def run_consumer_perf(
-    tools: JavaTools, bootstrap_servers: str, topic: str, timeout_s: float
+    tools: JavaTools,
+    bootstrap_servers: str,
+    topic: str,
+    timeout_s: float,
+    client_config: Path | None = None,
 ) -> ConsumerSummary:
     """Read every record of ``topic`` from the start with KpoConsumePerf.
+
+    ``client_config`` is a client properties file (e.g. the ``SASL_SSL`` settings).
 
     Raises:
         JavaToolError: the tool failed or timed out.
@@ -123,6 +134,7 @@ def run_consumer_perf(
     """
     classpath = f"{tools.classes_dir}:{tools.kafka_classpath}"
     args = [bootstrap_servers, topic, str(int(timeout_s))]
+    args += [str(client_config)] if client_config is not None else []
     argv = java_command(classpath, tools.heap_mb, CONSUMER_MAIN, args)
     return parse_consumer_output(_run(argv, timeout_s + 60, "KpoConsumePerf"))
 

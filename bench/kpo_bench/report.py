@@ -10,12 +10,14 @@ from rich.table import Table
 from kpo_bench.results import (
     ComparisonRow,
     EstimateRow,
+    OverheadRow,
     SystemResult,
     estimate_rows,
     format_deviation,
     format_ratio,
     format_target,
     format_value,
+    overhead_rows,
 )
 from kpo_bench.throttle_plan import TOLERANCE
 
@@ -86,6 +88,30 @@ def estimate_table(
     return table
 
 
+def _percent(value: float | None) -> str:
+    return "-" if value is None else f"{value * 100:.1f} %"
+
+
+def overhead_table(
+    rows: list[OverheadRow], ours: SystemResult | None, baseline: SystemResult | None
+) -> Table:
+    """Return the TLS table: per operation each system's SASL_SSL cost against its PLAINTEXT.
+
+    The issue's bar: kpo's overhead is no worse than Kafka's, measured in the same run.
+    """
+    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
+    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
+    table = Table(title="TLS + SASL overhead: 1 - SASL_SSL / PLAINTEXT of each system")
+    table.add_column("operation")
+    table.add_column(kpo_title, justify="right")
+    table.add_column(kafka_title, justify="right")
+    table.add_column("kpo no worse than Kafka")
+    for row in rows:
+        verdict = {True: "met", False: "missed", None: "n/a"}[row.no_worse]
+        table.add_row(row.plain.label, _percent(row.ours), _percent(row.baseline), verdict)
+    return table
+
+
 def _failed(result: SystemResult | None, row: ComparisonRow) -> str:
     return _failed_metric(result, row.metric.key)
 
@@ -108,6 +134,9 @@ def print_report(
     console.print(f"machine: {machine_line(machine)}")
     console.print(comparison_table(rows, ours, baseline))
     console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
+    overheads = overhead_rows(ours, baseline)
+    if overheads:
+        console.print(overhead_table(overheads, ours, baseline))
     console.print(
         "ratio > 1 means kpo is better: kpo/Kafka for throughputs (MiB/s of record "
         "payload), Kafka/kpo for durations (failover, group rebalance)."

@@ -49,10 +49,19 @@ GROUP_REBALANCE = MetricSpec(
     "group_rebalance_s", "3-member group rebalance after kill -9", "s", False
 )
 
+#: Issue 14 (``--only tls``): the same produce and consume over a SASL_SSL listener
+#: (SCRAM-SHA-512), next to the PLAINTEXT figures of the same run.
+PRODUCE_SASL_SSL = MetricSpec(
+    "produce_sasl_ssl_mib_s", "produce over SASL_SSL (SCRAM-SHA-512)", "MiB/s", True
+)
+CONSUME_SASL_SSL = MetricSpec("consume_sasl_ssl_mib_s", "consume over SASL_SSL", "MiB/s", True)
+
 #: Every metric, in table order.
 METRICS: tuple[MetricSpec, ...] = (
     PRODUCE,
+    PRODUCE_SASL_SSL,
     CONSUME,
+    CONSUME_SASL_SSL,
     GROUP_CONSUME,
     CATCH_UP,
     FAILOVER,
@@ -168,6 +177,58 @@ def compare(ours: SystemResult | None, baseline: SystemResult | None) -> list[Co
     return rows
 
 
+#: (PLAINTEXT metric, the same over SASL_SSL): the pairs a TLS overhead is computed from.
+TLS_PAIRS: tuple[tuple[MetricSpec, MetricSpec], ...] = (
+    (PRODUCE, PRODUCE_SASL_SSL),
+    (CONSUME, CONSUME_SASL_SSL),
+)
+
+
+@dataclass(frozen=True)
+class OverheadRow:
+    """One system-against-itself comparison: what TLS and SASL cost each system.
+
+    Attributes:
+        plain: the PLAINTEXT metric.
+        secured: the same over SASL_SSL.
+        ours: kpo's overhead, ``1 - SASL_SSL / PLAINTEXT`` (0.25: 25 % slower), or None.
+        baseline: Apache Kafka's overhead, or None.
+        no_worse: whether kpo's overhead is at most Kafka's (the issue's bar); None
+            without both.
+    """
+
+    plain: MetricSpec
+    secured: MetricSpec
+    ours: float | None
+    baseline: float | None
+    no_worse: bool | None
+
+
+def tls_overhead(
+    result: SystemResult | None, plain: MetricSpec, secured: MetricSpec
+) -> float | None:
+    """Return ``1 - secured / plain`` of one system's throughputs, or None if one is missing."""
+    if result is None:
+        return None
+    a, b = result.values.get(plain.key), result.values.get(secured.key)
+    if a is None or b is None or not (math.isfinite(a) and math.isfinite(b)) or a <= 0:
+        return None
+    return 1.0 - b / a
+
+
+def overhead_rows(ours: SystemResult | None, baseline: SystemResult | None) -> list[OverheadRow]:
+    """Build one :class:`OverheadRow` per pair of :data:`TLS_PAIRS` that either system measured."""
+    rows = []
+    for plain, secured in TLS_PAIRS:
+        mine = tls_overhead(ours, plain, secured)
+        theirs = tls_overhead(baseline, plain, secured)
+        if mine is None and theirs is None:
+            continue
+        no_worse = None if mine is None or theirs is None else mine <= theirs
+        rows.append(OverheadRow(plain, secured, mine, theirs, no_worse))
+    return rows
+
+
 @dataclass(frozen=True)
 class EstimateRow:
     """One throttled-reassignment experiment, measured against its estimate.
@@ -275,7 +336,8 @@ def report_json(
         comparison entry has ``metric``, ``unit``, ``ours``, ``baseline``, ``ratio``,
         ``ratio_meaning``, ``target_ratio`` and ``meets_target``; plus
         ``"throttle_vs_estimate"``: per experiment ``estimate_s``, each system's
-        duration (s) and its deviation from the estimate (a fraction).
+        duration (s) and its deviation from the estimate (a fraction); and
+        ``"tls_overhead"``: per SASL_SSL metric each system's ``1 - SASL_SSL / PLAINTEXT``.
     """
     comparison = [
         {
@@ -305,6 +367,16 @@ def report_json(
         }
         for row in estimate_rows(ours, baseline)
     ]
+    overheads = [
+        {
+            "metric": row.secured.key,
+            "versus": row.plain.key,
+            f"{OURS}_overhead": row.ours,
+            f"{BASELINE}_overhead": row.baseline,
+            "no_worse_than_kafka": row.no_worse,
+        }
+        for row in overhead_rows(ours, baseline)
+    ]
     systems = [_system_json(r) for r in (ours, baseline) if r is not None]
     return {
         "machine": machine,
@@ -312,4 +384,5 @@ def report_json(
         "systems": systems,
         "comparison": comparison,
         "throttle_vs_estimate": against_estimate,
+        "tls_overhead": overheads,
     }

@@ -18,10 +18,12 @@ from kpo_bench.machine import load_average
 from kpo_bench.results import (
     CATCH_UP,
     CONSUME,
+    CONSUME_SASL_SSL,
     FAILOVER,
     GROUP_CONSUME,
     GROUP_REBALANCE,
     PRODUCE,
+    PRODUCE_SASL_SSL,
     THROTTLE_METRICS,
     Measured,
     MetricSpec,
@@ -32,13 +34,15 @@ from kpo_bench.results import (
 from kpo_bench.settings import Workload
 from kpo_bench.throttle_experiments import measure_throttled_moves
 from kpo_bench.throttle_plan import EXPERIMENTS, TOLERANCE, ThrottleExperiment
-from kpo_bench.throughput import measure_consume, measure_produce
+from kpo_bench.throughput import Transport, measure_consume, measure_produce
 
 #: ``--only`` choices: the group of measurements to run instead of all of them.
 ONLY_THROTTLE = "throttle"
 #: The consumer group measurements (after a produce run that fills the topic they read).
 ONLY_GROUPS = "groups"
-ONLY_CHOICES = (ONLY_THROTTLE, ONLY_GROUPS)
+#: Produce and consume over PLAINTEXT and over SASL_SSL (a cluster with both listeners).
+ONLY_TLS = "tls"
+ONLY_CHOICES = (ONLY_THROTTLE, ONLY_GROUPS, ONLY_TLS)
 
 Step = tuple[MetricSpec, Callable[[], Measured]]
 
@@ -50,15 +54,21 @@ def _throttle_step(
 
 
 def plan_steps(
-    cluster: Cluster, tools: JavaTools, workload: Workload, only: str | None = None
+    cluster: Cluster,
+    tools: JavaTools,
+    workload: Workload,
+    only: str | None = None,
+    secured: Transport | None = None,
 ) -> list[Step]:
     """Return the measurements to run, in order: all of them, or the ``only`` group.
 
     The throttled-reassignment experiments and the group rebalance run before the failover
-    test, which kills a broker.
+    test, which kills a broker. :data:`ONLY_TLS` produces over PLAINTEXT, then over
+    ``secured`` (the cluster's SASL_SSL listener), then consumes each topic the same way.
 
     Raises:
-        ValueError: ``only`` is not one of :data:`ONLY_CHOICES`.
+        ValueError: ``only`` is not one of :data:`ONLY_CHOICES`, or is :data:`ONLY_TLS`
+            without ``secured``.
     """
     throttle: list[Step] = [
         (metric, _throttle_step(cluster, tools, workload, experiment))
@@ -71,6 +81,15 @@ def plan_steps(
         return throttle
     if only == ONLY_GROUPS:
         return [produce, group_consume, rebalance]
+    if only == ONLY_TLS:
+        if secured is None:
+            raise ValueError("--only tls needs a cluster with a SASL_SSL listener")
+        return [
+            produce,
+            (PRODUCE_SASL_SSL, lambda: measure_produce(cluster, tools, workload, secured)),
+            (CONSUME, lambda: measure_consume(cluster, tools, workload)),
+            (CONSUME_SASL_SSL, lambda: measure_consume(cluster, tools, workload, secured)),
+        ]
     if only is not None:
         raise ValueError(f"unknown measurement group {only!r}; choose from {ONLY_CHOICES}")
     return [
@@ -92,6 +111,7 @@ def run_system(
     console: Console,
     keep_data: bool = False,
     only: str | None = None,
+    secured: Transport | None = None,
 ) -> SystemResult:
     """Start ``cluster``, run the measurements of :func:`plan_steps`, then stop it.
 
@@ -106,6 +126,7 @@ def run_system(
         console: progress output.
         keep_data: keep the brokers' log dirs after the run.
         only: None for every measurement, or one of :data:`ONLY_CHOICES`.
+        secured: the cluster's SASL_SSL listener and client settings (:data:`ONLY_TLS`).
 
     Returns:
         ``result``, filled in.
@@ -121,7 +142,7 @@ def run_system(
     try:
         with admin_session(cluster.bootstrap_servers) as admin:
             wait_for_brokers(admin, set(cluster.brokers))
-        for metric, step in plan_steps(cluster, tools, workload, only):
+        for metric, step in plan_steps(cluster, tools, workload, only, secured):
             console.print(f"{label}: {metric.label} ...")
             began = time.monotonic()
             try:

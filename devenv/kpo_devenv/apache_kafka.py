@@ -60,13 +60,17 @@ class KafkaSecurity:
 
     Attributes:
         pki: the CA and certificate issuer (broker certificates are issued per broker).
-        listeners: the listeners each broker opens, among ``SASL_SSL`` and ``SSL``; the
-            first is :attr:`ApacheBroker.port`. Brokers talk to each other on ``SSL``
-            (their certificates' principals ``User:CN=broker-<id>,O=kpo``) when it is
-            listed, else on ``SASL_SSL`` as the SCRAM user ``broker``.
+        listeners: the listeners each broker opens, among ``SASL_SSL`` and ``SSL`` (and
+            ``PLAINTEXT``, e.g. for a benchmark's unsecured figure); the first is
+            :attr:`ApacheBroker.port`. Brokers talk to each other on ``SSL`` (their
+            certificates' principals ``User:CN=broker-<id>,O=kpo``) when it is listed, else
+            on ``PLAINTEXT`` when that is listed, else on ``SASL_SSL`` as the SCRAM user
+            ``broker``.
         ssl_client_auth: ``ssl.client.auth=required`` on the ``SSL`` listener (mutual TLS).
         scram_users: SCRAM-SHA-512 users to create before start, name -> password.
         super_users: further principals in ``super.users``, e.g. ``User:admin``.
+        authorization: ``AclAuthorizer`` with ``super.users``; False: no authorizer
+            (every authenticated principal may do everything, as Kafka's default).
     """
 
     pki: KafkaPki
@@ -74,6 +78,7 @@ class KafkaSecurity:
     ssl_client_auth: bool = True
     scram_users: Mapping[str, str] = field(default_factory=dict)
     super_users: tuple[str, ...] = ()
+    authorization: bool = True
 
     #: The SCRAM user brokers authenticate as on ``SASL_SSL`` without an ``SSL`` listener.
     broker_user = "broker"
@@ -82,7 +87,10 @@ class KafkaSecurity:
     @property
     def inter_broker_listener(self) -> str:
         """The listener brokers replicate over."""
-        return "SSL" if "SSL" in self.listeners else "SASL_SSL"
+        for name in ("SSL", "PLAINTEXT"):
+            if name in self.listeners:
+                return name
+        return "SASL_SSL"
 
     def users(self) -> dict[str, str]:
         """Every SCRAM user to create (the broker's included when it needs one)."""
@@ -105,9 +113,11 @@ class KafkaSecurity:
             "ssl.keystore.location": str(keystore),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.pki.ca.cert),
-            "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-            "super.users": ";".join([*brokers, f"User:{self.broker_user}", *self.super_users]),
         }
+        if self.authorization:
+            props["authorizer.class.name"] = "kafka.security.authorizer.AclAuthorizer"
+            users = [*brokers, f"User:{self.broker_user}", *self.super_users]
+            props["super.users"] = ";".join(users)
         if "SSL" in self.listeners and self.ssl_client_auth:
             props["listener.name.ssl.ssl.client.auth"] = "required"
         if "SASL_SSL" in self.listeners:
@@ -295,6 +305,7 @@ class ApacheBroker(BrokerProcess):
         #: listener name -> loopback port.
         self.listener_ports = {name: free_port() for name in names}
         self.port = self.listener_ports[names[0]]
+        self.ports = self.listener_ports  # as our brokers name it (bootstrap_servers_for)
         self.log_dir = workdir / "data"
         self.config_path = workdir / "server.properties"
         self.log4j_path = workdir / "log4j.properties"

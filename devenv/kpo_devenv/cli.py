@@ -62,6 +62,13 @@ def demo(
     zookeeper_image: Annotated[
         str, typer.Option(help="With --containers: image of ZooKeeper.")
     ] = "localhost/kpo-zookeeper:dev",
+    plaintext: Annotated[
+        bool,
+        typer.Option(
+            help="DEVELOPMENT ONLY: PLAINTEXT listeners, no ACLs, ZooKeeper without SASL "
+            "(default: SASL_SSL with SCRAM for clients, mutual TLS between brokers, ACLs)."
+        ),
+    ] = False,
 ) -> None:
     """Run the main job: stack up, topic, data, a throttled PartitionReassignment, verify, stop."""
     images = {"zookeeper": zookeeper_image, "broker": image, "operator": image}
@@ -73,6 +80,7 @@ def demo(
         hold=hold,
         crds_dir=crds,
         images=images if containers else None,
+        plaintext=plaintext,
     )
     install_signal_handlers()
     try:

@@ -12,6 +12,12 @@ in a progress bar until ``Completed``, verifies the data (see
 :mod:`kpo_devenv.demo_verify`) and the group's committed offsets, shows
 ``kubectl get``/``describe`` and stops everything. :mod:`kpo_devenv.demo_state` records
 the processes for ``demo-down``.
+
+The fleet is secured as the chart's default install (:mod:`kpo_devenv.demo_security`):
+clients connect with SASL_SSL (SCRAM-SHA-512), brokers with mutual TLS, ``AclAuthorizer``
+allows the operator only what its calls need and the demo's clients only their topic and
+group, and brokers authenticate to ZooKeeper with SASL. ``plaintext`` (``--plaintext``,
+for development only) runs everything on PLAINTEXT without authorization, as before.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from kpo_devenv.demo_group import (
     group_table,
     lag_line,
 )
+from kpo_devenv.demo_security import LISTENERS, DemoSecurity
 from kpo_devenv.demo_state import (
     clear_state,
     default_state_dir,
@@ -63,6 +70,7 @@ from kpo_devenv.process import ManagedProcess
 from kpo_devenv.runner import ContainerRunner
 from kpo_devenv.zookeeper import ZooKeeperServer
 from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.client_config import ClientSecurity
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TOPIC = "orders"
@@ -105,6 +113,8 @@ class DemoOptions:
         state_dir: Where ``current`` points at the running demo (default ``~/.cache/kpo-demo``).
         images: Run ZooKeeper, the brokers and the operator in containers of these images
             (kind -> image, see :class:`kpo_devenv.runner.ContainerRunner`); None: as processes.
+        plaintext: DEVELOPMENT ONLY: PLAINTEXT listeners, no authorization, ZooKeeper
+            without SASL: anyone who reaches a port may do anything. Default: secured.
     """
 
     workdir: Path
@@ -116,6 +126,7 @@ class DemoOptions:
     crds_dir: Path = REPO_ROOT / "crds"
     state_dir: Path = field(default_factory=default_state_dir)
     images: dict[str, str] | None = None
+    plaintext: bool = False
 
 
 @dataclass
@@ -129,6 +140,7 @@ class DemoResult:
         group: The consumer group's committed offsets and reads, per partition.
         lag: The group's lag samples printed while the partitions moved.
         rebalances: Assignments the group's members received while the partitions moved.
+        security_problems: What the secured fleet should have refused and did not.
     """
 
     phase: str
@@ -137,6 +149,7 @@ class DemoResult:
     group: list[GroupCheck] = field(default_factory=list)
     lag: list[LagSample] = field(default_factory=list)
     rebalances: int = 0
+    security_problems: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -146,6 +159,7 @@ class DemoResult:
             self.phase == "Completed"
             and len(self.group) == len(self.checks)
             and not any(c.problems() for c in checks)
+            and not self.security_problems
         )
 
 
@@ -160,18 +174,40 @@ class DemoStack:
         self.options = options
         base = options.workdir
         self.containers = ContainerRunner(options.images) if options.images else None
-        self.zookeeper = ZooKeeperServer(base / "zookeeper", runner=self.containers)
+        self.security = None if options.plaintext else DemoSecurity.create(base, TOPIC, GROUP_ID)
+        security = self.security
+        self.zookeeper = ZooKeeperServer(
+            base / "zookeeper",
+            runner=self.containers,
+            sasl_users=security.zookeeper_users if security else None,
+        )
         self.plane = ControlPlane(base / "control-plane", crds_dir=options.crds_dir)
+        brokers = base / "kafka"
+        secured: dict[str, Any] = {}
+        if security is not None:  # listeners, keystores and JAAS files in each broker's folder
+            secured = {
+                "listeners": LISTENERS,
+                "broker_properties": lambda i: security.broker_properties(
+                    i, brokers / f"broker-{i}", len(RACKS)
+                ),
+                "broker_env": lambda i: security.broker_env(brokers / f"broker-{i}"),
+            }
         self.kafka = KafkaCluster(
-            base / "kafka",
+            brokers,
             f"{self.zookeeper.connect_string}/kafka",
             len(RACKS),
             BROKER_PROPERTIES,
             list(RACKS),
             runner=self.containers,
+            **secured,
         )
         self.operator: OperatorProcess | None = None
         self._owner = record("demo", os.getpid(), group=False)
+
+    @property
+    def client(self) -> ClientSecurity:
+        """How the demo's own clients connect: as ``kpo-demo`` over SASL_SSL, or PLAINTEXT."""
+        return self.security.client() if self.security else ClientSecurity()
 
     def processes(self) -> list[ManagedProcess]:
         """Return the server processes, in start order."""
@@ -202,24 +238,35 @@ class DemoStack:
         self.plane.start()
         self.record_state()
         say(f"kube-apiserver on {self.plane.apiserver.url}, CRDs Established")
+        if self.security is not None:
+            self.security.provision(self.kafka.zookeeper_connect)
+            for line in self.security.summary():
+                say(line)
+        else:
+            say("[yellow]PLAINTEXT, no ACLs: for development only[/]")
         self.kafka.start()
         self.record_state()
-        with closing(KafkaPythonAdmin(self.kafka.bootstrap_servers, CLIENT_ID)) as admin:
+        admin = KafkaPythonAdmin(self.kafka.bootstrap_servers, CLIENT_ID, security=self.client)
+        with closing(admin):
             controller = wait_brokers(admin, list(self.kafka.brokers))
         for broker_id, broker in self.kafka.brokers.items():
             say(f"broker {broker_id} on {broker.bootstrap} (broker.rack={RACKS[broker_id]})")
         say(f"controller: broker {controller}")
         self.plane.kubectl("create", "namespace", self.options.namespace)
+        workdir = self.options.workdir / "operator"
         self.operator = OperatorProcess(
-            self.options.workdir / "operator",
+            workdir,
             self.plane.kubeconfig,
             self.kafka.bootstrap_servers,
             namespaces=[self.options.namespace],
+            env=self.security.operator_env(workdir) if self.security else None,
             runner=self.containers,
         )
         self.operator.start()
         self.record_state()
         say(f"kpo operator watching namespace {self.options.namespace}")
+        if self.security is not None:
+            say("operator connects as User:kpo-operator (SASL_SSL, SCRAM-SHA-512)")
 
     def started_operator(self) -> OperatorProcess:
         """Return the operator process.
@@ -291,18 +338,26 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
         console.rule("[bold]1. Start ZooKeeper, the control plane, 3 brokers and the operator")
         stack.start(lambda text: console.print(f"  ✓ {text}"))
         bootstrap = stack.kafka.bootstrap_servers
+        client = stack.client
         console.rule(f"[bold]2. Create topic {TOPIC} and produce {options.megabytes} MiB")
-        with closing(KafkaPythonAdmin(bootstrap, CLIENT_ID)) as admin:
+        with closing(KafkaPythonAdmin(bootstrap, CLIENT_ID, security=client)) as admin:
             admin.create_topic(TOPIC, assignment=ORIGINAL, wait_for_metadata=True)
         console.print(
             f"  topic {TOPIC}: {', '.join(f'{p}→{list(r)}' for p, r in ORIGINAL.items())}"
         )
-        produced = _produce(bootstrap, options.megabytes * 1024 * 1024, console)
+        produced = _produce(bootstrap, options.megabytes * 1024 * 1024, console, client)
+        security_problems: list[str] = []
+        if stack.security is not None:
+            refused, security_problems = stack.security.refusals(bootstrap, TOPIC)
+            for line in refused:
+                console.print(f"  ✓ refused: {escape(line)}")
+            for problem in security_problems:
+                console.print(f"[red]✗[/] {escape(problem)}")
         moving = sum(
             produced[p].value_bytes * len(set(r) - set(ORIGINAL[p])) for p, r in TARGET.items()
         )
         console.rule(f"[bold]3. A consumer group of {GROUP_MEMBERS} members reads {TOPIC}")
-        group = _start_group(bootstrap, produced, moving / options.throttle, console)
+        group = _start_group(bootstrap, produced, moving / options.throttle, console, client)
         console.rule(
             f"[bold]4. kubectl apply a PartitionReassignment (throttle {mib(options.throttle)}/s)"
         )
@@ -328,7 +383,7 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
         )
         console.rule("[bold]6. Verify the data on the new replicas and the group's offsets")
         log_dirs = {i: b.log_dirs for i, b in stack.kafka.brokers.items()}
-        checks = verify_move(bootstrap, TOPIC, ORIGINAL, TARGET, log_dirs, produced)
+        checks = verify_move(bootstrap, TOPIC, ORIGINAL, TARGET, log_dirs, produced, client)
         console.print(HOW_CHECKED)
         console.print(checks_table(TOPIC, checks))
         group_checks = check_group(group, produced)
@@ -347,6 +402,7 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
             group_checks,
             lag.samples,
             rebalances,
+            security_problems,
         )
         if options.hold:
             _hold(stack, console)
@@ -387,12 +443,16 @@ class _LagNotes:
 
 
 def _start_group(
-    bootstrap: str, produced: dict[int, PartitionDigest], move_s: float, console: Console
+    bootstrap: str,
+    produced: dict[int, PartitionDigest],
+    move_s: float,
+    console: Console,
+    client: ClientSecurity,
 ) -> DemoGroup:
     """Start the group, paced so that reading the topic lasts about as long as the move."""
     total = sum(d.value_bytes for d in produced.values())
     rate = total / (move_s + 2)  # the move starts a moment after the group
-    group = DemoGroup(bootstrap, TOPIC, sorted(produced), GROUP_MEMBERS, rate)
+    group = DemoGroup(bootstrap, TOPIC, sorted(produced), GROUP_MEMBERS, rate, security=client)
     group.start()
     owned = group.wait_balanced()
     console.print(
@@ -419,7 +479,9 @@ def _show_kubectl(stack: DemoStack, console: Console, *args: str) -> None:
     console.print(out, markup=False, highlight=False, soft_wrap=True)
 
 
-def _produce(bootstrap: str, total_bytes: int, console: Console) -> dict[int, PartitionDigest]:
+def _produce(
+    bootstrap: str, total_bytes: int, console: Console, client: ClientSecurity
+) -> dict[int, PartitionDigest]:
     columns = (
         TextColumn("  producing"),
         BarColumn(),
@@ -434,6 +496,7 @@ def _produce(bootstrap: str, total_bytes: int, console: Console) -> dict[int, Pa
             sorted(ORIGINAL),
             total_bytes,
             on_progress=lambda n: bar.update(task, completed=n),
+            security=client,
         )
     for p, d in produced.items():
         console.print(
@@ -443,10 +506,14 @@ def _produce(bootstrap: str, total_bytes: int, console: Console) -> dict[int, Pa
 
 
 def _hold(stack: DemoStack, console: Console) -> None:
+    tools = ""
+    if stack.security is not None:
+        config = stack.security.tool_properties(stack.options.workdir / "kpo-demo.properties")
+        tools = f"  Kafka's tools, as User:kpo-demo: --command-config {config}\n"
     console.print(
         f"\nThe stack keeps running. Try:\n  export KUBECONFIG={stack.plane.kubeconfig}\n"
         f"  kubectl get pr -n {stack.options.namespace}\n"
-        f"  bootstrap servers: {stack.kafka.bootstrap_servers}\n"
+        f"  bootstrap servers: {stack.kafka.bootstrap_servers}\n{tools}"
         "Ctrl-C here or `make demo-down` elsewhere stops everything."
     )
     try:

@@ -28,6 +28,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.record import MemoryRecords
 
 from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.client_config import ClientSecurity
 
 #: Size of each produced record's value, bytes (random, so incompressible).
 RECORD_BYTES = 8192
@@ -116,6 +117,7 @@ def produce(
     total_bytes: int,
     record_bytes: int = RECORD_BYTES,
     on_progress: Callable[[int], None] | None = None,
+    security: ClientSecurity | None = None,
 ) -> dict[int, PartitionDigest]:
     """Produce about ``total_bytes`` of random values round-robin over ``partitions``.
 
@@ -129,6 +131,7 @@ def produce(
         total_bytes: Value bytes to write in all (rounded up to whole records).
         record_bytes: Size of each value, bytes.
         on_progress: Called with the acknowledged value bytes so far, from the caller's thread.
+        security: How to connect (TLS, SASL); None: PLAINTEXT.
 
     Returns:
         partition -> digest of the acknowledged records.
@@ -156,6 +159,7 @@ def produce(
         linger_ms=10,
         batch_size=256 * 1024,
         max_request_size=4 * 1024 * 1024,
+        **(security or ClientSecurity()).kafka_python_kwargs(),
     )
     try:
         count = -(-total_bytes // record_bytes)
@@ -179,11 +183,16 @@ def produce(
 
 
 def read_via_consumer(
-    bootstrap_servers: str, topic: str, partitions: Sequence[int], timeout_s: float = 120.0
+    bootstrap_servers: str,
+    topic: str,
+    partitions: Sequence[int],
+    timeout_s: float = 120.0,
+    security: ClientSecurity | None = None,
 ) -> dict[int, PartitionDigest]:
     """Read every record of ``partitions`` up to the high watermark with ``KafkaConsumer``.
 
-    The consumer fetches from each partition's leader (no KIP-392 follower fetching).
+    The consumer fetches from each partition's leader (no KIP-392 follower fetching);
+    ``security`` says how it connects (None: PLAINTEXT).
 
     Raises:
         DemoDataError: the end was not reached within ``timeout_s`` seconds.
@@ -194,6 +203,7 @@ def read_via_consumer(
         group_id=None,
         enable_auto_commit=False,
         auto_offset_reset="earliest",
+        **(security or ClientSecurity()).kafka_python_kwargs(),
     )
     try:
         tps = [TopicPartition(topic, p) for p in partitions]

@@ -26,6 +26,7 @@ from rich import box
 from rich.table import Table
 
 from kpo_devenv.demo_data import CLIENT_ID, DemoDataError, DigestBuilder, PartitionDigest
+from kpo_kafka.client_config import ClientSecurity
 
 #: The demo group's ``group.id``.
 GROUP_ID = "orders-readers"
@@ -84,6 +85,7 @@ class DemoGroup:
         members: Number of member threads.
         rate: The group's reading pace, value bytes/s (split evenly among the members).
         group_id: The ``group.id``.
+        security: How the members and the sampler connect (TLS, SASL); None: PLAINTEXT.
     """
 
     def __init__(
@@ -94,8 +96,10 @@ class DemoGroup:
         members: int,
         rate: float,
         group_id: str = GROUP_ID,
+        security: ClientSecurity | None = None,
     ) -> None:
         self.bootstrap_servers = bootstrap_servers
+        self.security = security or ClientSecurity()
         self.topic = topic
         self.partitions = list(partitions)
         self.group_id = group_id
@@ -185,6 +189,7 @@ class DemoGroup:
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             max_poll_records=MAX_POLL_RECORDS,
+            **self.security.kafka_python_kwargs(),
         )
         try:
             consumer.subscribe([self.topic], listener=_Listener(self, name))
@@ -209,8 +214,16 @@ class DemoGroup:
         finally:
             consumer.close()
 
+    def admin(self) -> KafkaAdminClient:
+        """Return a new kafka-python admin client connected as the members are."""
+        return KafkaAdminClient(
+            bootstrap_servers=self.bootstrap_servers,
+            client_id=CLIENT_ID,
+            **self.security.kafka_python_kwargs(),
+        )
+
     def _sampler(self) -> None:
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers, client_id=CLIENT_ID)
+        admin = self.admin()
         try:
             while not self._stop.is_set():
                 with suppress(Exception):  # a coordinator or leader moving: try again
@@ -290,7 +303,7 @@ def check_group(
         group.wait_caught_up(timeout_s)
     finally:
         group.stop()
-    admin = KafkaAdminClient(bootstrap_servers=group.bootstrap_servers, client_id=CLIENT_ID)
+    admin = group.admin()
     try:
         final = sample_lag(admin, group.group_id, group.topic, group.partitions)
     finally:

@@ -29,6 +29,7 @@ from kpo_devenv.demo_data import (
 )
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import PartitionInfo
+from kpo_kafka.client_config import ClientSecurity
 
 HOW_CHECKED = """How the data is checked:
  • the producer (acks=all) kept, per partition, the record count and a SHA-256
@@ -138,6 +139,7 @@ def verify_move(
     target: Mapping[int, Sequence[int]],
     log_dirs: Mapping[int, Sequence[Path]],
     produced: Mapping[int, PartitionDigest],
+    security: ClientSecurity | None = None,
 ) -> list[PartitionCheck]:
     """Collect the evidence for every partition of ``topic``.
 
@@ -148,6 +150,7 @@ def verify_move(
         target: partition -> replicas asked for (only the moved partitions).
         log_dirs: broker id -> its ``log.dirs``.
         produced: partition -> digest from :func:`~kpo_devenv.demo_data.produce`.
+        security: How the checks connect (TLS, SASL); None: PLAINTEXT.
 
     Returns:
         One check per partition, in partition order.
@@ -157,9 +160,9 @@ def verify_move(
         kpo_kafka.admin_types.KafkaAdminError: a Metadata or DescribeLogDirs request failed.
     """
     expected = {p: tuple(target.get(p, r)) for p, r in original.items()}
-    with closing(KafkaPythonAdmin(bootstrap_servers, CLIENT_ID)) as admin:
+    with closing(KafkaPythonAdmin(bootstrap_servers, CLIENT_ID, security=security)) as admin:
         states = wait_for_placement(admin, topic, expected)
-        read = read_via_consumer(bootstrap_servers, topic, sorted(original))
+        read = read_via_consumer(bootstrap_servers, topic, sorted(original), security=security)
         sizes = replica_sizes(admin, topic)
     checks = []
     for p in sorted(original):

@@ -178,6 +178,8 @@ class KafkaCluster:
             over ``properties``.
         runner: how the brokers run (local processes by default; see :mod:`kpo_devenv.runner`).
         env: further environment variables of every broker (see :class:`BrokerProcess`).
+        broker_env: broker id -> environment variables of that broker only (e.g. a
+            ``KAFKA_OPTS`` naming a file in its own folder), over ``env``.
     """
 
     def __init__(
@@ -194,6 +196,7 @@ class KafkaCluster:
         broker_properties: Callable[[int], Mapping[str, str]] | None = None,
         runner: Runner | None = None,
         env: Mapping[str, str] | None = None,
+        broker_env: Callable[[int], Mapping[str, str]] | None = None,
     ) -> None:
         self.workdir = workdir
         self.zookeeper_connect = zookeeper_connect
@@ -211,7 +214,7 @@ class KafkaCluster:
                 metrics,
                 listeners,
                 runner,
-                env,
+                {**(env or {}), **(broker_env(first_id + i) if broker_env else {})},
             )
             for i in range(size)
         }

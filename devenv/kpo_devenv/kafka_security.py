@@ -7,16 +7,21 @@ holding the private key and the certificate chain: :func:`pem_keystore` writes i
 brokers start, as ``kafka-configs --zookeeper ... --alter --add-config
 'SCRAM-SHA-512=[password=...]' --entity-type users`` does (the credential formatted by
 the broker's own ``ScramCredentialUtils`` equivalent, with a ``/config/changes``
-notification). :func:`zookeeper_client_jaas` writes the JAAS file with which brokers
-(and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
+notification); :func:`add_acls` creates ACLs there as ``kafka-acls --authorizer-properties
+zookeeper.connect=... --add`` does (through the brokers' own ``AclAuthorizer`` store, with
+its ``/kafka-acl-changes`` notification). :func:`zookeeper_client_jaas` writes the JAAS file
+with which brokers (and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
 authenticate to a ZooKeeper with SASL, and returns the ``KAFKA_OPTS`` naming it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from kpo_broker.security.acl import AclBinding
+from kpo_broker.security.acl_store import AclStore
+from kpo_broker.security.authorizer import AclAuthorizer
 from kpo_broker.security.credentials import sanitize
 from kpo_broker.security.scram import MECHANISMS, credential_to_string, generate_credential
 from kpo_broker.zk.client import KafkaZkClient
@@ -28,7 +33,13 @@ from kpo_broker.zk.security import (
 )
 from kpo_devenv.pki import CertKeyPair, KafkaPki
 
-__all__ = ["add_scram_user", "broker_ssl_properties", "pem_keystore", "zookeeper_client_jaas"]
+__all__ = [
+    "add_acls",
+    "add_scram_user",
+    "broker_ssl_properties",
+    "pem_keystore",
+    "zookeeper_client_jaas",
+]
 
 
 def pem_keystore(pair: CertKeyPair) -> Path:
@@ -81,6 +92,40 @@ def add_scram_user(
         zk.set_entity_config("users", name, config)
     finally:
         zk.close()
+
+
+def add_acls(
+    zookeeper_connect: str,
+    bindings: Sequence[AclBinding],
+    zk_security: ZkClientSecurity | None = None,
+) -> None:
+    """Store ACLs in ZooKeeper for ``AclAuthorizer`` brokers, running or not yet started.
+
+    As ``kafka-acls --authorizer-properties zookeeper.connect=<connect> --add`` (Kafka 3.9,
+    ``AclAuthorizer.createAcls``): the ACL roots are created if missing, each resource
+    pattern's znode under ``/kafka-acl`` (literal) or ``/kafka-acl-extended`` (prefixed)
+    gets the entries, and a change notification tells running brokers. Brokers started
+    later load them at start-up.
+
+    Args:
+        zookeeper_connect: the cluster's ``zookeeper.connect`` (with its chroot).
+        bindings: the ACLs (resource pattern and entry each).
+        zk_security: how to authenticate to ZooKeeper (see :func:`add_scram_user`).
+
+    Raises:
+        ValueError: a binding is invalid or ZooKeeper refused it (the message has Kafka's
+            error text).
+    """
+    zk = KafkaZkClient(zookeeper_connect, security=zk_security)
+    zk.connect()
+    try:
+        store = AclStore(zk, AclAuthorizer())
+        store.start()
+        errors = [e for e in store.create_acls(list(bindings)) if e is not None]
+    finally:
+        zk.close()
+    if errors:
+        raise ValueError(f"ACLs refused: {'; '.join(e.message for e in errors)}")
 
 
 def zookeeper_client_jaas(path: Path, username: str, password: str) -> str:

@@ -1,3 +1,6 @@
+import java.io.FileInputStream;
+import java.io.IOException;
+import java.io.InputStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -17,19 +20,26 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
  * group.id, so no group coordinator is needed), then prints one line
  * "records=N bytes=B elapsed_ms=T" where T runs from the first poll to the last record.
  *
- * <p>Usage: KpoConsumePerf BOOTSTRAP TOPIC TIMEOUT_SECONDS. Exits with 2 on timeout.
+ * <p>Usage: KpoConsumePerf BOOTSTRAP TOPIC TIMEOUT_SECONDS [CONFIG_FILE]. CONFIG_FILE holds
+ * further consumer properties (e.g. security.protocol=SASL_SSL and its settings, as a
+ * --consumer.config file of Kafka's tools). Exits with 2 on timeout.
  */
 public final class KpoConsumePerf {
   private KpoConsumePerf() {}
 
-  public static void main(String[] args) {
-    if (args.length != 3) {
-      System.err.println("usage: KpoConsumePerf BOOTSTRAP TOPIC TIMEOUT_SECONDS");
+  public static void main(String[] args) throws IOException {
+    if (args.length != 3 && args.length != 4) {
+      System.err.println("usage: KpoConsumePerf BOOTSTRAP TOPIC TIMEOUT_SECONDS [CONFIG_FILE]");
       System.exit(64);
     }
     String topic = args[1];
     long timeoutNanos = Long.parseLong(args[2]) * 1_000_000_000L;
     Properties props = new Properties();
+    if (args.length == 4) {
+      try (InputStream in = new FileInputStream(args[3])) {
+        props.load(in);
+      }
+    }
     props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, args[0]);
     props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
     props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());

@@ -62,6 +62,16 @@ def test_demo_moves_verifies_and_stops_everything(tmp_path: Path) -> None:
         assert group_check.problems() == []
         assert group_check.committed == group_check.produced.records > 0
     assert result.rebalances <= 1, text  # leaders moving is no reason to rebalance
+    # The fleet was secured (SASL_SSL, mutual TLS, ACLs): the operator connected as its own
+    # SCRAM user, without its password in the log; unauthenticated and unauthorized reads
+    # were refused.
+    assert result.security_problems == [], text
+    assert "refused: a client without TLS and SASL gets nothing" in text
+    assert "refused: User:kpo-operator may not read orders: TOPIC_AUTHORIZATION_FAILED" in text
+    full_log = (workdir / "operator" / "operator.log").read_text()
+    assert "SASL_SSL, SCRAM-SHA-512 as kpo-operator" in full_log
+    password = (workdir / "operator" / "kafka-client" / "password").read_text().strip()
+    assert password and password not in full_log and password not in text
     assert f"kubectl get partitionreassignments -o wide -n {options.namespace}" in text
     assert f"{REASSIGNMENT}   Completed" in text
     # Every process the demo recorded is gone, and demo-down has nothing left to stop.

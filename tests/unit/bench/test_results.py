@@ -7,16 +7,19 @@ from kpo_bench.results import (
     BASELINE,
     CATCH_UP,
     CONSUME,
+    CONSUME_SASL_SSL,
     FAILOVER,
     METRICS,
     OURS,
     PRODUCE,
+    PRODUCE_SASL_SSL,
     Measured,
     SystemResult,
     compare,
     format_ratio,
     format_target,
     format_value,
+    overhead_rows,
     ratio,
     report_json,
 )
@@ -57,7 +60,9 @@ def test_targets_are_the_issue_s() -> None:
     assert FAILOVER.target_ratio is None
     assert [m.key for m in METRICS] == [
         "produce_mib_s",
+        "produce_sasl_ssl_mib_s",
         "consume_mib_s",
+        "consume_sasl_ssl_mib_s",
         "group_consume_mib_s",
         "catch_up_mib_s",
         "failover_s",
@@ -140,3 +145,38 @@ def test_formatting() -> None:
     assert format_target(CATCH_UP, False) == ">= 1: missed"
     assert format_target(CATCH_UP, None) == ">= 1: n/a"
     assert format_target(CONSUME, None) == ""
+
+
+def test_tls_overhead_is_each_system_against_its_own_plaintext_figure() -> None:
+    ours, kafka = SystemResult(OURS, "0.1.0"), SystemResult(BASELINE, "3.9.2")
+    for result, figures in ((ours, (60.0, 45.0, 200.0, 150.0)), (kafka, (25.0, 20.0, 160.0, 80.0))):
+        for metric, value in zip(
+            (PRODUCE, PRODUCE_SASL_SSL, CONSUME, CONSUME_SASL_SSL), figures, strict=True
+        ):
+            result.record(metric, Measured(value, {}))
+    rows = overhead_rows(ours, kafka)
+    assert [(r.plain, r.secured) for r in rows] == [
+        (PRODUCE, PRODUCE_SASL_SSL),
+        (CONSUME, CONSUME_SASL_SSL),
+    ]
+    assert rows[0].ours == pytest.approx(0.25) and rows[0].baseline == pytest.approx(0.2)
+    assert rows[0].no_worse is False  # 25 % slower against Kafka's 20 %
+    assert rows[1].ours == pytest.approx(0.25) and rows[1].baseline == pytest.approx(0.5)
+    assert rows[1].no_worse is True
+    report = json.loads(json.dumps(report_json({}, {}, ours, kafka)))
+    assert report["tls_overhead"][0] == {
+        "metric": "produce_sasl_ssl_mib_s",
+        "versus": "produce_mib_s",
+        "kpo_overhead": pytest.approx(0.25),
+        "apache-kafka_overhead": pytest.approx(0.2),
+        "no_worse_than_kafka": False,
+    }
+    by_metric = {c["metric"]: c for c in report["comparison"]}
+    assert by_metric["consume_sasl_ssl_mib_s"]["ratio"] == pytest.approx(150.0 / 80.0)
+    # Without the SASL_SSL figures (any other run) there is no overhead row at all.
+    plain = SystemResult(OURS, "0.1.0")
+    plain.record(PRODUCE, Measured(60.0, {}))
+    assert overhead_rows(plain, None) == []
+    kafka.errors.clear()
+    del kafka.values[CONSUME_SASL_SSL.key]
+    assert overhead_rows(ours, kafka)[1].no_worse is None

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from kpo_bench.cli import build_parser
@@ -27,6 +29,7 @@ from kpo_bench.throttle_plan import (
     throttled_leaders,
     within_tolerance,
 )
+from kpo_bench.throughput import Transport
 
 SIZE = 20 * MIB
 R = MIB
@@ -136,4 +139,15 @@ def test_only_throttle_plans_the_three_experiments() -> None:
     assert groups == ["produce_mib_s", "group_consume_mib_s", "group_rebalance_s"]
     with pytest.raises(ValueError):
         plan_steps(cluster, tools, DEFAULT, "bogus")  # type: ignore[arg-type]
+    secured = Transport("SASL_SSL", Path("client.properties"), "-sasl-ssl")
+    tls = [m.key for m, _ in plan_steps(cluster, tools, DEFAULT, "tls", secured)]  # type: ignore[arg-type]
+    assert tls == [
+        "produce_mib_s",
+        "produce_sasl_ssl_mib_s",
+        "consume_mib_s",
+        "consume_sasl_ssl_mib_s",
+    ]
+    assert secured.topic("bench-produce") == "bench-produce-sasl-ssl"
+    with pytest.raises(ValueError):
+        plan_steps(cluster, tools, DEFAULT, "tls")  # type: ignore[arg-type]
     assert DEFAULT.throttle_bytes == 20 * MIB

@@ -55,3 +55,16 @@ def test_client_properties_are_read_back_by_the_operator(tmp_path: Path) -> None
         client_properties(security, "SSL", certificate=pki.client("op")),
     )
     assert client_security_from_env({}, mtls).certificate_chain is not None
+
+
+def test_a_plaintext_listener_without_authorizer_for_the_benchmark(tmp_path: Path) -> None:
+    pki = generate_kafka_pki(tmp_path / "pki")
+    security = KafkaSecurity(
+        pki, ("PLAINTEXT", "SASL_SSL"), scram_users={"b": "pw"}, authorization=False
+    )
+    props = security.broker_properties(0, {"PLAINTEXT": 9092, "SASL_SSL": 9093}, tmp_path / "k", 3)
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093"
+    assert props["inter.broker.listener.name"] == "PLAINTEXT"
+    assert "authorizer.class.name" not in props and "super.users" not in props
+    assert "username" not in props["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"]
+    assert security.users() == {"b": "pw"}

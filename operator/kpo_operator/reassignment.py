@@ -106,7 +106,7 @@ from kpo_operator.states import (
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import Contribution, reassignment_contribution
-from kpo_operator.validation import validate_reassignment
+from kpo_operator.validation import failure_reason, validate_reassignment
 
 logger = logging.getLogger(__name__)
 
@@ -324,8 +324,9 @@ class ReassignmentReconciler:
         issues = validate_reassignment(spec, ctx.snapshot.view, ctx.key)
         if issues and ctx.phase not in THROTTLING_PHASES:
             problems = [str(i) for i in issues]
-            update = _invalid(ctx.generation, problems, "ValidationFailed")
-            self._record(ctx, update, "ValidationFailed")
+            reason = failure_reason(issues)
+            update = _invalid(ctx.generation, problems, reason)
+            self._record(ctx, update, reason)
             return Phase.FAILED
         if issues:
             return self._track(ctx, rejected=self._reject_edit(ctx, [str(i) for i in issues]))

@@ -466,7 +466,9 @@ class ReassignmentReconciler:
         self._cordon_synced.pop(_object_uid(ctx.obj), None)
         if any(b in result.errors for b in drained):
             return False
-        self._report_cordon(ctx, *cordon_report(drained, result, released=True))
+        held = (ctx.status.get("cordon") or {}).get("cordonedBrokers") or []
+        if held or drained & result.released:  # else nothing was cordoned: keep saying why
+            self._report_cordon(ctx, *cordon_report(drained, result, released=True))
         return True
 
     def _report_cordon(self, ctx: StepContext, cordon: dict[str, Any], cond: Condition) -> None:

@@ -107,6 +107,7 @@ def test_a_cordon_set_by_someone_else_is_left_alone(kafka43: Env) -> None:
     env.kafka.complete(T0)
     assert env.reconcile() == "Completed"
     assert env.broker_config(0) == {CORDONED_LOG_DIRS: "/data/a"}
+    assert condition(env.status())["reason"] == "CordonedOutside"
     assert cordon_writes(env) == []
 
 
@@ -181,6 +182,7 @@ def test_kafka_before_4_3_is_not_cordoned_and_the_move_goes_on(env: Env) -> None
     env.kafka.complete(T0)
     assert env.reconcile() == "Completed"
     assert partition_states(env.status()) == {T0: "Completed"}
+    assert condition(env.status())["reason"] == "NotSupported"
 
 
 def test_a_cordon_kafka_refuses_is_reported_and_the_move_goes_on(kafka43: Env) -> None:

@@ -65,7 +65,11 @@ class KafkaAdmin(Protocol):
     """
 
     def describe_cluster(self) -> ClusterInfo:
-        """Return the live brokers with their racks and the controller (DescribeCluster)."""
+        """Return the live brokers with their racks and the controller (DescribeCluster).
+
+        Fenced brokers (KIP-1073, DescribeCluster v2 on KRaft) are not live: they are
+        given apart, in ``fenced_brokers``.
+        """
         ...
 
     def describe_topics(
@@ -153,6 +157,14 @@ class KafkaAdmin(Protocol):
         """Move replicas to another log dir of their broker (AlterReplicaLogDirs, KIP-113)."""
         ...
 
+    def max_api_version(self, broker: int, api_key: int) -> int | None:
+        """Return the newest version of request ``api_key`` broker ``broker`` supports.
+
+        From the broker's ApiVersions answer; ``None`` when it does not support the
+        request at all. Raises ``KafkaUnavailableError`` when the broker cannot be reached.
+        """
+        ...
+
     def kafka_version(self, brokers: Collection[int]) -> str | None:
         """Return the Kafka release ``brokers`` speak, inferred from their ApiVersions answers.
 
@@ -231,11 +243,19 @@ class KafkaPythonAdmin:
         with translated("DescribeCluster"):
             info = self._client().describe_cluster()
         controller = info.get("controller_id", -1)
+        # kafka-python asks for fenced brokers (IncludeFencedBrokers, KIP-1073); before
+        # DescribeCluster v2 (and on ZooKeeper-mode clusters) none is listed or flagged.
+        fenced = frozenset(int(b["broker_id"]) for b in info["brokers"] if b.get("is_fenced"))
         return ClusterInfo(
-            brokers={int(b["broker_id"]): b.get("rack") for b in info["brokers"]},
+            brokers={
+                int(b["broker_id"]): b.get("rack")
+                for b in info["brokers"]
+                if int(b["broker_id"]) not in fenced
+            },
             controller_id=controller if controller is not None and controller >= 0 else None,
             cluster_id=info.get("cluster_id"),
             authorized_operations=decode_operations(info.get("authorized_operations")),
+            fenced_brokers=fenced,
         )
 
     def create_topic(
@@ -500,6 +520,14 @@ class KafkaPythonAdmin:
             (tpr.broker_id, tpr.topic, tpr.partition): error_of_class(err)
             for tpr, err in answer.items()
         }
+
+    def max_api_version(self, broker: int, api_key: int) -> int | None:
+        """See :meth:`KafkaAdmin.max_api_version` (the ApiVersions answer kafka-python keeps)."""
+        with translated("ApiVersions"):
+            data = self._client().get_broker_version_data(broker)
+        versions = getattr(data, "api_versions", None) or {}
+        found = versions.get(api_key)
+        return None if found is None else int(found[1])
 
     def kafka_version(self, brokers: Collection[int]) -> str | None:
         """See :meth:`KafkaAdmin.kafka_version` (kafka-python's inference from ApiVersions).

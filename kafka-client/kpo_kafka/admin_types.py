@@ -25,6 +25,10 @@ ERROR_LOG_DIR_NOT_FOUND = 57
 ERROR_PREFERRED_LEADER_NOT_AVAILABLE = 80
 ERROR_ELECTION_NOT_NEEDED = 84
 ERROR_NO_REASSIGNMENT_IN_PROGRESS = 85
+ERROR_INVALID_CONFIG = 40
+
+API_KEY_DESCRIBE_LOG_DIRS = 35
+"""DescribeLogDirs' API key; its version 5 (KIP-1066, Kafka 4.3) reports ``IsCordoned``."""
 
 
 @dataclass(frozen=True)
@@ -32,18 +36,24 @@ class ClusterInfo:
     """The live brokers and the controller, from DescribeCluster or Metadata.
 
     Attributes:
-        brokers: broker id -> ``broker.rack`` (``None`` when the broker has no rack).
+        brokers: broker id -> ``broker.rack`` (``None`` when the broker has no rack) of
+            each live broker: registered and, on KRaft, not fenced.
         controller_id: id of the active controller, ``None`` while there is none.
         cluster_id: the cluster id, ``None`` if the cluster did not report one.
         authorized_operations: the operations this client may perform on the Cluster
             resource, by ``kafka-acls`` name (``Alter``, ``AlterConfigs``, ...), as
             DescribeCluster reports them (KIP-430); ``None`` when not reported.
+        fenced_brokers: brokers registered with the KRaft controller but fenced (not in
+            ``brokers``), as DescribeCluster v2 reports them with ``IncludeFencedBrokers``
+            (KIP-1073, Kafka 4.0); always empty on older and ZooKeeper-mode clusters,
+            whose DescribeCluster and Metadata list only live brokers.
     """
 
     brokers: dict[int, str | None]
     controller_id: int | None
     cluster_id: str | None = None
     authorized_operations: frozenset[str] | None = None
+    fenced_brokers: frozenset[int] = frozenset()
 
 
 NO_LEADER = -1

@@ -171,6 +171,11 @@ class KafkaAdminPool:
         with self._borrow() as admin:
             return admin.alter_replica_log_dirs(moves)
 
+    def max_api_version(self, broker: int, api_key: int) -> int | None:
+        """See :meth:`KafkaAdmin.max_api_version`."""
+        with self._borrow() as admin:
+            return admin.max_api_version(broker, api_key)
+
     def kafka_version(self, brokers: Collection[int]) -> str | None:
         """See :meth:`KafkaAdmin.kafka_version`."""
         with self._borrow() as admin:

@@ -69,7 +69,9 @@ def read_cluster(
     # still seen in flight (a stale view, fixed on the next read), never half-finished.
     in_flight = admin.list_partition_reassignments()
     described = admin.describe_topics(topics)
-    view = ClusterView(live_brokers=frozenset(cluster.brokers))
+    view = ClusterView(
+        live_brokers=frozenset(cluster.brokers), fenced_brokers=cluster.fenced_brokers
+    )
     for topic, partitions in described.items():
         states: dict[int, PartitionInfo] = {}
         for index, info in partitions.items():

@@ -34,6 +34,7 @@ from kpo_operator.connections import (
     describe_key,
     resolve_connection,
 )
+from kpo_operator.cordon_writer import CordonWriter, cordon_store_beside
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import KAFKA_CLUSTER, ResourceKind
@@ -106,12 +107,14 @@ class ClusterRuntime:
         self.store = ScopedStore(store, key)
         self.connection = connection
         self.writer = ThrottleWriter(admin, self.store, ledger_store)
+        self.cordons = CordonWriter(admin, self.store, cordon_store_beside(ledger_store))
         self.reassignments = ReassignmentReconciler(
             admin,
             self.store,
             self.writer,
             rate_window_s=settings.rate_window_s,
             throttle_resync_s=settings.quota_interval_s,
+            cordons=self.cordons,
         )
         self.quotas = QuotaReconciler(self.store, self.writer)
 

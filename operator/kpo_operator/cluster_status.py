@@ -2,7 +2,8 @@
 
 :class:`KafkaClusterReconciler` reads a KafkaCluster (and its Secrets), connects or
 reconnects through the :class:`~kpo_operator.cluster_registry.ClusterRegistry` and
-writes what the cluster answers: ``clusterId``, ``controllerId``, ``brokerCount``
+writes what the cluster answers: ``clusterId``, ``controllerId``, ``brokerCount`` (live
+brokers) and ``fencedBrokers`` (registered but fenced, KIP-1073; Kafka 4.0+ KRaft)
 (DescribeCluster), ``kafkaVersion`` (inferred from ApiVersions: Kafka has no API
 naming its release) and two conditions:
 
@@ -133,9 +134,13 @@ class KafkaClusterReconciler:
                 "clusterId": info.cluster_id,
                 "controllerId": info.controller_id,
                 "brokerCount": len(info.brokers),
+                "fencedBrokers": sorted(info.fenced_brokers),
                 "kafkaVersion": version,
             }
             text = f"{len(info.brokers)} brokers, controller {info.controller_id}"
+            if info.fenced_brokers:
+                fenced = ", ".join(str(b) for b in sorted(info.fenced_brokers))
+                text += f"; fenced (registered, not live): {fenced}"
             reachable = Condition(REACHABLE, "True", CONNECTED, text)
             ready = Condition(ConditionType.READY, "True", CONNECTED, text)
         self._write(obj, [reachable, ready], found)
@@ -182,7 +187,7 @@ class KafkaClusterReconciler:
         generation = int(obj["metadata"].get("generation") or 1)
         old: dict[str, Any] = dict(obj.get("status") or {})
         new = dict(old)
-        for key in ("clusterId", "controllerId", "brokerCount", "kafkaVersion"):
+        for key in ("clusterId", "controllerId", "brokerCount", "fencedBrokers", "kafkaVersion"):
             if key in found:
                 new[key] = found[key]
             elif not found and record:

@@ -20,7 +20,9 @@ class ClusterView:
 
     Attributes:
         topics: topic -> partition index -> :class:`PartitionInfo`.
-        live_brokers: Ids of the registered (alive) brokers.
+        live_brokers: Ids of the registered (alive) brokers; on KRaft, unfenced ones.
+        fenced_brokers: Ids of brokers registered but fenced by the KRaft controller
+            (DescribeCluster v2, KIP-1073); empty where the cluster does not report them.
         log_dirs: broker id -> the absolute paths of its online log dirs (DescribeLogDirs).
         reassigning: Partitions with a reassignment in flight -> the name of the
             PartitionReassignment that owns it (``namespace/name``), or ``None`` when
@@ -29,6 +31,7 @@ class ClusterView:
 
     topics: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
     live_brokers: frozenset[int] = frozenset()
+    fenced_brokers: frozenset[int] = frozenset()
     log_dirs: dict[int, frozenset[str]] = field(default_factory=dict)
     reassigning: dict[TopicPartition, str | None] = field(default_factory=dict)
 

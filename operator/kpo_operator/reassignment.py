@@ -55,6 +55,9 @@ from kpo_kafka.admin_types import KafkaAdminError, KafkaAuthorizationError
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
+from kpo_operator.conditions import Condition, stamp_conditions
+from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
+from kpo_operator.cordons import drained_brokers
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
@@ -96,13 +99,14 @@ from kpo_operator.states import (
     ACTIVE_STATES,
     FINAL_PHASES,
     THROTTLING_PHASES,
+    ConditionType,
     MoveState,
     Phase,
 )
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import Contribution, reassignment_contribution
-from kpo_operator.validation import validate_reassignment
+from kpo_operator.validation import failure_reason, validate_reassignment
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +184,8 @@ class ReassignmentReconciler:
         throttle_resync_s: How often a Moving object re-checks its throttles, seconds.
         clock: Monotonic seconds (rate estimates).
         now: Wall-clock time (status timestamps).
+        cordons: The single writer of ``cordoned.log.dirs`` (KIP-1066): brokers a move
+            drains are cordoned while it moves; ``None``: never cordon.
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
@@ -193,8 +199,11 @@ class ReassignmentReconciler:
         throttle_resync_s: float = 30.0,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        cordons: CordonWriter | None = None,
     ) -> None:
         self.admin = admin
+        self.cordons = cordons
+        self._cordon_synced: dict[str, float] = {}  # object uid -> last cordon sync
         self.store = store
         self.writer = writer
         self.rate_window_s = rate_window_s
@@ -315,8 +324,9 @@ class ReassignmentReconciler:
         issues = validate_reassignment(spec, ctx.snapshot.view, ctx.key)
         if issues and ctx.phase not in THROTTLING_PHASES:
             problems = [str(i) for i in issues]
-            update = _invalid(ctx.generation, problems, "ValidationFailed")
-            self._record(ctx, update, "ValidationFailed")
+            reason = failure_reason(issues)
+            update = _invalid(ctx.generation, problems, reason)
+            self._record(ctx, update, reason)
             return Phase.FAILED
         if issues:
             return self._track(ctx, rejected=self._reject_edit(ctx, [str(i) for i in issues]))
@@ -329,8 +339,10 @@ class ReassignmentReconciler:
                 "; ".join(missing) + f" (operations granted on the Cluster: {granted})",
                 api="AlterPartitionReassignments",
             )
+        self._record_drained(ctx, spec)
         pending = self._record_accepted(ctx, spec)
         ctx = replace(ctx, accepted=accepted_partitions(ctx.status))
+        self._sync_cordons(ctx)
         throttles = self._apply_throttles(ctx)
         if throttles.applied and pending:
             return Phase.MOVING  # submitted on the next step, once brokers have the throttles
@@ -415,6 +427,69 @@ class ReassignmentReconciler:
             text = f"could not set throttles: {failed}"
             self.store.event(ctx.obj, WARNING, "ThrottleFailed", text)
         return throttles
+
+    # -- cordoning the drained brokers (KIP-1066) ----------------------------------------------
+
+    def _record_drained(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> None:
+        """Put the brokers ``spec`` drains in ``status.cordon`` (written with the accepted targets).
+
+        A broker is drained when the targets take all its replicas away and it holds no
+        replica of any other partition (Metadata of every topic).
+        """
+        if self.cordons is None:
+            return
+        topics = self.admin.describe_topics(None)
+        drained = drained_brokers(topics, {t.key: t.replicas for t in spec.partitions})
+        if drained or drained_of(ctx.status):
+            cordon = dict(ctx.status.get("cordon") or {})
+            cordon["drainedBrokers"] = sorted(drained)
+            ctx.status["cordon"] = cordon
+
+    def _sync_cordons(self, ctx: StepContext) -> None:
+        """Cordon the brokers this object drains (recorded in its status); report the outcome."""
+        if self.cordons is None:
+            return
+        drained = drained_of(ctx.status)
+        if not drained and "cordon" not in ctx.status:
+            return
+        result = self.cordons.sync({ctx.source: drained or None})
+        self._cordon_synced[_object_uid(ctx.obj)] = self.clock()
+        if drained:
+            self._report_cordon(ctx, *cordon_report(drained, result))
+
+    def _release_cordons(self, ctx: StepContext) -> bool:
+        """Let go of this object's cordons (previous values back); ``False`` when that failed."""
+        drained = drained_of(ctx.status)
+        if self.cordons is None or not drained or _released(ctx.status):
+            return True
+        result = self.cordons.sync({ctx.source: None})
+        self._cordon_synced.pop(_object_uid(ctx.obj), None)
+        if any(b in result.errors for b in drained):
+            return False
+        held = (ctx.status.get("cordon") or {}).get("cordonedBrokers") or []
+        if held or drained & result.released:  # else nothing was cordoned: keep saying why
+            self._report_cordon(ctx, *cordon_report(drained, result, released=True))
+        return True
+
+    def _report_cordon(self, ctx: StepContext, cordon: dict[str, Any], cond: Condition) -> None:
+        """Write ``status.cordon`` and the ``Cordoned`` condition; an Event when it changes."""
+        conditions = ctx.status.get("conditions") or []
+        before: dict[str, Any] = next(
+            (c for c in conditions if c.get("type") == ConditionType.CORDONED), {}
+        )
+        new = {
+            "cordon": cordon,
+            "conditions": stamp_conditions(conditions, [cond], ctx.generation, ctx.now),
+        }
+        if all(ctx.status.get(k) == v for k, v in new.items()):
+            return
+        meta = ctx.obj["metadata"]
+        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
+        ctx.status.update(new)
+        ctx.obj["status"] = dict(ctx.status)
+        if (before.get("status"), before.get("reason")) != (cond.status, cond.reason):
+            warn = cond.reason in ("CordonFailed", "CordonedOutside")
+            self.store.event(ctx.obj, WARNING if warn else NORMAL, cond.reason, cond.message)
 
     # -- tracking the accepted work -----------------------------------------------------------
 
@@ -518,6 +593,9 @@ class ReassignmentReconciler:
         summary = totals(parts)
         rate = self._rate(ctx, summary.bytes_done)
         remaining = summary.bytes_total - summary.bytes_done
+        last = self._cordon_synced.get(_object_uid(ctx.obj))
+        if last is None or self.clock() - last >= self.throttle_resync_s:
+            self._sync_cordons(ctx)  # after a restart, and to repair a changed cordon
         observed = int(ctx.status.get("observedGeneration") or ctx.generation)
         throttle = (ctx.status.get("throttle") or {}).get("replicationRate")
         synced = self.writer.sync(max_age_s=self.throttle_resync_s)
@@ -618,6 +696,11 @@ class ReassignmentReconciler:
             update = StatusUpdate(Phase.MOVING, text, ctx.generation, entries, summary, rate)
             self._record(ctx, update, None)
             return Phase.MOVING
+        if not self._release_cordons(ctx):
+            text = "all partitions done; restoring cordoned.log.dirs failed, retrying"
+            update = StatusUpdate(Phase.MOVING, text, ctx.generation, entries, summary, rate)
+            self._record(ctx, update, None)
+            return Phase.MOVING
         self._rates.pop(_object_uid(ctx.obj), None)
         done = ""
         if ctx.spec is not None:
@@ -666,6 +749,12 @@ class ReassignmentReconciler:
                 )
                 self._record(ctx, update, Phase.CANCELLED)
             return Phase.CANCELLED
+        # Kafka refuses an assignment naming a fully cordoned broker, so the cordons go
+        # first: the order restore below puts drained brokers back.
+        if not self._release_cordons(ctx):
+            text = "cancelling; restoring cordoned.log.dirs failed, retrying"
+            self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), None)
+            return Phase.CANCELLING
         if ours := self._in_flight_of(ctx):
             return self._revert(ctx, ours)
         # Kafka reverts a cancelled partition to OAR in its in-flight order (target first),
@@ -758,6 +847,15 @@ class ReassignmentReconciler:
         if reason is not None and update.phase.value != before:
             kind = WARNING if update.phase is Phase.FAILED else NORMAL
             self.store.event(obj, kind, reason, update.message)
+
+
+def _released(status: dict[str, Any]) -> bool:
+    """Whether the object's cordons were already let go (condition ``Cordoned`` ``Released``)."""
+    conditions = status.get("conditions") or []
+    found: dict[str, Any] = next(
+        (c for c in conditions if c.get("type") == ConditionType.CORDONED), {}
+    )
+    return bool(found.get("reason") == "Released")
 
 
 def _name_of(obj: Object) -> tuple[str, str]:

@@ -64,3 +64,5 @@ class ConditionType(StrEnum):
     STALLED = "Stalled"
     COMPLETED = "Completed"
     """PartitionReassignment only, for ``kubectl wait --for=condition=Completed``."""
+    CORDONED = "Cordoned"
+    """PartitionReassignment draining brokers only: their ``cordoned.log.dirs`` (KIP-1066)."""

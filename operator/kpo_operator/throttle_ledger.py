@@ -258,11 +258,21 @@ class ConfigMapLedgerStore:
         self.namespace = namespace
         self.name = name
         self.key = key
+        self.api_client = api_client
         self._core = client.CoreV1Api(api_client)
         self._client = client
 
     def load(self) -> ThrottleLedger | None:
         """See :meth:`ThrottleLedgerStore.load`."""
+        text = self.load_text()
+        return None if text is None else ThrottleLedger.from_json(text)
+
+    def load_text(self) -> str | None:
+        """Return the text under this store's key; ``None`` when the key or ConfigMap is missing.
+
+        Raises:
+            ObjectStoreError: The ConfigMap could not be read.
+        """
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -276,10 +286,18 @@ class ConfigMapLedgerStore:
         except Exception as exc:  # connection errors of urllib3
             raise ObjectStoreError(f"read ConfigMap {self.namespace}/{self.name}: {exc}") from exc
         text = (found.data or {}).get(self.key)
-        return None if text is None else ThrottleLedger.from_json(text)
+        return None if text is None else str(text)
 
     def save(self, ledger: ThrottleLedger) -> None:
         """See :meth:`ThrottleLedgerStore.save`; creates the ConfigMap when missing."""
+        self.save_text(ledger.to_json())
+
+    def save_text(self, text: str) -> None:
+        """Write ``text`` under this store's key; creates the ConfigMap when missing.
+
+        Raises:
+            ObjectStoreError: The API server refused or failed the write.
+        """
         from kubernetes.client.exceptions import ApiException
 
         body = self._client.V1ConfigMap(
@@ -291,13 +309,13 @@ class ConfigMapLedgerStore:
                     "app.kubernetes.io/component": "throttle-ledger",
                 },
             ),
-            data={self.key: ledger.to_json()},
+            data={self.key: text},
         )
         what = f"save ConfigMap {self.namespace}/{self.name} key {self.key}"
         try:
             try:
                 self._core.patch_namespaced_config_map(
-                    self.name, self.namespace, {"data": {self.key: ledger.to_json()}}
+                    self.name, self.namespace, {"data": {self.key: text}}
                 )
             except ApiException as exc:
                 if exc.status != 404:

@@ -24,6 +24,14 @@ from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.model import ClusterView
 
+BROKER_FENCED = "BrokerFenced"
+"""Reason of a reassignment refused because a target broker is fenced (KIP-1073)."""
+
+
+def failure_reason(issues: list[ValidationIssue]) -> str:
+    """Return the reason the conditions give for ``issues``: a specific one if any, else generic."""
+    return next((i.reason for i in issues if i.reason != "ValidationFailed"), "ValidationFailed")
+
 
 @dataclass(frozen=True)
 class ValidationIssue:
@@ -32,10 +40,13 @@ class ValidationIssue:
     Attributes:
         path: The offending field, e.g. ``spec.partitions[2]`` or ``spec.partitions``.
         message: What is wrong, naming the topic/partition or broker.
+        reason: The CamelCase reason of the object's conditions for this problem:
+            :data:`BROKER_FENCED` for a fenced target broker, else ``ValidationFailed``.
     """
 
     path: str
     message: str
+    reason: str = "ValidationFailed"
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}"
@@ -87,7 +98,16 @@ def validate_reassignment(
             else:
                 add(f"partition {name} does not exist")
         for broker in dict.fromkeys(target.replicas):
-            if broker not in view.live_brokers:
+            if broker in view.fenced_brokers:
+                issues.append(
+                    ValidationIssue(
+                        path,
+                        f"broker {broker} is fenced (registered, but the controller fenced it; "
+                        "DescribeCluster)",
+                        BROKER_FENCED,
+                    )
+                )
+            elif broker not in view.live_brokers:
                 add(f"broker {broker} is not alive")
         if target.log_dirs is not None:
             for broker, log_dir in zip(target.replicas, target.log_dirs, strict=False):

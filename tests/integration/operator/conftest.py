@@ -267,6 +267,7 @@ APACHE_PROPERTIES = {"auto.create.topics.enable": "false", "replica.fetch.wait.m
 #: The shared KRaft cluster's quota window: 2 samples of 1 s (see test_reassignment.py).
 SHARED_KRAFT_PROPERTIES = {**APACHE_PROPERTIES, "replication.quota.window.num": "2"}
 ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"  # KIP-1066, Kafka 4.3+
 
 
 JMX_RULES = REPO_ROOT / "deploy" / "jmx-exporter" / "kafka-kpo-rules.yaml"
@@ -328,7 +329,8 @@ def start_zookeeper_kafka(
 
 
 def clean_cluster(cluster: KafkaCluster) -> None:
-    """Leave a shared cluster as new: cancel moves, delete every topic, remove throttle configs.
+    """Leave a shared cluster as new: cancel moves, delete every topic, remove throttle configs
+    and cordons.
 
     Raises:
         AssertionError: a reassignment or a topic did not go.
@@ -339,7 +341,7 @@ def clean_cluster(cluster: KafkaCluster) -> None:
         if in_flight:  # left by a failed test
             admin.alter_partition_reassignments(dict.fromkeys(in_flight))
             wait_for(lambda: not list(admin.list_partition_reassignments()), 30, "no move")
-        keys = (*THROTTLE_KEYS, ALTER_LOG_DIRS_RATE)
+        keys = (*THROTTLE_KEYS, ALTER_LOG_DIRS_RATE, CORDONED_LOG_DIRS)
         found = admin.describe_configs(brokers=sorted(cluster.brokers), keys=keys)
         removals = {r: {k: None for k in v} for r, v in found.items() if v}
         if removals:

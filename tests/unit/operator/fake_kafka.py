@@ -68,6 +68,8 @@ class FakeKafkaAdmin:
     closed: bool = False
     cluster_id: str = "fake-cluster"
     version: str | None = "3.9"
+    fenced: frozenset[int] = frozenset()  # registered but fenced (KIP-1073)
+    describe_log_dirs_version: int = 4  # 5 on Kafka 4.3+ (KIP-1066: cordoned.log.dirs)
 
     # -- test controls --------------------------------------------------------------
 
@@ -134,7 +136,11 @@ class FakeKafkaAdmin:
     def describe_cluster(self) -> ClusterInfo:
         self._enter("describe_cluster")
         return ClusterInfo(
-            dict(self.brokers), self.controller_id, self.cluster_id, self.authorized_operations
+            dict(self.brokers),
+            self.controller_id,
+            self.cluster_id,
+            self.authorized_operations,
+            self.fenced,
         )
 
     def describe_topics(
@@ -298,6 +304,10 @@ class FakeKafkaAdmin:
                     self.future_dirs[key] = log_dir
                 result[key] = None
         return result
+
+    def max_api_version(self, broker: int, api_key: int) -> int | None:
+        self._enter("max_api_version", (broker, api_key))
+        return self.describe_log_dirs_version if api_key == 35 else 0
 
     def kafka_version(self, brokers: Collection[int]) -> str | None:
         self._enter("kafka_version", sorted(brokers))

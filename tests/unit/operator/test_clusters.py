@@ -467,3 +467,12 @@ def test_a_sasl_bootstrap_timeout_says_the_credentials_may_be_refused(env: Env) 
     assert ready["reason"] == "Unreachable"
     assert "refused the SASL credentials" in ready["message"]
     assert PASSWORD not in ready["message"]
+
+
+def test_cluster_status_lists_fenced_brokers_apart(env: Env) -> None:
+    env.a.fenced = frozenset({13})  # registered with the KRaft controller, fenced (KIP-1073)
+    env.store.apply(kafka_cluster("a", ["a:9092"]))
+    env.runtime.kafka_clusters.reconcile(NS, "a")
+    status = env.status(KAFKA_CLUSTER, "a")
+    assert status["brokerCount"] == 3 and status["fencedBrokers"] == [13]
+    assert "fenced (registered, not live): 13" in conditions(status)["Ready"]["message"]

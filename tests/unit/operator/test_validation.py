@@ -5,7 +5,7 @@ import pytest
 from kpo_kafka.admin_types import PartitionInfo
 from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_operator.model import ClusterView
-from kpo_operator.validation import ValidationIssue, validate_reassignment
+from kpo_operator.validation import ValidationIssue, failure_reason, validate_reassignment
 
 OWNER = "ns/me"
 
@@ -118,3 +118,16 @@ def test_empty_partition_list_and_empty_replicas() -> None:
     assert issues == [
         ValidationIssue("spec.partitions[0]", "partition t-0 has an empty replica list")
     ]
+
+
+def test_a_fenced_target_broker_is_refused_with_its_own_reason() -> None:
+    view = _view(live_brokers=frozenset({0, 1, 2}), fenced_brokers=frozenset({3}))
+    issues = validate_reassignment(_spec(_p("t", 0, [3, 1]), _p("u", 0, [7, 2])), view, OWNER)
+    assert [(i.path, i.reason) for i in issues] == [
+        ("spec.partitions[0]", "BrokerFenced"),
+        ("spec.partitions[1]", "ValidationFailed"),
+    ]
+    assert "broker 3 is fenced" in issues[0].message
+    assert issues[1].message == "broker 7 is not alive"
+    assert failure_reason(issues) == "BrokerFenced"
+    assert failure_reason(issues[1:]) == "ValidationFailed"

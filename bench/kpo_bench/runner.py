@@ -92,6 +92,7 @@ def run_system(
     console: Console,
     keep_data: bool = False,
     only: str | None = None,
+    steps: Callable[[], list[Step]] | None = None,
 ) -> SystemResult:
     """Start ``cluster``, run the measurements of :func:`plan_steps`, then stop it.
 
@@ -106,6 +107,8 @@ def run_system(
         console: progress output.
         keep_data: keep the brokers' log dirs after the run.
         only: None for every measurement, or one of :data:`ONLY_CHOICES`.
+        steps: called once the brokers are registered, returns the measurements to run
+            instead of :func:`plan_steps` (``--only controller``).
 
     Returns:
         ``result``, filled in.
@@ -121,7 +124,8 @@ def run_system(
     try:
         with admin_session(cluster.bootstrap_servers) as admin:
             wait_for_brokers(admin, set(cluster.brokers))
-        for metric, step in plan_steps(cluster, tools, workload, only):
+        planned = steps() if steps is not None else plan_steps(cluster, tools, workload, only)
+        for metric, step in planned:
             console.print(f"{label}: {metric.label} ...")
             began = time.monotonic()
             try:

@@ -183,6 +183,16 @@ class PartitionStateMachine:
         try:
             results = self._do_handle_state_changes(ordered, target, strategy)
             self._batch.send_requests_to_brokers(self._context.epoch)
+            # One line per change, not per partition (each partition's is at DEBUG).
+            failed = sum(1 for outcome in results.values() if isinstance(outcome, Exception))
+            _state_change_log.info(
+                "%d partition(s) of %d topic(s) -> %s%s, %d failed",
+                len(ordered) - failed,
+                len({tp.topic for tp in ordered}),
+                target.value,
+                "" if strategy is None else f" ({type(strategy).__name__})",
+                failed,
+            )
         except ControllerMovedError:
             self._batch.clear()
             raise
@@ -217,7 +227,7 @@ class PartitionStateMachine:
                 )
         if target is not PartitionState.ONLINE_PARTITION:
             for tp in valid:
-                _state_change_log.info("partition %s -> %s", tp, target.value)
+                _state_change_log.debug("partition %s -> %s", tp, target.value)
                 states[tp] = target
             return results
         new = [tp for tp in valid if states[tp] is PartitionState.NEW_PARTITION]
@@ -231,7 +241,7 @@ class PartitionStateMachine:
         for tp, outcome in results.items():
             if isinstance(outcome, LeaderAndIsr):
                 states[tp] = PartitionState.ONLINE_PARTITION
-                _state_change_log.info("partition %s -> OnlinePartition (%s)", tp, outcome)
+                _state_change_log.debug("partition %s -> OnlinePartition (%s)", tp, outcome)
             elif tp in valid:
                 _state_change_log.error("partition %s stays %s: %s", tp, states[tp].value, outcome)
         return results

@@ -118,6 +118,13 @@ class ReplicaStateMachine:
             for broker_id, on_broker in sorted(by_broker.items()):
                 self._do_handle_state_changes(broker_id, on_broker, target)
             self._batch.send_requests_to_brokers(self._context.epoch)
+            # One line per change, not per replica (each replica's is at DEBUG).
+            _state_change_log.info(
+                "%d replica(s) of broker(s) %s -> %s",
+                sum(len(r) for r in by_broker.values()),
+                sorted(by_broker),
+                target.value,
+            )
         except ControllerMovedError:
             self._batch.clear()
             raise
@@ -162,13 +169,13 @@ class ReplicaStateMachine:
                         tp, _without_replica(assignment, replica_id)
                     )
                 ctx.replica_states.pop(replica, None)
-                _state_change_log.info("replica %s -> %s", replica, target.value)
+                _state_change_log.debug("replica %s -> %s", replica, target.value)
         else:  # ReplicaDeletionSuccessful, ReplicaDeletionIneligible
             for replica in valid:
                 self._set(replica, target)
 
     def _set(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
-        _state_change_log.info("replica %s -> %s", replica, state.value)
+        _state_change_log.debug("replica %s -> %s", replica, state.value)
         self._context.replica_states[replica] = state
 
     def _leader_and_isr_to(

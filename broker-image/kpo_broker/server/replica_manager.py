@@ -337,7 +337,10 @@ class ReplicaManager:
             return
         if version is None:
             partition.apply_isr_change(change, None)
-            log.info(
+            # A lost race is routine (the controller changed the state, e.g. in a controlled
+            # shutdown of thousands of partitions): DEBUG; a failed write is worth INFO.
+            log.log(
+                logging.DEBUG if failure is None else logging.INFO,
                 "ISR update of %s-%s to %s %s; awaiting the controller",
                 tp[0],
                 tp[1],
@@ -345,7 +348,7 @@ class ReplicaManager:
                 "lost a CAS race" if failure is None else f"not written: {failure}",
             )
             return
-        log.info("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
+        log.debug("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
         self.isr_changed.add(tp)
         if partition.apply_isr_change(change, version):
             self.watchers.notify(tp)

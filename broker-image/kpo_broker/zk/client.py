@@ -30,10 +30,12 @@ watches them).
 
 Partition states: ``/brokers/topics/<t>/partitions/<p>/state`` holds the leader, leader
 epoch, ISR and the controller epoch; its znode version is the partition epoch. The
-controller writes many at once (topic creation, broker failure): each partition is one
-multi ``[check /controller_epoch version, create|set state]`` so that a stale
-controller is fenced and each partition succeeds or conflicts on its own, and the
-multis are pipelined so 10K partitions cost a few round trips, not 10K. The leader of
+controller writes many at once (topic creation, broker failure): each partition's
+write is fenced by ``check /controller_epoch version`` so that a stale controller is
+fenced; up to 500 partitions share one multi and the multis are pipelined, so 10K
+partitions cost a few requests and round trips, not 10K; a multi that one conflicting
+partition aborts is sent again one partition per multi, so each partition still
+succeeds or conflicts on its own (Kafka sends one multi per partition). The leader of
 a partition updates the ISR with a compare-and-set on the same znode (Kafka's
 ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` before KIP-497).
 
@@ -693,8 +695,9 @@ class KafkaZkClient:
     ) -> PartitionStateWriteResult:
         """Create the state znodes of new partitions (NewPartition -> OnlinePartition).
 
-        Creates ``/brokers/topics/<t>/partitions`` per topic, then per partition one
-        fenced multi creating ``partitions/<p>`` and ``partitions/<p>/state``, pipelined.
+        Creates ``/brokers/topics/<t>/partitions`` per topic, then per partition the
+        fenced operations creating ``partitions/<p>`` and ``partitions/<p>/state``, many
+        partitions to a multi (:meth:`ZkSession.handle_multis`), pipelined.
 
         Raises:
             ControllerMovedError: the controller epoch znode version is not
@@ -719,18 +722,11 @@ class KafkaZkClient:
         pending = sorted(tp for tp in states if tp.topic not in missing_topics)
 
         for with_parent in (True, False):
-            requests = [
-                (
-                    state_path(tp),
-                    self._session.multi_request(
-                        create_partition_state_ops(tp, states[tp], with_parent), fence
-                    ),
-                )
-                for tp in pending
-            ]
+            groups = [create_partition_state_ops(tp, states[tp], with_parent) for tp in pending]
             retry: list[TopicPartition] = []
-            for tp, outcome in zip(pending, self._session.handle_requests(requests), strict=True):
-                results = multi_results(outcome, True, state_path(tp))
+            for tp, results in zip(
+                pending, self._session.handle_multis(groups, fence), strict=True
+            ):
                 error = multi_error(results)
                 if error is None:
                     lai = states[tp].leader_and_isr
@@ -753,7 +749,10 @@ class KafkaZkClient:
         *,
         controller_epoch_zk_version: int,
     ) -> PartitionStateWriteResult:
-        """Write new LeaderAndIsr states of many partitions (controller side), pipelined.
+        """Write new LeaderAndIsr states of many partitions (controller side), batched.
+
+        Many partitions go in one fenced multi (:meth:`ZkSession.handle_multis`); a multi
+        that a conflicting partition aborts is sent again one partition at a time.
 
         Each value's ``partition_epoch`` is the state znode version the write expects
         (Kafka's ``LeaderAndIsr.zkVersion``): each partition is a compare-and-set.
@@ -769,14 +768,12 @@ class KafkaZkClient:
         """
         result = PartitionStateWriteResult()
         partitions = sorted(leader_and_isrs)
-        requests = []
-        for tp in partitions:
-            op = update_partition_state_op(tp, leader_and_isrs[tp], controller_epoch)
-            requests.append(
-                (op.path, self._session.multi_request([op], controller_epoch_zk_version))
-            )
-        for tp, outcome in zip(partitions, self._session.handle_requests(requests), strict=True):
-            results = multi_results(outcome, True, state_path(tp))
+        groups = [
+            [update_partition_state_op(tp, leader_and_isrs[tp], controller_epoch)]
+            for tp in partitions
+        ]
+        outcomes = self._session.handle_multis(groups, controller_epoch_zk_version)
+        for tp, results in zip(partitions, outcomes, strict=True):
             error = multi_error(results)
             if error is None:
                 result.written[tp] = leader_and_isrs[tp].with_partition_epoch(results[0].version)

@@ -1,11 +1,13 @@
 """Batched partition state writes, per-partition CAS and the leader's ISR updates."""
 
+import math
 from collections.abc import Callable
 
 import pytest
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.model import ControllerEpoch, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_broker.zk.session import MAX_MULTI_OPS
 from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -41,9 +43,10 @@ def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
     assert len(result.written) == 2000
     assert not result.version_conflicts
     assert not result.missing
-    # One request per partition (plus the topic's partitions znode), pipelined: the
-    # caller waited 3 times, not 2000 (as Kafka's KafkaZkClient.updateLeaderAndIsr).
-    assert after.requests - before.requests == 2001
+    # The topic's partitions znode, then the 2 x 2000 creations packed into multis of
+    # MAX_MULTI_OPS operations, pipelined: 9 requests, and the caller waited 2 times, not
+    # 2000 (Kafka's KafkaZkClient sends one multi per partition, pipelined).
+    assert after.requests - before.requests == 1 + math.ceil(2 * 2000 / MAX_MULTI_OPS)
     assert after.round_trips - before.round_trips <= 3
 
     read = zk_client.get_partition_states(states)
@@ -63,7 +66,13 @@ def test_max_in_flight_requests_bounds_each_wave(new_client: Callable[..., Kafka
         initial_states("small", 100, epoch.epoch), controller_epoch_zk_version=epoch.zk_version
     )
     assert len(result.written) == 100
-    assert client.stats.round_trips - before.round_trips == 1 + 10
+    # The partitions znode, then one multi holding the 100 partitions' creations.
+    assert client.stats.round_trips - before.round_trips == 1 + 1
+    created = client.stats
+    read = client.get_partition_states([TopicPartition("small", p) for p in range(100)])
+    assert len(read) == 100
+    # 100 reads, at most 10 in flight: 10 waves.
+    assert client.stats.round_trips - created.round_trips == 10
 
 
 def test_version_conflicts_are_reported_per_partition(zk_client: KafkaZkClient) -> None:

@@ -269,18 +269,38 @@ class ReplicaStateMachine:
             ControllerMovedError: the write was fenced.
         """
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        remaining = sorted(set(partitions))
+        ctx = self._context
+        ordered = sorted(set(partitions))
+        # First from the cached states of the partitions whose cached ISR holds the replica:
+        # each write is a compare-and-set on the cached znode version, so a stale one
+        # conflicts and is re-read below (saves a read per partition when the cache is
+        # current). The others (no cached state, or not in the cached ISR) are read first.
+        cached = {
+            tp: leadership
+            for tp in ordered
+            if (leadership := ctx.partition_leadership(tp)) is not None
+            and replica_id in leadership.leader_and_isr.isr
+        }
+        done, remaining = self._try_remove_from_isr(replica_id, sorted(cached), cached)
+        finished.update(done)
+        remaining = sorted(set(remaining) | {tp for tp in ordered if tp not in cached})
         while remaining:
             done, remaining = self._try_remove_from_isr(replica_id, remaining)
             finished.update(done)
         return finished
 
     def _try_remove_from_isr(
-        self, replica_id: int, partitions: list[TopicPartition]
+        self,
+        replica_id: int,
+        partitions: list[TopicPartition],
+        known: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], list[TopicPartition]]:
+        """One attempt from ``known`` states (else read in ZooKeeper); (finished, to retry)."""
         ctx = self._context
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        current = self._zk.get_partition_states(partitions)
+        if not partitions:
+            return finished, []
+        current = known if known is not None else self._zk.get_partition_states(partitions)
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
         for tp in partitions:
             state = current.get(tp)

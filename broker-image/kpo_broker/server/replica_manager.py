@@ -26,6 +26,7 @@ from kafka import errors as kafka_errors
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.dir_failure import KafkaStorageError
+from kpo_broker.log.epoch import LeaderEpochCache, deferred_checkpoints
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
@@ -211,6 +212,19 @@ class ReplicaManager:
         """
         self.check_controller_epoch(controller_epoch)
         results: dict[TopicPartition, LeaderAndIsrResult] = {}
+        with deferred_checkpoints() as checkpoints:
+            self._apply_leader_and_isr_states(states, results)
+        failed = checkpoints.flush()
+        if failed:
+            self._fail_epoch_checkpoints(failed, results)
+        return results
+
+    def _apply_leader_and_isr_states(
+        self,
+        states: dict[TopicPartition, LeaderAndIsrState],
+        results: dict[TopicPartition, LeaderAndIsrResult],
+    ) -> None:
+        """Apply each partition's state, filling ``results``."""
         now = now_ms()
         for tp, state in states.items():
             if self.broker_id not in state.replicas:
@@ -231,7 +245,31 @@ class ReplicaManager:
                 results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
                 continue
             self.watchers.notify(tp)
-        return results
+
+    def _fail_epoch_checkpoints(
+        self,
+        failed: dict[LeaderEpochCache, OSError],
+        results: dict[TopicPartition, LeaderAndIsrResult],
+    ) -> None:
+        """Take the log dirs of failed leader epoch checkpoint writes offline.
+
+        Their partitions are answered KAFKA_STORAGE_ERROR, as when the write fails during
+        the state change itself.
+        """
+        for tp, result in list(results.items()):
+            partition = self.partitions.get(tp)
+            if result.error_code != 0 or partition is None:
+                continue
+            error = failed.get(partition.log.leader_epoch_cache)
+            if error is None:
+                continue
+            try:
+                with self.guard(partition, "error while writing the leader epoch checkpoint of"):
+                    raise error
+            except KafkaStorageError as exc:
+                log.error("LeaderAndIsr of %s-%s: %s", tp[0], tp[1], exc)
+                self._mark_partition_offline(tp)
+                results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
 
     def _apply_leader_and_isr(
         self, tp: TopicPartition, partition: Partition | None, state: LeaderAndIsrState, now: int

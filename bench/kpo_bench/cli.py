@@ -216,13 +216,14 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     output = args.output or workdir / "results.json"
-    console.print(f"workdir {workdir}; workload {workload.as_json()}")
+    controller = controller_workload_from(args) if args.only == CONTROLLER else None
+    sizes = controller.as_json() if controller is not None else workload.as_json()
+    console.print(f"workdir {workdir}; workload {sizes}")
     machine = machine_info()
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
     ours: SystemResult | None = None
     baseline: SystemResult | None = None
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
-    controller = controller_workload_from(args) if args.only == CONTROLLER else None
     only = None if controller is not None else args.only
 
     def scenario(cluster: Cluster) -> Callable[[], list[Step]] | None:
@@ -255,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         zookeeper.stop()
     settings = {
-        "workload": controller.as_json() if controller is not None else workload.as_json(),
+        "workload": sizes,
         "kafka_version": kafka_version,
         "broker_properties": BROKER_PROPERTIES,
         "only": args.only,

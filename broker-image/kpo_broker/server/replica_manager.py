@@ -14,6 +14,7 @@ which replicas it must treat as offline.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -350,10 +351,13 @@ class ReplicaManager:
     async def shrink_isrs(self) -> None:
         """Remove lagging followers from the ISR of every partition led here."""
         now = now_ms()
+        writes = []
         for tp, partition in list(self.partitions.items()):
             change = partition.propose_isr_shrink(now, self.replica_lag_time_max_ms)
             if change is not None:
-                await self._write_isr(tp, partition, change)
+                writes.append(self._write_isr(tp, partition, change))
+        if writes:  # together: the ISR writer batches their ZooKeeper writes
+            await asyncio.gather(*writes)
 
     async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
         """Persist ``change``; apply it only when the compare-and-set wrote it.

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, ZookeeperError
@@ -160,6 +161,23 @@ def _now_ms() -> int:
 def _refused(path: str, result: object) -> ZkOperationError:
     """Return the error for a request on ``path`` that failed with ``result``."""
     return _refused(path, result)
+
+
+@dataclass(frozen=True)
+class IsrUpdate:
+    """A leader's ISR change of one partition, for :meth:`KafkaZkClient.update_isrs`.
+
+    Attributes:
+        tp: the partition.
+        leader_and_isr: the new state (same leader and leader epoch, new ISR).
+        controller_epoch: the controller epoch of the last LeaderAndIsr received.
+        expected_partition_epoch: the state znode version the leader knows.
+    """
+
+    tp: TopicPartition
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
+    expected_partition_epoch: int
 
 
 class KafkaZkClient:
@@ -835,24 +853,62 @@ class KafkaZkClient:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        path = state_path(tp)
-        wanted = LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch)
-        data = encode_partition_state(wanted)
-        outcome = self._session.handle_request("set_async", path, data, expected_partition_epoch)
-        if isinstance(outcome, BadVersionError):
-            current = self.get_partition_states([tp]).get(tp)
-            if current is None:
-                return None
-            same = LeaderIsrAndControllerEpoch(
-                leader_and_isr.with_partition_epoch(current.leader_and_isr.partition_epoch),
-                controller_epoch,
+        return self.update_isrs(
+            [IsrUpdate(tp, leader_and_isr, controller_epoch, expected_partition_epoch)]
+        )[0]
+
+    def update_isrs(self, updates: Sequence[IsrUpdate]) -> list[int | None]:
+        """Apply many :meth:`update_isr` compare-and-sets, pipelined (a leader's batch).
+
+        The conflicting ones are then read, pipelined, to tell a lost response to our own
+        write from a real conflict.
+
+        Returns:
+            per update, in order: the new partition epoch, or None on a conflict.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+            ZkOperationError: ZooKeeper refused a write for another reason.
+        """
+        requests = []
+        for update in updates:
+            wanted = LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
+            requests.append(
+                self._session.request(
+                    "set_async",
+                    state_path(update.tp),
+                    encode_partition_state(wanted),
+                    update.expected_partition_epoch,
+                )
             )
-            return current.leader_and_isr.partition_epoch if current == same else None
-        if isinstance(outcome, NoNodeError):
-            return None
-        if isinstance(outcome, ZookeeperError):
-            raise _refused(path, outcome)
-        return int(outcome.version)
+        versions: list[int | None] = []
+        conflicts: list[int] = []
+        for i, (update, outcome) in enumerate(
+            zip(updates, self._session.handle_requests(requests), strict=True)
+        ):
+            versions.append(None)
+            if isinstance(outcome, BadVersionError):
+                conflicts.append(i)
+            elif isinstance(outcome, ZookeeperError) and not isinstance(outcome, NoNodeError):
+                raise _refused(state_path(update.tp), outcome)
+            elif not isinstance(outcome, ZookeeperError):
+                versions[i] = int(outcome.version)
+        if conflicts:
+            current = self.get_partition_states(updates[i].tp for i in conflicts)
+            for i in conflicts:
+                update = updates[i]
+                state = current.get(update.tp)
+                if state is None:
+                    continue
+                same = LeaderIsrAndControllerEpoch(
+                    update.leader_and_isr.with_partition_epoch(
+                        state.leader_and_isr.partition_epoch
+                    ),
+                    update.controller_epoch,
+                )
+                if state == same:
+                    versions[i] = state.leader_and_isr.partition_epoch
+        return versions
 
     # --- admin: ISR change notifications, reassignment, preferred election ----------------
 

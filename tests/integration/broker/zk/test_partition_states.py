@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 import pytest
 
-from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.client import IsrUpdate, KafkaZkClient
 from kpo_broker.zk.model import ControllerEpoch, LeaderAndIsr, LeaderIsrAndControllerEpoch
 from kpo_broker.zk.session import MAX_MULTI_OPS
 from kpo_kafka.topic_partition import TopicPartition
@@ -136,3 +136,43 @@ def test_leader_isr_update_is_a_compare_and_set(new_client: Callable[..., KafkaZ
     assert leader.update_isr(tp, LeaderAndIsr(1, 0, (1,)), epoch.epoch, 1) is None
     assert leader.get_partition_states([tp])[tp].leader_and_isr == LeaderAndIsr(2, 1, (2,), 2)
     assert leader.update_isr(TopicPartition("isr", 5), shrunk, epoch.epoch, 0) is None
+
+
+def test_a_leaders_isr_updates_are_written_in_one_batch(
+    new_client: Callable[..., KafkaZkClient],
+) -> None:
+    controller, leader = new_client(), new_client()
+    epoch = elected(controller)
+    controller.create_topic("many", {p: [1, 2, 3] for p in range(4)}, {})
+    states = {
+        TopicPartition("many", p): LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(1, 0, (1, 2, 3)), epoch.epoch
+        )
+        for p in range(4)
+    }
+    controller.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    shrunk = LeaderAndIsr(1, 0, (1, 2))
+    tp0, tp1, tp2, tp3 = sorted(states)
+    # Partition 2's shrink was already applied (a lost response); partition 1 moved on.
+    assert leader.update_isr(tp2, shrunk, epoch.epoch, 0) == 1
+    controller.update_leader_and_isr(
+        {tp1: LeaderAndIsr(2, 1, (2, 3), 0)},
+        epoch.epoch,
+        controller_epoch_zk_version=epoch.zk_version,
+    )
+    before = leader.stats
+    versions = leader.update_isrs(
+        [
+            IsrUpdate(tp0, shrunk, epoch.epoch, 0),
+            IsrUpdate(tp1, shrunk, epoch.epoch, 0),
+            IsrUpdate(tp2, shrunk, epoch.epoch, 0),
+            IsrUpdate(TopicPartition("many", 9), shrunk, epoch.epoch, 0),
+            IsrUpdate(tp3, shrunk, epoch.epoch, 0),
+        ]
+    )
+    assert versions == [1, None, 1, None, 1]
+    # One pipelined round of writes, one of reads for the two conflicts.
+    assert leader.stats.round_trips - before.round_trips == 2
+    read = leader.get_partition_states(states)
+    assert read[tp1].leader_and_isr == LeaderAndIsr(2, 1, (2, 3), 1)
+    assert all(read[tp].leader_and_isr == shrunk.with_partition_epoch(1) for tp in (tp0, tp2, tp3))

@@ -59,14 +59,16 @@ def wait_for(
 
 
 @contextmanager
-def admin_session(bootstrap_servers: str) -> Iterator[KafkaPythonAdmin]:
+def admin_session(
+    bootstrap_servers: str, request_timeout_ms: int = ADMIN_REQUEST_TIMEOUT_MS
+) -> Iterator[KafkaPythonAdmin]:
     """Yield the Admin API client for ``host:port,...`` (client id ``kpo-bench``); close it after.
 
-    Requests time out after :data:`ADMIN_REQUEST_TIMEOUT_MS`; calls raise the
-    ``kpo_kafka.admin_types.KafkaAdminError`` family.
+    Requests time out after ``request_timeout_ms`` (default :data:`ADMIN_REQUEST_TIMEOUT_MS`);
+    calls raise the ``kpo_kafka.admin_types.KafkaAdminError`` family.
     """
     admin = KafkaPythonAdmin(
-        bootstrap_servers, client_id="kpo-bench", request_timeout_ms=ADMIN_REQUEST_TIMEOUT_MS
+        bootstrap_servers, client_id="kpo-bench", request_timeout_ms=request_timeout_ms
     )
     try:
         yield admin
@@ -151,11 +153,45 @@ def create_topic(
                 raise
             time.sleep(1.0)
 
-    def all_ready() -> bool | None:
-        for p in range(count):
-            state = partition_info(admin, topic, p)
-            if state is None or state.leader < 0 or set(state.isr) != set(state.replicas):
-                return None
-        return True
+    wait_for_partitions(admin, {topic: count}, fully_replicated, timeout_s)
 
-    wait_for(all_ready, timeout_s, f"leaders and full ISR of {topic}")
+
+def fully_replicated(state: PartitionInfo) -> bool:
+    """Whether a partition has a leader and every replica in its ISR."""
+    return state.leader >= 0 and set(state.isr) == set(state.replicas)
+
+
+def wait_for_partitions(
+    admin: KafkaAdmin,
+    topics: Mapping[str, int],
+    ready: Callable[[PartitionInfo], bool],
+    timeout_s: float,
+    interval_s: float = 0.1,
+) -> float:
+    """Wait until every partition of ``topics`` satisfies ``ready``; one Metadata request a poll.
+
+    Args:
+        admin: the Admin API client.
+        topics: topic -> its partition count (partitions ``0..count-1``).
+        ready: the condition on each partition's Metadata.
+        timeout_s: how long to wait, s.
+        interval_s: pause between polls, s.
+
+    Returns:
+        the monotonic time, s, of the poll that found every partition ready.
+
+    Raises:
+        BenchTimeoutError: not within ``timeout_s``.
+    """
+
+    def all_ready() -> float | None:
+        described = admin.describe_topics(list(topics))
+        for topic, count in topics.items():
+            partitions = described.get(topic, {})
+            for p in range(count):
+                state = partitions.get(p)
+                if state is None or not ready(state):
+                    return None
+        return time.monotonic()
+
+    return wait_for(all_ready, timeout_s, f"partitions of {len(topics)} topic(s)", interval_s)

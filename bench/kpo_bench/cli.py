@@ -11,17 +11,32 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 from rich.console import Console
 
 from kpo_bench.clusters import COMMON_BROKER_PROPERTIES, Cluster
+from kpo_bench.controller_scale import (
+    DEFAULT_CONTROLLER,
+    QUICK_CONTROLLER,
+    ControllerScenario,
+    ControllerWorkload,
+)
 from kpo_bench.java_tools import JavaTools, compile_consumer
 from kpo_bench.machine import machine_info
 from kpo_bench.report import print_report
-from kpo_bench.results import BASELINE, OURS, SystemResult, compare, report_json
-from kpo_bench.runner import ONLY_CHOICES, ONLY_TLS, run_system
+from kpo_bench.results import (
+    BASELINE,
+    CONTROLLER_METRICS,
+    METRICS,
+    OURS,
+    SystemResult,
+    compare,
+    report_json,
+)
+from kpo_bench.runner import ONLY_CHOICES, ONLY_TLS, Step, run_system
 from kpo_bench.settings import DEFAULT, QUICK, Workload
 from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
 from kpo_bench.throughput import Transport
@@ -36,6 +51,9 @@ PLACEMENT = "placement"
 
 OPERATOR = "operator"
 """``--only operator``: the operator's reconcile latency under load (issue 12)."""
+
+CONTROLLER = "controller"
+"""``--only controller``: the controller and brokers at scale (issue 17)."""
 
 #: Broker settings of both clusters: the shared ones plus the quota window the
 #: throttled-reassignment experiments need (inert while no replica is throttled).
@@ -78,16 +96,46 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
         "--only",
-        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR),
+        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, CONTROLLER),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
             "'operator' = one PartitionReassignment's reconcile latency while 50 others move, "
-            "'tls' = produce and consume over PLAINTEXT and over SASL_SSL (SCRAM-SHA-512)"
+            "'tls' = produce and consume over PLAINTEXT and over SASL_SSL (SCRAM-SHA-512), "
+            "'controller' = partition creation, controlled shutdown, start-up, kill -9 and "
+            "controller failover with a broker leading N partitions"
+        ),
+    )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        help=(
+            "--only controller: N, the partitions one broker leads and the partitions created "
+            f"at each RF (default {DEFAULT_CONTROLLER.partitions:,}, "
+            f"--quick {QUICK_CONTROLLER.partitions:,})"
         ),
     )
     return parser
+
+
+def controller_workload_from(args: argparse.Namespace) -> ControllerWorkload:
+    """Return the ``--only controller`` sizes (``--quick`` and ``--partitions``).
+
+    Raises:
+        SettingsError: ``--partitions`` is not positive.
+    """
+    base = QUICK_CONTROLLER if args.quick else DEFAULT_CONTROLLER
+    if args.partitions is None:
+        return base
+    if args.partitions <= 0:
+        raise SettingsError(f"--partitions must be positive, got {args.partitions}")
+    return ControllerWorkload(
+        partitions=args.partitions,
+        partitions_per_topic=base.partitions_per_topic,
+        timeout_s=base.timeout_s,
+        poll_interval_s=base.poll_interval_s,
+    )
 
 
 def workload_from(args: argparse.Namespace) -> Workload:
@@ -124,10 +172,11 @@ def _run_guarded(
     keep_data: bool,
     only: str | None,
     secured: Transport | None = None,
+    steps: Callable[[], list[Step]] | None = None,
 ) -> None:
     """Run one system; a cluster that does not start is recorded as the ``cluster`` error."""
     try:
-        run_system(result, cluster, tools, workload, console, keep_data, only, secured)
+        run_system(result, cluster, tools, workload, console, keep_data, only, secured, steps)
     except Exception as exc:  # report it and still run the other system
         result.errors["cluster"] = f"{type(exc).__name__}: {exc}"
         console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
@@ -171,12 +220,21 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     output = args.output or workdir / "results.json"
-    console.print(f"workdir {workdir}; workload {workload.as_json()}")
+    controller = controller_workload_from(args) if args.only == CONTROLLER else None
+    sizes = controller.as_json() if controller is not None else workload.as_json()
+    console.print(f"workdir {workdir}; workload {sizes}")
     machine = machine_info()
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
     ours: SystemResult | None = None
     baseline: SystemResult | None = None
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
+    only = None if controller is not None else args.only
+
+    def scenario(cluster: Cluster) -> Callable[[], list[Step]] | None:
+        if controller is None:
+            return None
+        return lambda: ControllerScenario(cluster, zookeeper.port, controller).steps()
+
     zookeeper.start()
     tls = TlsSetup(workdir) if args.only == ONLY_TLS else None
     secured = tls.transport if tls is not None else None
@@ -190,7 +248,15 @@ def main(argv: list[str] | None = None) -> int:
                 else KafkaCluster(workdir / OURS, connect, 3, BROKER_PROPERTIES)
             )
             _run_guarded(
-                ours, cluster, tools, workload, console, args.keep_data, args.only, secured
+                ours,
+                cluster,
+                tools,
+                workload,
+                console,
+                args.keep_data,
+                only,
+                secured,
+                scenario(cluster),
             )
         if args.systems in ("both", BASELINE):
             baseline = SystemResult(BASELINE, kafka_version)
@@ -203,20 +269,30 @@ def main(argv: list[str] | None = None) -> int:
                 )
             )
             _run_guarded(
-                baseline, cluster, tools, workload, console, args.keep_data, args.only, secured
+                baseline,
+                cluster,
+                tools,
+                workload,
+                console,
+                args.keep_data,
+                only,
+                secured,
+                scenario(cluster),
             )
     finally:
         zookeeper.stop()
     settings = {
-        "workload": workload.as_json(),
+        "workload": sizes,
         "kafka_version": kafka_version,
         "broker_properties": BROKER_PROPERTIES,
         "only": args.only,
     }
-    report = report_json(machine, settings, ours, baseline)
+    metrics = CONTROLLER_METRICS if controller is not None else METRICS
+    report = report_json(machine, settings, ours, baseline, metrics)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
-    print_report(console, machine, compare(ours, baseline), ours, baseline)
+    rows = compare(ours, baseline, metrics)
+    print_report(console, machine, rows, ours, baseline, with_estimates=controller is None)
     console.print(f"JSON report: {output}")
     if args.only is None:
         _placement(args, workdir)

@@ -129,17 +129,22 @@ def print_report(
     rows: list[ComparisonRow],
     ours: SystemResult | None,
     baseline: SystemResult | None,
+    with_estimates: bool = True,
 ) -> None:
-    """Print the machine line, the tables, the ratio's meaning and any errors."""
+    """Print the machine line, the tables, the ratio's meaning and any errors.
+
+    ``with_estimates`` False leaves out the throttled-reassignment table (``--only controller``).
+    """
     console.print(f"machine: {machine_line(machine)}")
     console.print(comparison_table(rows, ours, baseline))
-    console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
+    if with_estimates:
+        console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
     overheads = overhead_rows(ours, baseline)
     if overheads:
         console.print(overhead_table(overheads, ours, baseline))
     console.print(
         "ratio > 1 means kpo is better: kpo/Kafka for throughputs (MiB/s of record "
-        "payload), Kafka/kpo for durations (failover, group rebalance)."
+        "payload, partitions/s), Kafka/kpo for durations, memory and request counts."
     )
     for result in (ours, baseline):
         if result is None:

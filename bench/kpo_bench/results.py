@@ -76,6 +76,64 @@ THROTTLE_B = MetricSpec("throttle_b_s", "(b) two leaders, same follower", "s", F
 THROTTLE_C = MetricSpec("throttle_c_s", "(c) distinct leaders and followers", "s", False)
 THROTTLE_METRICS: tuple[MetricSpec, ...] = (THROTTLE_A, THROTTLE_B, THROTTLE_C)
 
+#: Issue 17, ``--only controller`` (``kpo_bench.controller_scale``): the controller and brokers
+#: at scale. N is the number of partitions the measured broker leads. Goal ratio 1.0 for each.
+CREATE_RF2 = MetricSpec(
+    "create_rf2_partitions_s", "partitions created per second, RF 2", "partitions/s", True, 1.0
+)
+CREATE_RF3 = MetricSpec(
+    "create_rf3_partitions_s", "partitions created per second, RF 3", "partitions/s", True, 1.0
+)
+SHUTDOWN_LEADERS = MetricSpec(
+    "controlled_shutdown_leaders_s",
+    "SIGTERM of the leader of N: all led elsewhere",
+    "s",
+    False,
+    1.0,
+)
+SHUTDOWN_EXIT = MetricSpec(
+    "controlled_shutdown_exit_s", "SIGTERM of the leader of N: process exited", "s", False, 1.0
+)
+STARTUP_CLEAN = MetricSpec(
+    "startup_clean_s", "start-up after a clean shutdown, until in every ISR", "s", False, 1.0
+)
+KILL_LEADERS = MetricSpec(
+    "kill_leaders_s", "kill -9 of the leader of N: all led elsewhere", "s", False, 1.0
+)
+STARTUP_UNCLEAN = MetricSpec(
+    "startup_unclean_s", "start-up after kill -9, until in every ISR", "s", False, 1.0
+)
+CONTROLLER_FAILOVER = MetricSpec(
+    "controller_failover_s",
+    "kill -9 of the controller: its partitions led elsewhere",
+    "s",
+    False,
+    1.0,
+)
+MEMORY_PER_PARTITION = MetricSpec(
+    "memory_per_replica_kib", "broker memory (RSS) per hosted replica", "KiB", False, 1.0
+)
+ZK_REQUESTS_PER_CHANGE = MetricSpec(
+    "zk_requests_per_leader_change",
+    "ZooKeeper requests per leader change (controlled shutdown)",
+    "requests",
+    False,
+    1.0,
+)
+#: The controller metrics, in table order.
+CONTROLLER_METRICS: tuple[MetricSpec, ...] = (
+    CREATE_RF2,
+    CREATE_RF3,
+    MEMORY_PER_PARTITION,
+    SHUTDOWN_LEADERS,
+    SHUTDOWN_EXIT,
+    ZK_REQUESTS_PER_CHANGE,
+    STARTUP_CLEAN,
+    KILL_LEADERS,
+    STARTUP_UNCLEAN,
+    CONTROLLER_FAILOVER,
+)
+
 
 @dataclass(frozen=True)
 class Measured:
@@ -158,15 +216,20 @@ def ratio(metric: MetricSpec, ours: float | None, baseline: float | None) -> flo
     return ours / baseline if metric.higher_is_better else baseline / ours
 
 
-def compare(ours: SystemResult | None, baseline: SystemResult | None) -> list[ComparisonRow]:
-    """Build one :class:`ComparisonRow` per metric of :data:`METRICS`.
+def compare(
+    ours: SystemResult | None,
+    baseline: SystemResult | None,
+    metrics: tuple[MetricSpec, ...] = METRICS,
+) -> list[ComparisonRow]:
+    """Build one :class:`ComparisonRow` per metric of ``metrics`` (default :data:`METRICS`).
 
     Args:
         ours: kpo's results, or None when kpo was not run.
         baseline: Apache Kafka's results, or None when Kafka was not run.
+        metrics: the metrics of the table, in order.
     """
     rows = []
-    for metric in METRICS:
+    for metric in metrics:
         mine = ours.values.get(metric.key) if ours is not None else None
         theirs = baseline.values.get(metric.key) if baseline is not None else None
         value = ratio(metric, mine, theirs)
@@ -322,6 +385,7 @@ def report_json(
     settings: dict[str, Any],
     ours: SystemResult | None,
     baseline: SystemResult | None,
+    metrics: tuple[MetricSpec, ...] = METRICS,
 ) -> dict[str, Any]:
     """Return the whole report as JSON-serialisable data.
 
@@ -330,6 +394,7 @@ def report_json(
         settings: the workload sizes and client settings used.
         ours: kpo's results, or None when it was not run.
         baseline: Apache Kafka's results, or None when it was not run.
+        metrics: the metrics of the comparison (default :data:`METRICS`).
 
     Returns:
         ``{"machine", "settings", "systems": [...], "comparison": [...]}``, where each
@@ -353,7 +418,7 @@ def report_json(
             "target_ratio": row.metric.target_ratio,
             "meets_target": row.meets_target,
         }
-        for row in compare(ours, baseline)
+        for row in compare(ours, baseline, metrics)
     ]
     against_estimate = [
         {

@@ -112,6 +112,7 @@ def run_system(
     keep_data: bool = False,
     only: str | None = None,
     secured: Transport | None = None,
+    steps: Callable[[], list[Step]] | None = None,
 ) -> SystemResult:
     """Start ``cluster``, run the measurements of :func:`plan_steps`, then stop it.
 
@@ -127,6 +128,8 @@ def run_system(
         keep_data: keep the brokers' log dirs after the run.
         only: None for every measurement, or one of :data:`ONLY_CHOICES`.
         secured: the cluster's SASL_SSL listener and client settings (:data:`ONLY_TLS`).
+        steps: called once the brokers are registered, returns the measurements to run
+            instead of :func:`plan_steps` (``--only controller``).
 
     Returns:
         ``result``, filled in.
@@ -142,7 +145,10 @@ def run_system(
     try:
         with admin_session(cluster.bootstrap_servers) as admin:
             wait_for_brokers(admin, set(cluster.brokers))
-        for metric, step in plan_steps(cluster, tools, workload, only, secured):
+        planned = (
+            steps() if steps is not None else plan_steps(cluster, tools, workload, only, secured)
+        )
+        for metric, step in planned:
             console.print(f"{label}: {metric.label} ...")
             began = time.monotonic()
             try:

@@ -13,10 +13,12 @@ Entering OnlinePartition:
 - from NewPartition: leader = first live replica of AR, ISR = live replicas of AR,
   leader epoch 0; the state znodes are created (topic creation, Kafka's
   ``initializeLeaderAndIsrForPartitions``);
-- from Offline/Online: a leader is elected by the given strategy from the state read in
-  ZooKeeper, the leader epoch is bumped and the state written with a compare-and-set on
-  the partition epoch; conflicting partitions are re-read and retried (Kafka's
-  ``electLeaderForPartitions``, e.g. after a broker failure).
+- from Offline/Online: a leader is elected by the given strategy from the state cached
+  in the context, the leader epoch is bumped and the state written with a
+  compare-and-set on the partition epoch; conflicting partitions (and those the cache
+  finds no leader for) are read in ZooKeeper and retried (Kafka's
+  ``electLeaderForPartitions``, which reads every state first, e.g. after a broker
+  failure).
 """
 
 from __future__ import annotations
@@ -183,6 +185,16 @@ class PartitionStateMachine:
         try:
             results = self._do_handle_state_changes(ordered, target, strategy)
             self._batch.send_requests_to_brokers(self._context.epoch)
+            # One line per change, not per partition (each partition's is at DEBUG).
+            failed = sum(1 for outcome in results.values() if isinstance(outcome, Exception))
+            _state_change_log.info(
+                "%d partition(s) of %d topic(s) -> %s%s, %d failed",
+                len(ordered) - failed,
+                len({tp.topic for tp in ordered}),
+                target.value,
+                "" if strategy is None else f" ({type(strategy).__name__})",
+                failed,
+            )
         except ControllerMovedError:
             self._batch.clear()
             raise
@@ -217,7 +229,7 @@ class PartitionStateMachine:
                 )
         if target is not PartitionState.ONLINE_PARTITION:
             for tp in valid:
-                _state_change_log.info("partition %s -> %s", tp, target.value)
+                _state_change_log.debug("partition %s -> %s", tp, target.value)
                 states[tp] = target
             return results
         new = [tp for tp in valid if states[tp] is PartitionState.NEW_PARTITION]
@@ -231,7 +243,7 @@ class PartitionStateMachine:
         for tp, outcome in results.items():
             if isinstance(outcome, LeaderAndIsr):
                 states[tp] = PartitionState.ONLINE_PARTITION
-                _state_change_log.info("partition %s -> OnlinePartition (%s)", tp, outcome)
+                _state_change_log.debug("partition %s -> OnlinePartition (%s)", tp, outcome)
             elif tp in valid:
                 _state_change_log.error("partition %s stays %s: %s", tp, states[tp].value, outcome)
         return results
@@ -291,23 +303,52 @@ class PartitionStateMachine:
     def _elect_leaders(
         self, partitions: list[TopicPartition], strategy: LeaderElectionStrategy
     ) -> StateChangeResults:
-        """Elect leaders, retrying the partitions whose state changed under the write."""
+        """Elect leaders, retrying the partitions whose state changed under the write.
+
+        The first attempt starts from the states cached in the context (as this controller
+        last wrote or read them, with their znode versions): each write is a
+        compare-and-set on that version, so a state changed behind the cache (an ISR
+        change by its leader) conflicts and is read from ZooKeeper and retried, as is a
+        partition the cached state finds no leader for. Kafka reads every state first;
+        this saves those reads, one ZooKeeper request per partition, when the cache is
+        current (a controlled shutdown, a broker failure).
+        """
         results: StateChangeResults = {}
-        remaining = partitions
+        finished, remaining = self._try_elect_leaders(partitions, strategy, from_cache=True)
+        results.update(finished)
         while remaining:
             finished, remaining = self._try_elect_leaders(remaining, strategy)
             results.update(finished)
         return results
 
     def _try_elect_leaders(
-        self, partitions: list[TopicPartition], strategy: LeaderElectionStrategy
+        self,
+        partitions: list[TopicPartition],
+        strategy: LeaderElectionStrategy,
+        *,
+        from_cache: bool = False,
     ) -> tuple[StateChangeResults, list[TopicPartition]]:
-        """One attempt: read states, elect, write; returns (finished, partitions to retry)."""
+        """One attempt: read states, elect, write; returns (finished, partitions to retry).
+
+        With ``from_cache`` the states come from the context; partitions without one, and
+        those it elects no leader for, are returned to retry from ZooKeeper.
+        """
         results: StateChangeResults = {}
-        current = self._zk.get_partition_states(partitions)
+        retry: list[TopicPartition] = []
+        if from_cache:
+            current = {
+                tp: leadership
+                for tp in partitions
+                if (leadership := self._context.partition_leadership(tp)) is not None
+            }
+            retry = [tp for tp in partitions if tp not in current]
+        else:
+            current = self._zk.get_partition_states(partitions)
         readable: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
         for tp in partitions:
             state = current.get(tp)
+            if state is None and from_cache:
+                continue
             if state is None:
                 results[tp] = StateChangeFailedError(f"partition {tp} has no state znode")
             elif state.controller_epoch > self._context.epoch:
@@ -324,6 +365,9 @@ class PartitionStateMachine:
             elected, to = _elect_with_strategy(
                 self._context, tp, state.leader_and_isr, strategy, tp.topic in unclean
             )
+            if elected is None and from_cache:
+                retry.append(tp)  # confirm with the state in ZooKeeper
+                continue
             if elected is None:
                 results[tp] = StateChangeFailedError(
                     f"no eligible leader for {tp} ({type(strategy).__name__}, "
@@ -341,7 +385,7 @@ class PartitionStateMachine:
             new_states[tp] = state.leader_and_isr.with_new_leader(elected.leader, elected.isr)
             recipients[tp] = to
         if not new_states:
-            return results, []
+            return results, sorted(retry)
         written = self._zk.update_leader_and_isr(
             new_states,
             self._context.epoch,
@@ -354,7 +398,7 @@ class PartitionStateMachine:
             results[tp] = lai
         for tp in written.missing:
             results[tp] = StateChangeFailedError(f"state znode of {tp} vanished")
-        return results, sorted(written.version_conflicts)
+        return results, sorted(written.version_conflicts | set(retry))
 
     def _unclean_allowed(
         self,

@@ -13,7 +13,8 @@ a strategy of :mod:`kpo_broker.controller.leader_election`.
   ``leader.imbalance.check.interval.seconds``, for each broker, the share of the
   partitions it is preferred for but does not lead is compared with
   ``leader.imbalance.per.broker.percentage``; above it, preferred elections are run for
-  those partitions (when the broker is live and no reassignment runs).
+  those partitions whose preferred replica is live and in the ISR (when no reassignment
+  runs).
 """
 
 from __future__ import annotations
@@ -74,8 +75,22 @@ def partitions_to_rebalance(
             continue
         if context.partitions_being_reassigned:
             continue
-        candidates |= {tp for tp in not_led if context.is_replica_online(preferred, tp)}
+        candidates |= {tp for tp in not_led if _can_preferred_replica_lead(context, tp, preferred)}
     return candidates
+
+
+def _can_preferred_replica_lead(
+    context: ControllerContext, tp: TopicPartition, preferred: int
+) -> bool:
+    """Whether ``preferred`` is online and in the ISR (Kafka's ``canPreferredReplicaBeLeader``).
+
+    A preferred replica still catching up (out of the ISR) is not a candidate, so the
+    rebalance does not try, and fail, to elect it every interval.
+    """
+    if not context.is_replica_online(preferred, tp):
+        return False
+    leadership = context.partition_leadership(tp)
+    return leadership is not None and preferred in leadership.leader_and_isr.isr
 
 
 def _led_by_preferred_replica(context: ControllerContext, tp: TopicPartition) -> bool:
@@ -225,7 +240,8 @@ class ReplicaElectionManager:
             self._topic_deletion_manager.is_topic_queued_up_for_deletion,
         )
         if candidates:
-            _log.info("auto leader rebalance of %s", sorted(str(tp) for tp in candidates))
+            _log.info("auto leader rebalance of %d partition(s)", len(candidates))
+            _log.debug("auto leader rebalance of %s", sorted(str(tp) for tp in candidates))
             self.on_replica_election(
                 candidates, ElectionType.PREFERRED, ElectionTrigger.AUTO_TRIGGERED
             )

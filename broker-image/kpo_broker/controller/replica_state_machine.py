@@ -118,6 +118,13 @@ class ReplicaStateMachine:
             for broker_id, on_broker in sorted(by_broker.items()):
                 self._do_handle_state_changes(broker_id, on_broker, target)
             self._batch.send_requests_to_brokers(self._context.epoch)
+            # One line per change, not per replica (each replica's is at DEBUG).
+            _state_change_log.info(
+                "%d replica(s) of broker(s) %s -> %s",
+                sum(len(r) for r in by_broker.values()),
+                sorted(by_broker),
+                target.value,
+            )
         except ControllerMovedError:
             self._batch.clear()
             raise
@@ -162,13 +169,13 @@ class ReplicaStateMachine:
                         tp, _without_replica(assignment, replica_id)
                     )
                 ctx.replica_states.pop(replica, None)
-                _state_change_log.info("replica %s -> %s", replica, target.value)
+                _state_change_log.debug("replica %s -> %s", replica, target.value)
         else:  # ReplicaDeletionSuccessful, ReplicaDeletionIneligible
             for replica in valid:
                 self._set(replica, target)
 
     def _set(self, replica: PartitionAndReplica, state: ReplicaState) -> None:
-        _state_change_log.info("replica %s -> %s", replica, state.value)
+        _state_change_log.debug("replica %s -> %s", replica, state.value)
         self._context.replica_states[replica] = state
 
     def _leader_and_isr_to(
@@ -262,18 +269,38 @@ class ReplicaStateMachine:
             ControllerMovedError: the write was fenced.
         """
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        remaining = sorted(set(partitions))
+        ctx = self._context
+        ordered = sorted(set(partitions))
+        # First from the cached states of the partitions whose cached ISR holds the replica:
+        # each write is a compare-and-set on the cached znode version, so a stale one
+        # conflicts and is re-read below (saves a read per partition when the cache is
+        # current). The others (no cached state, or not in the cached ISR) are read first.
+        cached = {
+            tp: leadership
+            for tp in ordered
+            if (leadership := ctx.partition_leadership(tp)) is not None
+            and replica_id in leadership.leader_and_isr.isr
+        }
+        done, remaining = self._try_remove_from_isr(replica_id, sorted(cached), cached)
+        finished.update(done)
+        remaining = sorted(set(remaining) | {tp for tp in ordered if tp not in cached})
         while remaining:
             done, remaining = self._try_remove_from_isr(replica_id, remaining)
             finished.update(done)
         return finished
 
     def _try_remove_from_isr(
-        self, replica_id: int, partitions: list[TopicPartition]
+        self,
+        replica_id: int,
+        partitions: list[TopicPartition],
+        known: Mapping[TopicPartition, LeaderIsrAndControllerEpoch] | None = None,
     ) -> tuple[dict[TopicPartition, LeaderIsrAndControllerEpoch], list[TopicPartition]]:
+        """One attempt from ``known`` states (else read in ZooKeeper); (finished, to retry)."""
         ctx = self._context
         finished: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        current = self._zk.get_partition_states(partitions)
+        if not partitions:
+            return finished, []
+        current = known if known is not None else self._zk.get_partition_states(partitions)
         to_write: dict[TopicPartition, LeaderAndIsr] = {}
         for tp in partitions:
             state = current.get(tp)

@@ -37,6 +37,7 @@ from pathlib import Path
 from kpo_broker.log.checkpoints import OffsetCheckpointFile
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.dir_failure import KafkaStorageError, LogDirFailureChannel
+from kpo_broker.log.epoch import deferred_checkpoints
 from kpo_broker.log.errors import LogDirectoryError
 from kpo_broker.log.log import Log
 from kpo_broker.log.log_cleaner import LogCleaner
@@ -290,6 +291,25 @@ class LogManager:
         self._lock(log_dir)
         recovery_points = OffsetCheckpointFile(log_dir / RECOVERY_POINT_CHECKPOINT).read()
         start_offsets = OffsetCheckpointFile(log_dir / LOG_START_OFFSET_CHECKPOINT).read()
+        # Loading truncates leader epoch caches to each log's end (an empty log loses its
+        # entries): their checkpoints are written together at the end, concurrently, not
+        # one fsync after another (Kafka 3.8+ writes them asynchronously, KAFKA-16541).
+        with deferred_checkpoints() as checkpoints:
+            self._open_logs(log_dir, now, recovery_points, start_offsets, current, futures)
+        failed = checkpoints.flush()
+        if failed:
+            raise next(iter(failed.values()))
+
+    def _open_logs(
+        self,
+        log_dir: Path,
+        now: int,
+        recovery_points: Mapping[TopicPartition, int],
+        start_offsets: Mapping[TopicPartition, int],
+        current: dict[TopicPartition, Log],
+        futures: dict[TopicPartition, Log],
+    ) -> None:
+        """Open every partition directory of ``log_dir`` (see :meth:`_load_dir`)."""
         for child in sorted(log_dir.iterdir()):
             if not child.is_dir():
                 continue

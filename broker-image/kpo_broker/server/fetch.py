@@ -220,6 +220,7 @@ async def _record_follower_fetch(
     on_follower_caught_up: Callable[[TopicPartition, Partition, int], Awaitable[None]] | None,
 ) -> None:
     now = now_ms()
+    caught_up = []
     for request in partitions:
         partition = rm.get_partition(request.tp)
         if partition is None or not partition.is_leader:
@@ -232,4 +233,8 @@ async def _record_follower_fetch(
         except NotLeaderOrFollowerError:  # not (or no longer) a replica: nothing to record
             continue
         if on_follower_caught_up is not None:
-            await on_follower_caught_up(request.tp, partition, replica_id)
+            caught_up.append(on_follower_caught_up(request.tp, partition, replica_id))
+    # The partitions' ISR expansions run together (their ZooKeeper writes are batched),
+    # not one after another: a follower back on thousands of partitions rejoins at once.
+    if caught_up:
+        await asyncio.gather(*caught_up)

@@ -14,6 +14,7 @@ which replicas it must treat as offline.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import time
@@ -26,6 +27,7 @@ from kafka import errors as kafka_errors
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.dir_failure import KafkaStorageError
+from kpo_broker.log.epoch import LeaderEpochCache, deferred_checkpoints
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.delayed import PartitionWatchers
@@ -211,6 +213,19 @@ class ReplicaManager:
         """
         self.check_controller_epoch(controller_epoch)
         results: dict[TopicPartition, LeaderAndIsrResult] = {}
+        with deferred_checkpoints() as checkpoints:
+            self._apply_leader_and_isr_states(states, results)
+        failed = checkpoints.flush()
+        if failed:
+            self._fail_epoch_checkpoints(failed, results)
+        return results
+
+    def _apply_leader_and_isr_states(
+        self,
+        states: dict[TopicPartition, LeaderAndIsrState],
+        results: dict[TopicPartition, LeaderAndIsrResult],
+    ) -> None:
+        """Apply each partition's state, filling ``results``."""
         now = now_ms()
         for tp, state in states.items():
             if self.broker_id not in state.replicas:
@@ -231,7 +246,31 @@ class ReplicaManager:
                 results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
                 continue
             self.watchers.notify(tp)
-        return results
+
+    def _fail_epoch_checkpoints(
+        self,
+        failed: dict[LeaderEpochCache, OSError],
+        results: dict[TopicPartition, LeaderAndIsrResult],
+    ) -> None:
+        """Take the log dirs of failed leader epoch checkpoint writes offline.
+
+        Their partitions are answered KAFKA_STORAGE_ERROR, as when the write fails during
+        the state change itself.
+        """
+        for tp, result in list(results.items()):
+            partition = self.partitions.get(tp)
+            if result.error_code != 0 or partition is None:
+                continue
+            error = failed.get(partition.log.leader_epoch_cache)
+            if error is None:
+                continue
+            try:
+                with self.guard(partition, "error while writing the leader epoch checkpoint of"):
+                    raise error
+            except KafkaStorageError as exc:
+                log.error("LeaderAndIsr of %s-%s: %s", tp[0], tp[1], exc)
+                self._mark_partition_offline(tp)
+                results[tp] = LeaderAndIsrResult(KafkaStorageError.error_code)
 
     def _apply_leader_and_isr(
         self, tp: TopicPartition, partition: Partition | None, state: LeaderAndIsrState, now: int
@@ -312,10 +351,13 @@ class ReplicaManager:
     async def shrink_isrs(self) -> None:
         """Remove lagging followers from the ISR of every partition led here."""
         now = now_ms()
+        writes = []
         for tp, partition in list(self.partitions.items()):
             change = partition.propose_isr_shrink(now, self.replica_lag_time_max_ms)
             if change is not None:
-                await self._write_isr(tp, partition, change)
+                writes.append(self._write_isr(tp, partition, change))
+        if writes:  # together: the ISR writer batches their ZooKeeper writes
+            await asyncio.gather(*writes)
 
     async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
         """Persist ``change``; apply it only when the compare-and-set wrote it.
@@ -337,7 +379,10 @@ class ReplicaManager:
             return
         if version is None:
             partition.apply_isr_change(change, None)
-            log.info(
+            # A lost race is routine (the controller changed the state, e.g. in a controlled
+            # shutdown of thousands of partitions): DEBUG; a failed write is worth INFO.
+            log.log(
+                logging.DEBUG if failure is None else logging.INFO,
                 "ISR update of %s-%s to %s %s; awaiting the controller",
                 tp[0],
                 tp[1],
@@ -345,7 +390,7 @@ class ReplicaManager:
                 "lost a CAS race" if failure is None else f"not written: {failure}",
             )
             return
-        log.info("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
+        log.debug("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
         self.isr_changed.add(tp)
         if partition.apply_isr_change(change, version):
             self.watchers.notify(tp)

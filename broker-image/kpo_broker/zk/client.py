@@ -30,10 +30,12 @@ watches them).
 
 Partition states: ``/brokers/topics/<t>/partitions/<p>/state`` holds the leader, leader
 epoch, ISR and the controller epoch; its znode version is the partition epoch. The
-controller writes many at once (topic creation, broker failure): each partition is one
-multi ``[check /controller_epoch version, create|set state]`` so that a stale
-controller is fenced and each partition succeeds or conflicts on its own, and the
-multis are pipelined so 10K partitions cost a few round trips, not 10K. The leader of
+controller writes many at once (topic creation, broker failure): each partition's
+write is fenced by ``check /controller_epoch version`` so that a stale controller is
+fenced; up to 500 partitions share one multi and the multis are pipelined, so 10K
+partitions cost a few requests and round trips, not 10K; a multi that one conflicting
+partition aborts is sent again one partition per multi, so each partition still
+succeeds or conflicts on its own (Kafka sends one multi per partition). The leader of
 a partition updates the ISR with a compare-and-set on the same znode (Kafka's
 ``Partition.maybeShrinkIsr``/``maybeExpandIsr`` before KIP-497).
 
@@ -62,6 +64,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError, ZookeeperError
@@ -158,6 +161,23 @@ def _now_ms() -> int:
 def _refused(path: str, result: object) -> ZkOperationError:
     """Return the error for a request on ``path`` that failed with ``result``."""
     return _refused(path, result)
+
+
+@dataclass(frozen=True)
+class IsrUpdate:
+    """A leader's ISR change of one partition, for :meth:`KafkaZkClient.update_isrs`.
+
+    Attributes:
+        tp: the partition.
+        leader_and_isr: the new state (same leader and leader epoch, new ISR).
+        controller_epoch: the controller epoch of the last LeaderAndIsr received.
+        expected_partition_epoch: the state znode version the leader knows.
+    """
+
+    tp: TopicPartition
+    leader_and_isr: LeaderAndIsr
+    controller_epoch: int
+    expected_partition_epoch: int
 
 
 class KafkaZkClient:
@@ -693,8 +713,9 @@ class KafkaZkClient:
     ) -> PartitionStateWriteResult:
         """Create the state znodes of new partitions (NewPartition -> OnlinePartition).
 
-        Creates ``/brokers/topics/<t>/partitions`` per topic, then per partition one
-        fenced multi creating ``partitions/<p>`` and ``partitions/<p>/state``, pipelined.
+        Creates ``/brokers/topics/<t>/partitions`` per topic, then per partition the
+        fenced operations creating ``partitions/<p>`` and ``partitions/<p>/state``, many
+        partitions to a multi (:meth:`ZkSession.handle_multis`), pipelined.
 
         Raises:
             ControllerMovedError: the controller epoch znode version is not
@@ -719,18 +740,11 @@ class KafkaZkClient:
         pending = sorted(tp for tp in states if tp.topic not in missing_topics)
 
         for with_parent in (True, False):
-            requests = [
-                (
-                    state_path(tp),
-                    self._session.multi_request(
-                        create_partition_state_ops(tp, states[tp], with_parent), fence
-                    ),
-                )
-                for tp in pending
-            ]
+            groups = [create_partition_state_ops(tp, states[tp], with_parent) for tp in pending]
             retry: list[TopicPartition] = []
-            for tp, outcome in zip(pending, self._session.handle_requests(requests), strict=True):
-                results = multi_results(outcome, True, state_path(tp))
+            for tp, results in zip(
+                pending, self._session.handle_multis(groups, fence), strict=True
+            ):
                 error = multi_error(results)
                 if error is None:
                     lai = states[tp].leader_and_isr
@@ -753,7 +767,10 @@ class KafkaZkClient:
         *,
         controller_epoch_zk_version: int,
     ) -> PartitionStateWriteResult:
-        """Write new LeaderAndIsr states of many partitions (controller side), pipelined.
+        """Write new LeaderAndIsr states of many partitions (controller side), batched.
+
+        Many partitions go in one fenced multi (:meth:`ZkSession.handle_multis`); a multi
+        that a conflicting partition aborts is sent again one partition at a time.
 
         Each value's ``partition_epoch`` is the state znode version the write expects
         (Kafka's ``LeaderAndIsr.zkVersion``): each partition is a compare-and-set.
@@ -769,14 +786,12 @@ class KafkaZkClient:
         """
         result = PartitionStateWriteResult()
         partitions = sorted(leader_and_isrs)
-        requests = []
-        for tp in partitions:
-            op = update_partition_state_op(tp, leader_and_isrs[tp], controller_epoch)
-            requests.append(
-                (op.path, self._session.multi_request([op], controller_epoch_zk_version))
-            )
-        for tp, outcome in zip(partitions, self._session.handle_requests(requests), strict=True):
-            results = multi_results(outcome, True, state_path(tp))
+        groups = [
+            [update_partition_state_op(tp, leader_and_isrs[tp], controller_epoch)]
+            for tp in partitions
+        ]
+        outcomes = self._session.handle_multis(groups, controller_epoch_zk_version)
+        for tp, results in zip(partitions, outcomes, strict=True):
             error = multi_error(results)
             if error is None:
                 result.written[tp] = leader_and_isrs[tp].with_partition_epoch(results[0].version)
@@ -838,24 +853,62 @@ class KafkaZkClient:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        path = state_path(tp)
-        wanted = LeaderIsrAndControllerEpoch(leader_and_isr, controller_epoch)
-        data = encode_partition_state(wanted)
-        outcome = self._session.handle_request("set_async", path, data, expected_partition_epoch)
-        if isinstance(outcome, BadVersionError):
-            current = self.get_partition_states([tp]).get(tp)
-            if current is None:
-                return None
-            same = LeaderIsrAndControllerEpoch(
-                leader_and_isr.with_partition_epoch(current.leader_and_isr.partition_epoch),
-                controller_epoch,
+        return self.update_isrs(
+            [IsrUpdate(tp, leader_and_isr, controller_epoch, expected_partition_epoch)]
+        )[0]
+
+    def update_isrs(self, updates: Sequence[IsrUpdate]) -> list[int | None]:
+        """Apply many :meth:`update_isr` compare-and-sets, pipelined (a leader's batch).
+
+        The conflicting ones are then read, pipelined, to tell a lost response to our own
+        write from a real conflict.
+
+        Returns:
+            per update, in order: the new partition epoch, or None on a conflict.
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+            ZkOperationError: ZooKeeper refused a write for another reason.
+        """
+        requests = []
+        for update in updates:
+            wanted = LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
+            requests.append(
+                self._session.request(
+                    "set_async",
+                    state_path(update.tp),
+                    encode_partition_state(wanted),
+                    update.expected_partition_epoch,
+                )
             )
-            return current.leader_and_isr.partition_epoch if current == same else None
-        if isinstance(outcome, NoNodeError):
-            return None
-        if isinstance(outcome, ZookeeperError):
-            raise _refused(path, outcome)
-        return int(outcome.version)
+        versions: list[int | None] = []
+        conflicts: list[int] = []
+        for i, (update, outcome) in enumerate(
+            zip(updates, self._session.handle_requests(requests), strict=True)
+        ):
+            versions.append(None)
+            if isinstance(outcome, BadVersionError):
+                conflicts.append(i)
+            elif isinstance(outcome, ZookeeperError) and not isinstance(outcome, NoNodeError):
+                raise _refused(state_path(update.tp), outcome)
+            elif not isinstance(outcome, ZookeeperError):
+                versions[i] = int(outcome.version)
+        if conflicts:
+            current = self.get_partition_states(updates[i].tp for i in conflicts)
+            for i in conflicts:
+                update = updates[i]
+                state = current.get(update.tp)
+                if state is None:
+                    continue
+                same = LeaderIsrAndControllerEpoch(
+                    update.leader_and_isr.with_partition_epoch(
+                        state.leader_and_isr.partition_epoch
+                    ),
+                    update.controller_epoch,
+                )
+                if state == same:
+                    versions[i] = state.leader_and_isr.partition_epoch
+        return versions
 
     # --- admin: ISR change notifications, reassignment, preferred election ----------------
 

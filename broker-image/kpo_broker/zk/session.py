@@ -212,6 +212,39 @@ def multi_results(result: object, fenced: bool, path: str) -> list[Any]:
     return result
 
 
+#: Most operations packed into one multi by :meth:`ZkSession.handle_multis`.
+MAX_MULTI_OPS = 500
+#: Most bytes of paths and data packed into one multi (ZooKeeper's ``jute.maxbuffer`` is
+#: 1 MiB by default).
+MAX_MULTI_BYTES = 256 * 1024
+
+
+def _op_bytes(op: Op) -> int:
+    data = op.data if isinstance(op, CreateOp | SetDataOp) else b""
+    return len(op.path) + len(data) + 16
+
+
+def _pack_groups(groups: Sequence[Sequence[Op]]) -> list[list[int]]:
+    """Split group indexes into consecutive runs within the multi size limits.
+
+    A group larger than the limits gets a run of its own.
+    """
+    chunks: list[list[int]] = []
+    current: list[int] = []
+    ops = size = 0
+    for i, group in enumerate(groups):
+        group_size = sum(_op_bytes(op) for op in group)
+        if current and (ops + len(group) > MAX_MULTI_OPS or size + group_size > MAX_MULTI_BYTES):
+            chunks.append(current)
+            current, ops, size = [], 0, 0
+        current.append(i)
+        ops += len(group)
+        size += group_size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 class ZkSession:
     """A kazoo session with pipelined requests, controller fencing and request counters.
 
@@ -483,6 +516,69 @@ class ZkSession:
             return transaction.commit_async()
 
         return send
+
+    def handle_multis(
+        self, groups: Sequence[Sequence[Op]], fence_zk_version: int | None = None
+    ) -> list[list[Any]]:
+        """Apply each group of ``groups`` as if it were its own multi, packing many into one.
+
+        Consecutive groups share a multi of at most :data:`MAX_MULTI_OPS` operations and
+        :data:`MAX_MULTI_BYTES` of paths and data (under ZooKeeper's ``jute.maxbuffer``);
+        the shared multis are pipelined. A shared multi commits all its groups or none:
+        when one fails (a version conflict in one group aborts it), its groups are sent
+        again each as its own multi, so every group's outcome is the one it would have had
+        alone (Kafka writes one multi per partition; this sends about one per
+        :data:`MAX_MULTI_OPS` partitions when nothing conflicts).
+
+        Args:
+            groups: the operations of each group, applied atomically and in order.
+            fence_zk_version: when set, every multi first checks ``/controller_epoch``.
+
+        Returns:
+            per group, in order: its per-operation results (the fence's dropped), each a
+            kazoo result or the ``ZookeeperError`` it failed with.
+
+        Raises:
+            ControllerMovedError: the fence failed.
+            ZkConnectionLossError: the session failed.
+            ZkOperationError: a multi failed as a whole.
+        """
+        fenced = fence_zk_version is not None
+        chunks = _pack_groups(groups)
+        requests = [
+            (
+                groups[chunk[0]][0].path if groups[chunk[0]] else paths.CONTROLLER_EPOCH,
+                self.multi_request([op for i in chunk for op in groups[i]], fence_zk_version),
+            )
+            for chunk in chunks
+        ]
+        outcomes: list[list[Any] | None] = [None] * len(groups)
+        alone: list[int] = []
+        for chunk, (path, _), result in zip(
+            chunks, requests, self.handle_requests(requests), strict=True
+        ):
+            results = multi_results(result, fenced, path)
+            if len(chunk) == 1 or multi_error(results) is None:
+                start = 0
+                for i in chunk:
+                    outcomes[i] = results[start : start + len(groups[i])]
+                    start += len(groups[i])
+            else:
+                alone.extend(chunk)
+        if alone:
+            retried = self.handle_requests(
+                [
+                    (
+                        groups[i][0].path if groups[i] else paths.CONTROLLER_EPOCH,
+                        self.multi_request(groups[i], fence_zk_version),
+                    )
+                    for i in alone
+                ]
+            )
+            for i, result in zip(alone, retried, strict=True):
+                path = groups[i][0].path if groups[i] else paths.CONTROLLER_EPOCH
+                outcomes[i] = multi_results(result, fenced, path)
+        return [outcome if outcome is not None else [] for outcome in outcomes]
 
     def multi(self, ops: Sequence[Op], fence_zk_version: int | None = None) -> list[Any]:
         """Send one multi and return its per-operation results (see :func:`multi_results`).

@@ -2,7 +2,9 @@
 
 Creating a topic and failing a broker touch hundreds of partition state znodes; the
 controller must write them in batches, so the number of round trips does not grow with
-the number of partitions.
+the number of partitions. The writes are packed many partitions to a multi and the
+elections start from the controller's cached states, so the number of requests does not
+grow with it either.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 600
 #: Generous bound, far below one round trip per partition.
 MAX_ROUND_TRIPS = 40
+#: Generous bound, far below one request per partition (multis of up to 500 operations).
+MAX_REQUESTS = PARTITIONS // 10
 
 
 def test_topic_creation_and_broker_failure_write_partition_states_in_batches(
@@ -43,7 +47,7 @@ def test_topic_creation_and_broker_failure_write_partition_states_in_batches(
         what="all partitions online",
     )
     created = controller.zk.stats
-    assert created.requests - before.requests >= PARTITIONS
+    assert created.requests - before.requests <= MAX_REQUESTS
     assert created.round_trips - before.round_trips <= MAX_ROUND_TRIPS
 
     b3.kill_session()
@@ -55,7 +59,7 @@ def test_topic_creation_and_broker_failure_write_partition_states_in_batches(
         what="leaders moved off broker 3",
     )
     failed = controller.zk.stats
-    assert failed.requests - created.requests >= PARTITIONS // 3
+    assert failed.requests - created.requests <= MAX_REQUESTS
     assert failed.round_trips - created.round_trips <= MAX_ROUND_TRIPS
     led_by_3 = [tp for tp in partitions if tp.partition % 3 == 2]
     states = cluster.admin.get_partition_states(led_by_3)

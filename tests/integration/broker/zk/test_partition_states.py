@@ -1,11 +1,13 @@
 """Batched partition state writes, per-partition CAS and the leader's ISR updates."""
 
+import math
 from collections.abc import Callable
 
 import pytest
 
-from kpo_broker.zk.client import KafkaZkClient
+from kpo_broker.zk.client import IsrUpdate, KafkaZkClient
 from kpo_broker.zk.model import ControllerEpoch, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_broker.zk.session import MAX_MULTI_OPS
 from kpo_kafka.topic_partition import TopicPartition
 
 pytestmark = pytest.mark.integration
@@ -41,9 +43,10 @@ def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
     assert len(result.written) == 2000
     assert not result.version_conflicts
     assert not result.missing
-    # One request per partition (plus the topic's partitions znode), pipelined: the
-    # caller waited 3 times, not 2000 (as Kafka's KafkaZkClient.updateLeaderAndIsr).
-    assert after.requests - before.requests == 2001
+    # The topic's partitions znode, then the 2 x 2000 creations packed into multis of
+    # MAX_MULTI_OPS operations, pipelined: 9 requests, and the caller waited 2 times, not
+    # 2000 (Kafka's KafkaZkClient sends one multi per partition, pipelined).
+    assert after.requests - before.requests == 1 + math.ceil(2 * 2000 / MAX_MULTI_OPS)
     assert after.round_trips - before.round_trips <= 3
 
     read = zk_client.get_partition_states(states)
@@ -63,7 +66,13 @@ def test_max_in_flight_requests_bounds_each_wave(new_client: Callable[..., Kafka
         initial_states("small", 100, epoch.epoch), controller_epoch_zk_version=epoch.zk_version
     )
     assert len(result.written) == 100
-    assert client.stats.round_trips - before.round_trips == 1 + 10
+    # The partitions znode, then one multi holding the 100 partitions' creations.
+    assert client.stats.round_trips - before.round_trips == 1 + 1
+    created = client.stats
+    read = client.get_partition_states([TopicPartition("small", p) for p in range(100)])
+    assert len(read) == 100
+    # 100 reads, at most 10 in flight: 10 waves.
+    assert client.stats.round_trips - created.round_trips == 10
 
 
 def test_version_conflicts_are_reported_per_partition(zk_client: KafkaZkClient) -> None:
@@ -127,3 +136,43 @@ def test_leader_isr_update_is_a_compare_and_set(new_client: Callable[..., KafkaZ
     assert leader.update_isr(tp, LeaderAndIsr(1, 0, (1,)), epoch.epoch, 1) is None
     assert leader.get_partition_states([tp])[tp].leader_and_isr == LeaderAndIsr(2, 1, (2,), 2)
     assert leader.update_isr(TopicPartition("isr", 5), shrunk, epoch.epoch, 0) is None
+
+
+def test_a_leaders_isr_updates_are_written_in_one_batch(
+    new_client: Callable[..., KafkaZkClient],
+) -> None:
+    controller, leader = new_client(), new_client()
+    epoch = elected(controller)
+    controller.create_topic("many", {p: [1, 2, 3] for p in range(4)}, {})
+    states = {
+        TopicPartition("many", p): LeaderIsrAndControllerEpoch(
+            LeaderAndIsr(1, 0, (1, 2, 3)), epoch.epoch
+        )
+        for p in range(4)
+    }
+    controller.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    shrunk = LeaderAndIsr(1, 0, (1, 2))
+    tp0, tp1, tp2, tp3 = sorted(states)
+    # Partition 2's shrink was already applied (a lost response); partition 1 moved on.
+    assert leader.update_isr(tp2, shrunk, epoch.epoch, 0) == 1
+    controller.update_leader_and_isr(
+        {tp1: LeaderAndIsr(2, 1, (2, 3), 0)},
+        epoch.epoch,
+        controller_epoch_zk_version=epoch.zk_version,
+    )
+    before = leader.stats
+    versions = leader.update_isrs(
+        [
+            IsrUpdate(tp0, shrunk, epoch.epoch, 0),
+            IsrUpdate(tp1, shrunk, epoch.epoch, 0),
+            IsrUpdate(tp2, shrunk, epoch.epoch, 0),
+            IsrUpdate(TopicPartition("many", 9), shrunk, epoch.epoch, 0),
+            IsrUpdate(tp3, shrunk, epoch.epoch, 0),
+        ]
+    )
+    assert versions == [1, None, 1, None, 1]
+    # One pipelined round of writes, one of reads for the two conflicts.
+    assert leader.stats.round_trips - before.round_trips == 2
+    read = leader.get_partition_states(states)
+    assert read[tp1].leader_and_isr == LeaderAndIsr(2, 1, (2, 3), 1)
+    assert all(read[tp].leader_and_isr == shrunk.with_partition_epoch(1) for tp in (tp0, tp2, tp3))

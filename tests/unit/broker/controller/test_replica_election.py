@@ -52,3 +52,13 @@ def test_no_rebalance_to_a_dead_broker_during_reassignment_or_deletion() -> None
     assert partitions_to_rebalance(ctx, 10, lambda topic: True) == set()
     ctx.partitions_being_reassigned.add(tps[0])
     assert partitions_to_rebalance(ctx, 10, lambda topic: False) == set()
+
+
+def test_a_preferred_replica_out_of_the_isr_is_not_a_candidate() -> None:
+    # Kafka's canPreferredReplicaBeLeader: broker 3, live but still catching up (not in
+    # the ISR), is not elected; broker 1, in the ISR, is.
+    tps = partitions(4)
+    ctx = context_with([1, 2, 3], {tp: (1 if tp.partition < 2 else 3, 2) for tp in tps})
+    for tp in tps:
+        lead(ctx, tp, 2)  # ISR (1, 2)
+    assert partitions_to_rebalance(ctx, 10, lambda topic: False) == set(tps[:2])

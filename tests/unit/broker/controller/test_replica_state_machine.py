@@ -3,7 +3,7 @@ import pytest
 from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
 from kpo_broker.controller.replica_state_machine import ReplicaStateMachine
 from kpo_broker.controller.states import REPLICA_VALID_PREVIOUS_STATES, ReplicaState
-from kpo_broker.zk.model import LeaderAndIsr, ReplicaAssignment
+from kpo_broker.zk.model import LeaderAndIsr, LeaderIsrAndControllerEpoch, ReplicaAssignment
 from kpo_kafka.topic_partition import TopicPartition
 
 from .fakes import FakePartitionStates, FakeSender, context_with, new_batch
@@ -109,8 +109,33 @@ def test_offline_replicas_of_many_partitions_are_removed_in_one_batch() -> None:
         ctx.replica_states[PartitionAndReplica(tp, 2)] = R.ONLINE_REPLICA
     rsm, _ = machine(ctx, zk)
     rsm.handle_state_changes([PartitionAndReplica(tp, 2) for tp in partitions], R.OFFLINE_REPLICA)
-    assert zk.calls == ["get", "update"]
+    # The cached states are current: one batched compare-and-set, no read.
+    assert zk.calls == ["update"]
     assert all(zk.states[tp].leader_and_isr.isr == (1,) for tp in partitions)
+
+
+def test_a_state_changed_behind_the_cache_is_read_and_retried() -> None:
+    partitions = [TopicPartition("t", p) for p in range(3)]
+    ctx = context_with([1, 3], {tp: (1, 2, 3) for tp in partitions})
+    zk = FakePartitionStates()
+    for tp in partitions:
+        zk.set(tp, 1, (1, 2, 3))
+        ctx.put_partition_leadership(tp, zk.states[tp])
+        ctx.replica_states[PartitionAndReplica(tp, 2)] = R.ONLINE_REPLICA
+    # The leader of partition 0 shrank its ISR to (1, 2) behind the controller's cache.
+    stale = partitions[0]
+    zk.states[stale] = LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 2), 1), 1)
+    # The cache says 2 is not in the ISR of partition 1, but ZooKeeper says it is.
+    ctx.put_partition_leadership(
+        partitions[1], LeaderIsrAndControllerEpoch(LeaderAndIsr(1, 0, (1, 3)), 1)
+    )
+    rsm, _ = machine(ctx, zk)
+    rsm.handle_state_changes([PartitionAndReplica(tp, 2) for tp in partitions], R.OFFLINE_REPLICA)
+    assert zk.calls == ["update", "get", "update"]
+    assert zk.states[stale].leader_and_isr.isr == (1,)
+    assert zk.states[partitions[1]].leader_and_isr.isr == (1, 3)
+    assert zk.states[partitions[2]].leader_and_isr.isr == (1, 3)
+    assert all(ctx.partition_leadership(tp) == zk.states[tp] for tp in partitions)
 
 
 def test_deletion_states() -> None:

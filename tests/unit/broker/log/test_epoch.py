@@ -9,6 +9,7 @@ from kpo_broker.log.epoch import (
     UNDEFINED_EPOCH_OFFSET,
     EpochEntry,
     LeaderEpochCache,
+    deferred_checkpoints,
 )
 from kpo_broker.log.errors import CheckpointFormatError
 
@@ -109,3 +110,32 @@ def test_malformed_checkpoint_raises(tmp_path: Path) -> None:
     path.write_text("0\n1\n3 x\n")
     with pytest.raises(CheckpointFormatError):
         LeaderEpochCache(path)
+
+
+def test_checkpoints_of_a_batch_are_written_at_its_flush(tmp_path: Path) -> None:
+    caches = [LeaderEpochCache(tmp_path / f"p{i}" / "leader-epoch-checkpoint") for i in range(20)]
+    for cache in caches:
+        cache.path.parent.mkdir()
+    with deferred_checkpoints() as batch:
+        for cache in caches:
+            cache.assign(0, 0)
+            cache.assign(3, 5)
+        assert not any(cache.path.exists() for cache in caches)
+    assert batch.flush() == {}
+    for cache in caches:
+        assert LeaderEpochCache(cache.path).entries == (EpochEntry(0, 0), EpochEntry(3, 5))
+    # Outside a batch, writes are immediate again.
+    caches[0].assign(4, 9)
+    assert LeaderEpochCache(caches[0].path).latest_entry == EpochEntry(4, 9)
+
+
+def test_a_failed_checkpoint_write_of_a_batch_is_reported(tmp_path: Path) -> None:
+    ok = LeaderEpochCache(tmp_path / "leader-epoch-checkpoint")
+    gone = LeaderEpochCache(tmp_path / "missing-dir" / "leader-epoch-checkpoint")
+    with deferred_checkpoints() as batch:
+        ok.assign(1, 0)
+        gone.assign(1, 0)
+    failed = batch.flush()
+    assert set(failed) == {gone}
+    assert isinstance(failed[gone], FileNotFoundError)
+    assert LeaderEpochCache(ok.path).entries == (EpochEntry(1, 0),)

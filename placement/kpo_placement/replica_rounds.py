@@ -208,7 +208,10 @@ def balance_candidates(
     mean_size = max(float(state.model.size_bytes.mean()), 1.0)
     efficiency = src_score / (state.model.size_bytes[p] / mean_size + SIZE_OFFSET)
     src = a[p, slot]
-    order = np.lexsort((slot, p, -efficiency, src))
+    # rows come sorted by (p, slot) and lexsort is stable, so equal efficiencies keep that
+    # order; a 16-bit source key sorts by radix
+    key = src.astype(np.int16) if state.model.num_brokers < 2**15 else src
+    order = np.lexsort((-efficiency, key))
     starts = np.searchsorted(src[order], src[order], side="left")
     rank = np.arange(order.size) - starts
     keep = np.sort(order[rank < per_broker])

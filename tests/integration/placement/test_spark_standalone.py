@@ -24,7 +24,7 @@ from kpo_placement.synthetic import SyntheticSpec, synthetic_cluster
 
 pytestmark = [
     pytest.mark.integration,
-    pytest.mark.timeout(900),
+    pytest.mark.timeout(1800),
     pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs a Java runtime"),
 ]
 

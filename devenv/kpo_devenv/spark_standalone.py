@@ -149,7 +149,9 @@ class SparkStandaloneCluster:
             workers = self.status().get("workers", [])
         except OSError:
             return 0
-        return sum(1 for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE")
+        if not isinstance(workers, list):
+            return 0
+        return len([w for w in workers if isinstance(w, dict) and w.get("state") == "ALIVE"])
 
     def start(self, timeout_s: float = 120.0) -> None:
         """Start the master, then the workers; wait until every worker is ``ALIVE``.

@@ -3,7 +3,7 @@
 A round's work is its (candidate, destination) pairs (:mod:`kpo_placement.scoring`). On
 a synthetic cluster (300 brokers x 500K partitions x RF 3, the seed of the placement
 benchmark) the first balance round is built with ``candidates_per_broker`` from 10 to 400
-(about 1.5K to 60K candidates, 0.4M to 18M pairs) and scored by
+(about 1.5K to 54K candidates, 0.3M to 16M pairs) and scored by
 :class:`~kpo_placement.scoring.NumpyScorer` and by
 :class:`~kpo_placement.spark_scorer.SparkScorer` on the given Spark session (after one
 untimed warm-up round, so the JVM has compiled the code). Each line gives both wall
@@ -34,7 +34,7 @@ SPEC = SyntheticSpec(
     placement_skew=0.25,
     seed=6,
 )
-PER_BROKER = (10, 40, 100, 200, 400)
+PER_BROKER = (10, 40, 100, 400)
 
 
 def round_problems(spec: SyntheticSpec = SPEC) -> list[RoundProblem]:

@@ -116,6 +116,22 @@ def build_parser() -> argparse.ArgumentParser:
             f"--quick {QUICK_CONTROLLER.partitions:,})"
         ),
     )
+    parser.add_argument(
+        "--placement-2m",
+        action="store_true",
+        help=(
+            "placement: plan one cluster of 2M partitions x RF 3 on 300 brokers with NumPy "
+            "scoring instead of the usual two (about 10 min of CPU; --quick: 200K partitions)"
+        ),
+    )
+    parser.add_argument(
+        "--placement-crossover",
+        action="store_true",
+        help=(
+            "placement: score one round at growing sizes with NumPy and with Spark (local[2], "
+            "then a standalone cluster of two workers) to find where Spark pays off"
+        ),
+    )
     return parser
 
 
@@ -186,7 +202,14 @@ def _placement(args: argparse.Namespace, workdir: Path) -> None:
     """Run the placement benchmark (no brokers needed) and save its lines."""
     from kpo_bench.placement import run_placement_bench
 
-    lines = run_placement_bench(args.quick)
+    if args.placement_crossover:
+        from kpo_bench.placement_crossover import run_crossover_bench
+
+        workdir.mkdir(parents=True, exist_ok=True)
+        lines = run_crossover_bench(workdir)
+        (workdir / "placement-crossover.txt").write_text("\n".join(lines) + "\n")
+        return
+    lines = run_placement_bench(args.quick, large=args.placement_2m)
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
 

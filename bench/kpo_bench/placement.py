@@ -13,10 +13,17 @@ per-topic spread (:func:`kpo_placement.goals.topic_spread_excess`, 0 = even).
 
 Targets (issue 6): 100K partitions <= 60 s and 1M replicas <= 5 min with ``local[2]``,
 imbalance <= 1.05 x mean, bytes moved <= 1.1 x the lower bound.
+
+``large`` (``--placement-2m``, issue 17) runs instead one cluster of 2M partitions x RF 3
+(6M replicas, 300 brokers), planned with NumPy scoring only (target 5 min on 2 cores; the
+greedy baseline, a per-partition Python loop, is skipped too), and
+prints the peak resident memory of the process after each planner
+(``getrusage(RUSAGE_SELF).ru_maxrss``, the model and the plan included).
 """
 
 from __future__ import annotations
 
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -39,16 +46,46 @@ SHORT = {"disk": "disk", "net_in": "in", "net_out": "out", "replicas": "repl", "
 
 @dataclass(frozen=True)
 class Case:
-    """One benchmark cluster and its plan-time target with ``local[2]`` (s, None = none)."""
+    """One benchmark cluster and its plan-time target (s, None = none).
+
+    The target applies to the Spark ``local[2]`` planner, or with ``spark`` False (the
+    Spark run skipped) to the NumPy one.
+    """
 
     name: str
     spec: SyntheticSpec
     time_target_s: float | None
+    spark: bool = True
 
 
-def cases(quick: bool) -> list[Case]:
-    """Return the two benchmark clusters (10x smaller, without time targets, with ``quick``)."""
+LARGE_TARGET_S = 300.0
+"""Issue 17: 2M partitions x RF 3 planned within 5 min with NumPy scoring."""
+
+
+def cases(quick: bool, large: bool = False) -> list[Case]:
+    """Return the benchmark clusters (10x smaller, without time targets, with ``quick``).
+
+    ``large`` gives the one 2M-partition cluster (200K partitions with ``quick``).
+    """
     base = SyntheticSpec(racks=3, rf=3, partitions_per_topic=20, placement_skew=0.25, seed=6)
+    if large:
+        if quick:
+            return [
+                Case(
+                    "quick large: 30 brokers x 200K partitions",
+                    _sized(base, 30, 200_000),
+                    None,
+                    False,
+                )
+            ]
+        return [
+            Case(
+                "2M partitions x RF 3: 300 brokers (6M replicas)",
+                _sized(base, 300, 2_000_000),
+                LARGE_TARGET_S,
+                spark=False,
+            )
+        ]
     if quick:
         return [
             Case("quick: 12 brokers x 10K partitions x RF 3", _sized(base, 12, 10_000), None),
@@ -121,14 +158,22 @@ def run_case(case: Case, spark: Any | None, emit: Callable[[str], None]) -> None
     emit(_row("before", model, model.replicas, None))
     options = PlanOptions(balance_tolerance=TOLERANCE)
     ours = plan(model, options)
-    emit(_row("kpo planner (NumPy)", model, ours.target, ours.stats.elapsed_s))
+    took = ours.stats.elapsed_s
+    verdict = ""
+    if not case.spark and case.time_target_s is not None:
+        verdict = f"  time {'within' if took <= case.time_target_s else 'ABOVE'} "
+        verdict += f"the {case.time_target_s:.0f} s target"
+    emit(_row("kpo planner (NumPy)", model, ours.target, took) + verdict)
+    emit(f"  {'':<24} peak RSS {peak_rss_mib():,.0f} MiB (process, model and plan included)")
     waves = split_into_waves(ours.moves, throttle_bytes_per_s=THROTTLE_BYTES_PER_S)
     emit(
         f"  {'':<24} {len(ours.moves):,} moves ({ours.stats.leader_moves:,} leader-only), "
         f"rounds {ours.stats.rounds}, {len(waves)} waves of <= 5 moves per broker, "
         f"{total_duration_s(waves) / 3600:.1f} h at 50 MiB/s"
     )
-    if spark is not None:
+    if not case.spark:
+        emit("  kpo planner (Spark)       not run at this size (NumPy only)")
+    elif spark is not None:
         from kpo_placement.spark_scorer import SparkScorer
 
         spark_plan = plan(model, options, SparkScorer(spark))
@@ -146,15 +191,24 @@ def run_case(case: Case, spark: Any | None, emit: Callable[[str], None]) -> None
         emit("  kpo planner (Spark)       skipped: pyspark is not installed")
     target, seconds = _timed(lambda: kafka_generate(model, eligible))
     emit(_row("kafka --generate", model, target, seconds))
+    if not case.spark:
+        emit("  greedy (disk only)        not run at this size (over 12 min at 2M partitions)")
+        return
     target, seconds = _timed(lambda: greedy_plan(model, eligible, tolerance=TOLERANCE))
     emit(_row("greedy (disk only)", model, target, seconds))
 
 
-def run_placement_bench(quick: bool) -> list[str]:
+def peak_rss_mib() -> float:
+    """Return the peak resident set size of this process so far, MiB (Linux: KiB units)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_placement_bench(quick: bool, large: bool = False) -> list[str]:
     """Run the placement benchmark, print each line as it comes, and return the lines.
 
     Args:
         quick: Use the 10x smaller clusters.
+        large: Run the 2M-partition cluster alone (NumPy scoring; see the module docstring).
     """
     lines: list[str] = []
 
@@ -167,12 +221,13 @@ def run_placement_bench(quick: bool) -> list[str]:
         "bytes vs the lower bound (target <= 1.1x); plan time with local[2]"
     )
     started = time.perf_counter()
-    spark = _spark_session()
+    todo = cases(quick, large)
+    spark = _spark_session() if any(c.spark for c in todo) else None
     if spark is not None:
         took = time.perf_counter() - started
         emit(f"  Spark {spark.version} local[2] session started in {took:.1f} s")
     try:
-        for case in cases(quick):
+        for case in todo:
             run_case(case, spark, emit)
     finally:
         if spark is not None:

@@ -20,10 +20,12 @@ replicas in a target. Balance is measured on them:
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from kpo_placement.model import NO_BROKER, BoolArray, ClusterModel, FloatArray, IntArray
 
@@ -211,9 +213,22 @@ def imbalance(
 
 
 def topic_index(model: ClusterModel) -> tuple[IntArray, int]:
-    """Return ``(int32[P] topic number per partition, number of topics)``, topics sorted."""
+    """Return ``(int32[P] topic number per partition, number of topics)``, topics sorted.
+
+    Sorting millions of names takes seconds, so the answer for the last ``model.topics``
+    array seen is kept (by identity, weakly): an array must not be changed in place.
+    """
+    cached = _TOPIC_INDEX.get("last")
+    if cached is not None and cached[0]() is model.topics:
+        return cached[1].copy(), cached[2]
     names, inverse = np.unique(model.topics.astype(str), return_inverse=True)
-    return inverse.astype(np.int32), int(names.size)
+    index = inverse.astype(np.int32)
+    _TOPIC_INDEX["last"] = (weakref.ref(model.topics), index, int(names.size))
+    return index.copy(), int(names.size)
+
+
+_TOPIC_INDEX: dict[str, tuple[weakref.ref[npt.NDArray[np.object_]], IntArray, int]] = {}
+"""The last :func:`topic_index` answer, with a weak reference to its ``topics`` array."""
 
 
 def topic_counts(model: ClusterModel, assignment: IntArray) -> IntArray:

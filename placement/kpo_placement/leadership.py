@@ -21,7 +21,7 @@ import numpy as np
 from kpo_placement.goals import LEADERS, NET_OUT
 from kpo_placement.model import NO_BROKER, IntArray
 from kpo_placement.scoring import MIN_GAIN, penalty
-from kpo_placement.state import PlanState
+from kpo_placement.state import PlanState, active_resources
 
 LEADER_WEIGHTS = [0.0, 0.0, 1.0, 0.0, 1.0]
 """Resource weights of leader moves: network out and leader count only."""
@@ -100,17 +100,19 @@ def _accept(
 ) -> int:
     """Apply the still-improving swaps, forced first, then by gain; return how many."""
     order = np.lexsort((p, -gain, ~forced))
+    active = active_resources(LEADER_WEIGHTS)
+    parts, slots = p.tolist(), slot.tolist()
+    gains, forces = gain.tolist(), forced.tolist()
+    rows = state.assignment
     accepted = 0
     for c in order.tolist():
-        part, j = int(p[c]), int(slot[c])
-        s, o = int(state.assignment[part, 0]), int(state.assignment[part, j])
-        if not forced[c]:
+        part, j = parts[c], slots[c]
+        s, o = int(rows[part, 0]), int(rows[part, j])
+        if not forces[c]:
             load = state.leader_load(part)
-            hinge = (
-                state.source_gain(s, load, LEADER_WEIGHTS)[0]
-                + state.dest_gain(o, load, LEADER_WEIGHTS)[0]
-            )
-            if hinge <= MIN_GAIN or hinge < STALE * gain[c]:
+            src = state.gain(s, load, active, -1.0)[0] if state.is_eligible(s) else 0.0
+            hinge = src + state.gain(o, load, active, 1.0)[0]
+            if hinge <= MIN_GAIN or hinge < STALE * gains[c]:
                 continue
         state.swap_leader(part, j)
         accepted += 1

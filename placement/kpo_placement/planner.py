@@ -296,23 +296,42 @@ def _leaders(model: ClusterModel) -> IntArray:
 
 
 def _moves(model: ClusterModel, target: IntArray) -> list[Move]:
-    """Return a :class:`Move` per partition whose replica list changes."""
+    """Return a :class:`Move` per partition whose replica list changes.
+
+    The ids, copies and bytes are computed for all changed partitions at once; only the
+    :class:`Move` objects are made one by one.
+    """
     before = model.replicas
     changed = np.flatnonzero((before != target).any(axis=1))
     ids = model.broker_ids
-    moves = []
-    for p in changed.tolist():
-        old = tuple(int(ids[b]) for b in before[p] if b != NO_BROKER)
-        new = tuple(int(ids[b]) for b in target[p] if b != NO_BROKER)
-        copies = sum(1 for b in new if b not in old)
-        moves.append(
-            Move(
-                p=p,
-                topic=str(model.topics[p]),
-                partition=int(model.partitions[p]),
-                old_replicas=old,
-                new_replicas=new,
-                bytes_moved=float(copies * model.size_bytes[p]),
-            )
+    old = before[changed]
+    new = target[changed]
+    old_ids = np.where(old != NO_BROKER, ids[np.maximum(old, 0)], NO_BROKER)
+    new_ids = np.where(new != NO_BROKER, ids[np.maximum(new, 0)], NO_BROKER)
+    kept = (new[:, :, None] == old[:, None, :]).any(axis=2)
+    copies = ((new != NO_BROKER) & ~kept).sum(axis=1)
+    moved = (copies * model.size_bytes[changed]).tolist()
+    return [
+        Move(
+            p=p,
+            topic=str(topic),
+            partition=partition,
+            old_replicas=_ids(o),
+            new_replicas=_ids(n),
+            bytes_moved=b,
         )
-    return moves
+        for p, topic, partition, o, n, b in zip(
+            changed.tolist(),
+            model.topics[changed].tolist(),
+            model.partitions[changed].tolist(),
+            old_ids.tolist(),
+            new_ids.tolist(),
+            moved,
+            strict=True,
+        )
+    ]
+
+
+def _ids(row: list[int]) -> tuple[int, ...]:
+    """Return the broker ids of a replica row without its padding."""
+    return tuple(row) if NO_BROKER not in row else tuple(b for b in row if b != NO_BROKER)

@@ -43,7 +43,7 @@ from kpo_placement.scoring import (
     RoundProblem,
     penalty,
 )
-from kpo_placement.state import PlanState
+from kpo_placement.state import PlanState, active_resources
 
 REPLICA_WEIGHTS = [1.0, 1.0, 0.0, 1.0, 0.0]
 """Resource weights of replica moves: disk, network in, replica count."""
@@ -208,7 +208,10 @@ def balance_candidates(
     mean_size = max(float(state.model.size_bytes.mean()), 1.0)
     efficiency = src_score / (state.model.size_bytes[p] / mean_size + SIZE_OFFSET)
     src = a[p, slot]
-    order = np.lexsort((slot, p, -efficiency, src))
+    # rows come sorted by (p, slot) and lexsort is stable, so equal efficiencies keep that
+    # order; a 16-bit source key sorts by radix
+    key = src.astype(np.int16) if state.model.num_brokers < 2**15 else src
+    order = np.lexsort((-efficiency, key))
     starts = np.searchsorted(src[order], src[order], side="left")
     rank = np.arange(order.size) - starts
     keep = np.sort(order[rank < per_broker])
@@ -295,7 +298,11 @@ def run_round(
 
 
 def accept(state: PlanState, cands: Candidates, problem: RoundProblem, best: BestMoves) -> int:
-    """Apply the moves still worth it, in order (see the module docstring); return how many."""
+    """Apply the moves still worth it, in order (see the module docstring); return how many.
+
+    The loop is sequential (each move changes the loads the next ones see), so it runs on
+    Python lists converted once per round and the state's float mirrors.
+    """
     size = state.model.size_bytes[cands.p]
     mean_size = max(float(state.model.size_bytes.mean()), 1.0)
     predicted = np.nan_to_num(best.hinge[:, 0], nan=-np.inf) if best.hinge.shape[1] else None
@@ -306,75 +313,86 @@ def accept(state: PlanState, cands: Candidates, problem: RoundProblem, best: Bes
     order = np.lexsort((cands.slot, cands.p, -urgency, cands.kind == 0))
     with np.errstate(invalid="ignore"):
         dest_part = np.nanmax(np.nan_to_num(best.hinge, nan=-np.inf), axis=1) - problem.source_hinge
+    pick = _Picker(state, cands, problem, best, predicted, dest_part)
     moved: set[int] = set()
     accepted = 0
     for c in order.tolist():
-        p = int(cands.p[c])
-        if p in moved or best.dest[c, 0] < 0:
+        p = pick.p[c]
+        if p in moved or pick.dests[c][0] < 0:
             continue
-        s = int(problem.source[c])
-        kind = int(cands.kind[c])
-        if kind == WHILE_OVER and not state.over_hard_limit(s):
+        s = pick.source[c]
+        if pick.kind[c] == WHILE_OVER and not state.over_hard_limit(s):
             continue
-        load = problem.load[c].tolist()
-        relieve = float(problem.source_hinge[c]) if cands.relieve[c] else None
-        d = _pick(
-            state,
-            cands,
-            p,
-            s,
-            load,
-            best,
-            c,
-            float(predicted[c]),
-            float(dest_part[c]),
-            relieve,
-        )
+        d = pick.destination(c, p, s)
         if d < 0:
             continue
-        state.move_replica(p, int(cands.slot[c]), d, problem.load[c])
+        state.move_replica(p, pick.slot[c], d, problem.load[c])
         moved.add(p)
         accepted += 1
     return accepted
 
 
-def _pick(
-    state: PlanState,
-    cands: Candidates,
-    p: int,
-    s: int,
-    load: list[float],
-    best: BestMoves,
-    c: int,
-    predicted: float,
-    best_dest_hinge: float,
-    relieve: float | None,
-) -> int:
-    """Return the destination to use for candidate ``c`` now, or -1 to skip it this round.
+class _Picker:
+    """The per-candidate decision of :func:`accept`, on lists made once per round."""
 
-    ``relieve`` is the predicted source gain of a candidate offered to relieve its source.
-    """
-    weights, kind = cands.weights, int(cands.kind[c])
-    src_hinge, src_score = state.source_gain(s, load, weights)
-    if relieve is not None and (src_hinge <= MIN_GAIN or src_hinge < STALE * relieve):
-        return -1  # the source is relieved already: moving more would only overshoot
-    if kind == 0 and src_hinge + best_dest_hinge < STALE * predicted:
-        return -1  # the source no longer needs it, and no destination can make up for that
-    chosen, chosen_score = -1, -np.inf
-    for d in best.dest[c].tolist():
-        if d < 0:
-            break
-        if not state.fits(d, load[DISK]):
-            continue
-        dest_hinge, dest_score = state.dest_gain(d, load, weights)
-        hinge = src_hinge + dest_hinge
-        if kind > 0:
-            score = src_score + dest_score + state.topic_term(p, s, d)
-            if score > chosen_score:
-                chosen, chosen_score = d, score
-        elif hinge > MIN_GAIN and hinge >= STALE * predicted:
-            return int(d)
-    return int(chosen)
+    def __init__(
+        self,
+        state: PlanState,
+        cands: Candidates,
+        problem: RoundProblem,
+        best: BestMoves,
+        predicted: FloatArray,
+        dest_part: FloatArray,
+    ) -> None:
+        self.state = state
+        self.active = active_resources(cands.weights)
+        self.p: list[int] = cands.p.tolist()
+        self.slot: list[int] = cands.slot.tolist()
+        self.kind: list[int] = cands.kind.tolist()
+        self.source: list[int] = problem.source.tolist()
+        self.dests: list[list[int]] = best.dest.tolist()
+        self.loads: list[list[float]] = problem.load.tolist()
+        self.predicted: list[float] = predicted.tolist()
+        self.dest_part: list[float] = dest_part.tolist()
+        hinge = problem.source_hinge.tolist()
+        self.relieve: list[float | None] = [
+            h if r else None for h, r in zip(hinge, cands.relieve.tolist(), strict=True)
+        ]
+
+    def destination(self, c: int, p: int, s: int) -> int:
+        """Return the destination to use for candidate ``c`` now, or -1 to skip it this round.
+
+        A candidate offered to relieve its source (``relieve``: its predicted source gain)
+        waits once the source is relieved.
+        """
+        state, active, kind = self.state, self.active, self.kind[c]
+        load = self.loads[c]
+        predicted = self.predicted[c]
+        if state.is_eligible(s):
+            src_hinge, src_score = state.gain(s, load, active, -1.0)
+        else:
+            src_hinge = src_score = 0.0
+        relieve = self.relieve[c]
+        if relieve is not None and (src_hinge <= MIN_GAIN or src_hinge < STALE * relieve):
+            return -1  # the source is relieved already: moving more would only overshoot
+        if kind == 0 and src_hinge + self.dest_part[c] < STALE * predicted:
+            return -1  # the source no longer needs it, and no destination can make up for that
+        chosen, chosen_score = -1, -np.inf
+        size = load[DISK]
+        for d in self.dests[c]:
+            if d < 0:
+                break
+            if not state.fits(d, size):
+                continue
+            dest_hinge, dest_score = state.gain(d, load, active, 1.0)
+            hinge = src_hinge + dest_hinge
+            if kind > 0:
+                score = src_score + dest_score + state.topic_term(p, s, d)
+                if score > chosen_score:
+                    chosen, chosen_score = d, score
+            elif hinge > MIN_GAIN and hinge >= STALE * predicted:
+                return d
+        return chosen
 
 
 def _distinct(keys: IntArray) -> IntArray:

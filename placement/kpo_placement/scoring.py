@@ -147,10 +147,11 @@ class NumpyScorer:
     """:class:`CandidateScorer` with NumPy on the driver, in chunks of candidates.
 
     Args:
-        max_cells: Pairs scored at once (bounds memory: about 100 bytes per pair).
+        max_cells: Pairs scored at once (bounds memory: about 60 bytes per pair; small
+            chunks keep the buffers in the CPU caches, 2 MiB each by default).
     """
 
-    def __init__(self, max_cells: int = 4_000_000) -> None:
+    def __init__(self, max_cells: int = 1 << 18) -> None:
         self.max_cells = max_cells
 
     def best_moves(self, problem: RoundProblem) -> BestMoves:
@@ -171,25 +172,40 @@ class NumpyScorer:
 def _score_chunk(
     problem: RoundProblem, rows: slice, k: int
 ) -> tuple[IntArray, FloatArray, FloatArray]:
-    """Score candidates ``rows`` against every broker; return their top ``k``."""
+    """Score candidates ``rows`` against every broker; return their top ``k``.
+
+    The arithmetic runs in place on a few ``(rows, B)`` buffers, operation by operation
+    as the module docstring writes it (so it rounds as :class:`SparkScorer` does).
+    """
     src = problem.source[rows]
     load = problem.load[rows]
-    b = problem.dest_ok.shape[0]
+    m, b = src.shape[0], problem.dest_ok.shape[0]
     brokers = np.arange(b, dtype=np.int32)
-    hinge = np.repeat(problem.source_hinge[rows][:, None], b, axis=1)
-    score = np.repeat(problem.source_score[rows][:, None], b, axis=1)
+    hinge = np.empty((m, b))
+    hinge[:] = problem.source_hinge[rows][:, None]
+    score = np.empty((m, b))
+    score[:] = problem.source_score[rows][:, None]
+    after = np.empty((m, b))
+    pen = np.empty((m, b))
+    tmp = np.empty((m, b))
     for r in range(load.shape[1]):
         w = float(problem.weights[r])
         if w == 0.0:
             continue
         v = problem.dest_util[:, r][None, :]
-        after = v + load[:, r : r + 1] * problem.dest_scale[:, r][None, :]
-        dh = w * (problem.dest_pen[:, r][None, :] - penalty(after, problem.upper, problem.lower))
-        dt = w * TIE * (v * v - after * after)
-        hinge = hinge + dh
-        score = score + dh + dt
+        np.multiply(load[:, r : r + 1], problem.dest_scale[:, r][None, :], out=after)
+        np.add(v, after, out=after)  # v + load * scale
+        _penalty_into(after, problem.upper, problem.lower, pen, tmp)
+        np.subtract(problem.dest_pen[:, r][None, :], pen, out=pen)
+        np.multiply(w, pen, out=pen)  # dh = w * (pen(v) - pen(after))
+        np.add(hinge, pen, out=hinge)
+        np.add(score, pen, out=score)
+        np.multiply(after, after, out=tmp)
+        np.subtract(v * v, tmp, out=tmp)
+        np.multiply(w * TIE, tmp, out=tmp)  # dt = w * TIE * (v * v - after * after)
+        np.add(score, tmp, out=score)
     full = problem.topic_full[problem.topic_row[rows]]
-    score = score - problem.topic_weight * full
+    np.subtract(score, problem.topic_weight * full, out=score)
     ok = problem.dest_ok[None, :] & (brokers[None, :] != src[:, None])
     for j in range(problem.others.shape[1]):
         ok &= brokers[None, :] != problem.others[rows, j][:, None]
@@ -197,11 +213,11 @@ def _score_chunk(
         ok &= ~problem.need_new_rack[rows][:, None] | new_rack
     ok &= load[:, 0:1] <= problem.disk_room[None, :]
     ok &= problem.slot_room[None, :] >= 1
-    keep = problem.required[rows][:, None] | (hinge > MIN_GAIN)
-    ok &= keep
-    ranked = np.where(ok, score, -np.inf)
-    order = np.argsort(-ranked, axis=1, kind="stable")[:, :k].astype(np.int32)
-    top_score = np.take_along_axis(ranked, order, axis=1)
+    ok &= problem.required[rows][:, None] | (hinge > MIN_GAIN)
+    np.negative(score, out=tmp)
+    np.putmask(tmp, ~ok | np.isnan(tmp), np.inf)  # ranked: -score where feasible, else last
+    order = _smallest_k(tmp, k)
+    top_score = -np.take_along_axis(tmp, order, axis=1)
     top_hinge = np.take_along_axis(hinge, order, axis=1)
     found = np.isfinite(top_score)
     return (
@@ -209,3 +225,38 @@ def _score_chunk(
         np.where(found, top_score, np.nan),
         np.where(found, top_hinge, np.nan),
     )
+
+
+def _penalty_into(
+    v: FloatArray, upper: float, lower: float, out: FloatArray, tmp: FloatArray
+) -> None:
+    """Write :func:`penalty` of ``v`` into ``out`` (``tmp`` is scratch), the same operations."""
+    np.subtract(v, upper, out=out)
+    np.maximum(out, 0.0, out=out)  # e
+    np.add(out, 1.0, out=tmp)
+    np.multiply(out, tmp, out=out)  # e * (1 + e)
+    np.subtract(lower, v, out=tmp)
+    np.maximum(tmp, 0.0, out=tmp)  # f
+    f_part = np.add(tmp, 1.0)
+    np.multiply(tmp, f_part, out=tmp)  # f * (1 + f)
+    np.add(out, tmp, out=out)
+
+
+def _smallest_k(values: FloatArray, k: int) -> IntArray:
+    """Return ``int32[m, k]``: per row, the columns of the ``k`` smallest values, ascending.
+
+    Equal values keep column order (what a stable full ``argsort`` gives), but only the
+    ``k`` selected are sorted: a partition finds each row's k-th value, every smaller one
+    is taken and the equal ones fill up from the left.
+    """
+    m, b = values.shape
+    if k >= b:
+        return np.argsort(values, axis=1, kind="stable").astype(np.int32)
+    kth = np.partition(values, k - 1, axis=1)[:, k - 1 : k]
+    below = values < kth
+    equal = values == kth
+    room = k - below.sum(axis=1, keepdims=True)
+    take = below | (equal & (np.cumsum(equal, axis=1) <= room))
+    cols = np.nonzero(take)[1].reshape(m, k)
+    ranked = np.argsort(np.take_along_axis(values, cols, axis=1), axis=1, kind="stable")
+    return np.asarray(np.take_along_axis(cols, ranked, axis=1), dtype=np.int32)

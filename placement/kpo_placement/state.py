@@ -24,6 +24,11 @@ INNER_BAND = 0.9
 last moves, which cannot always land exactly, still end within the tolerance."""
 
 
+def active_resources(weights: list[float]) -> list[tuple[int, float]]:
+    """Return the ``(resource, weight)`` pairs of ``weights`` that are not zero, in order."""
+    return [(r, w) for r, w in enumerate(weights) if w != 0.0]
+
+
 @dataclass
 class PlanState:
     """Mutable target under construction (positions, not ids).
@@ -73,6 +78,8 @@ class PlanState:
     _scale: list[list[float]] = field(default_factory=list, init=False, repr=False)
     _disk: list[float] = field(default_factory=list, init=False, repr=False)
     _count: list[float] = field(default_factory=list, init=False, repr=False)
+    _disk_limit: list[float] = field(default_factory=list, init=False, repr=False)
+    _eligible: list[bool] = field(default_factory=list, init=False, repr=False)
 
     @classmethod
     def start(
@@ -152,7 +159,7 @@ class PlanState:
     def fits(self, d: int, size: float) -> bool:
         """Return whether broker ``d`` can take one more replica of ``size`` bytes (mirrors)."""
         return (
-            self._disk[d] + size <= self.disk_limit[d] and self._count[d] + 1 <= self.replica_limit
+            self._disk[d] + size <= self._disk_limit[d] and self._count[d] + 1 <= self.replica_limit
         )
 
     def refresh(self) -> None:
@@ -161,35 +168,41 @@ class PlanState:
         self._scale = self.scale.tolist()
         self._disk = self.loads[:, DISK].tolist()
         self._count = self.loads[:, REPLICAS].tolist()
+        self._disk_limit = self.disk_limit.tolist()
+        self._eligible = self.eligible.tolist()
 
     def source_gain(self, s: int, load: list[float], weights: list[float]) -> tuple[float, float]:
         """Return ``(hinge, score)`` of removing ``load`` from broker ``s`` now (0 if ineligible).
 
         The score adds the pull term of :mod:`kpo_placement.scoring`; topic terms are apart.
         """
-        if not self.eligible[s]:
+        if not self._eligible[s]:
             return 0.0, 0.0
-        return self._gain(self._util[s], self._scale[s], load, weights, -1.0)
+        return self.gain(s, load, active_resources(weights), -1.0)
 
     def dest_gain(self, d: int, load: list[float], weights: list[float]) -> tuple[float, float]:
         """Return ``(hinge, score)`` of adding ``load`` to broker ``d`` now."""
-        return self._gain(self._util[d], self._scale[d], load, weights, 1.0)
+        return self.gain(d, load, active_resources(weights), 1.0)
 
-    def _gain(
-        self,
-        util: list[float],
-        scale: list[float],
-        load: list[float],
-        weights: list[float],
-        sign: float,
+    def gain(
+        self, b: int, load: list[float], active: list[tuple[int, float]], sign: float
     ) -> tuple[float, float]:
-        """Hinge and score change of one broker whose loads change by ``sign * load``."""
+        """Hinge and score change of broker ``b`` whose loads change by ``sign * load``.
+
+        Args:
+            b: Broker position (eligibility is not checked here).
+            load: The replica's load per resource (5 floats).
+            active: ``(resource, weight)`` pairs of the non-zero weights, in resource
+                order (:func:`active_resources`).
+            sign: 1.0 to add the load, -1.0 to remove it.
+        """
+        util = self._util[b]
+        scale = self._scale[b]
         up, lo = self.upper, self.lower
         hinge = tie = 0.0
-        for r in range(5):
-            w = weights[r]
+        for r, w in active:
             x = load[r]
-            if w == 0.0 or x == 0.0:
+            if x == 0.0:
                 continue
             v = util[r]
             after = v + sign * x * scale[r]
@@ -200,6 +213,10 @@ class PlanState:
             hinge += w * pen
             tie += w * TIE * (v * v - after * after)
         return hinge, hinge + tie
+
+    def is_eligible(self, b: int) -> bool:
+        """Return whether broker ``b`` may hold replicas (a Python bool, from the mirror)."""
+        return self._eligible[b]
 
     def topic_term(self, p: int, s: int, d: int) -> float:
         """Return the per-topic spread part of the score of moving ``p``'s replica s -> d."""

@@ -115,3 +115,37 @@ def test_chunks_give_the_same_answer():
     assert np.array_equal(whole.dest, chunked.dest)
     assert np.array_equal(whole.score, chunked.score, equal_nan=True)
     assert whole.dest.shape == (n, 2)
+
+
+def test_smallest_k_equals_a_stable_full_sort_ties_included():
+    from kpo_placement.scoring import _smallest_k
+
+    rng = np.random.default_rng(17)
+    values = rng.integers(0, 5, size=(200, 40)).astype(float)  # many ties
+    values[rng.random(values.shape) < 0.3] = np.inf  # infeasible pairs
+    for k in (1, 3, 16, 40):
+        expected = np.argsort(values, axis=1, kind="stable")[:, :k]
+        assert np.array_equal(_smallest_k(values, k), expected)
+
+
+def test_chunk_size_does_not_change_the_answer():
+    util = np.array([[1.2] * 5, [0.9] * 5, [0.8] * 5, [0.8] * 5])
+    many = problem(
+        source=np.zeros(5, dtype=np.int32),
+        load=np.array([[10.0, 1.0, 0.0, 1.0, 0.0]] * 5) * np.arange(1, 6)[:, None],
+        others=np.full((5, 1), 3, dtype=np.int32),
+        others_rack=np.ones((5, 1), dtype=np.int32),
+        need_new_rack=np.zeros(5, dtype=bool),
+        topic_row=np.zeros(5, dtype=np.int32),
+        required=np.array([False, True, False, True, False]),
+        source_hinge=np.full(5, 0.05),
+        source_score=np.full(5, 0.05),
+        dest_util=util,
+        dest_pen=penalty(util, 1.05, 0.95),
+    )
+    whole = NumpyScorer().best_moves(many)
+    for cells in (1, 4, 8):
+        part = NumpyScorer(max_cells=cells).best_moves(many)
+        assert np.array_equal(part.dest, whole.dest)
+        assert np.array_equal(part.score, whole.score, equal_nan=True)
+        assert np.array_equal(part.hinge, whole.hinge, equal_nan=True)

@@ -75,6 +75,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, help="JSON report (default: WORKDIR/results.json)")
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
+        "--quota-window-num",
+        type=int,
+        help=(
+            "replication.quota.window.num of both clusters (default "
+            f"{THROTTLE_BROKER_PROPERTIES['replication.quota.window.num']}; Kafka's own is 11)"
+        ),
+    )
+    parser.add_argument(
         "--only",
         choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR),
         help=(
@@ -103,6 +111,19 @@ def workload_from(args: argparse.Namespace) -> Workload:
         throttle_rate_bytes_s=base.throttle_rate_bytes_s,
         throttle_timeout_s=base.throttle_timeout_s,
     )
+
+
+def broker_properties(quota_window_num: int | None) -> dict[str, str]:
+    """Return both clusters' broker settings, with ``--quota-window-num`` if given.
+
+    Raises:
+        SettingsError: a window count below 1.
+    """
+    if quota_window_num is None:
+        return dict(BROKER_PROPERTIES)
+    if quota_window_num < 1:
+        raise SettingsError(f"--quota-window-num must be >= 1, got {quota_window_num}")
+    return {**BROKER_PROPERTIES, "replication.quota.window.num": str(quota_window_num)}
 
 
 def _kpo_version() -> str:
@@ -172,13 +193,14 @@ def main(argv: list[str] | None = None) -> int:
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
     ours: SystemResult | None = None
     baseline: SystemResult | None = None
+    properties = broker_properties(args.quota_window_num)
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     zookeeper.start()
     try:
         if args.systems in ("both", OURS):
             ours = SystemResult(OURS, _kpo_version())
             cluster: Cluster = KafkaCluster(
-                workdir / OURS, f"{zookeeper.connect_string}/{OURS}", 3, BROKER_PROPERTIES
+                workdir / OURS, f"{zookeeper.connect_string}/{OURS}", 3, properties
             )
             _run_guarded(ours, cluster, tools, workload, console, args.keep_data, args.only)
         if args.systems in ("both", BASELINE):
@@ -188,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{zookeeper.connect_string}/{BASELINE}",
                 classpath,
                 3,
-                BROKER_PROPERTIES,
+                properties,
             )
             _run_guarded(baseline, cluster, tools, workload, console, args.keep_data, args.only)
     finally:
@@ -196,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "workload": workload.as_json(),
         "kafka_version": kafka_version,
-        "broker_properties": BROKER_PROPERTIES,
+        "broker_properties": properties,
         "only": args.only,
     }
     report = report_json(machine, settings, ours, baseline)

@@ -121,3 +121,57 @@ def test_follower_catch_up_is_throttled_to_the_rate_then_finishes_when_unthrottl
     )
     wait_for(lambda: log_bytes(cluster, 1, "bulk") == leader_bytes, 15, "the unthrottled catch-up")
     wait_for(lambda: sorted(describe(cluster, "bulk")[0]["isr_nodes"]) == [0, 1], 30, "ISR of bulk")
+
+
+def test_one_follower_fetching_from_two_leaders_shares_one_follower_quota(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """Two fetchers (leaders 0 and 1) on broker 2 together stay within its follower rate.
+
+    Kafka's ReplicationQuotaManager is one sensor per broker, checked before each fetch
+    and recorded after it by every fetcher; a fetch may bring a whole window's worth
+    (``replica.fetch.max.bytes`` = the rate, as in the bench), so a quota that forgets
+    bytes early lets through well over the rate.
+    """
+    cluster = kafka_cluster_factory(
+        3, {"replica.fetch.max.bytes": str(RATE), "replication.quota.window.num": "2"}
+    )
+    topics = {"from0": [0, 2], "from1": [1, 2]}
+    for topic, replicas in topics.items():
+        create_topic(cluster, topic, assignment={0: replicas}, configs={"min.insync.replicas": "1"})
+    cluster.brokers[2].stop()
+    for topic, replicas in topics.items():
+        wait_for(
+            lambda t=topic, r=replicas: describe(cluster, t)[0]["isr_nodes"] == r[:1],
+            30,
+            f"ISR of {topic} to shrink",
+        )
+        produce(cluster, topic, BACKLOG, acks=1)
+    leader_bytes = sum(log_bytes(cluster, r[0], t) for t, r in topics.items())
+    # Only broker 2's follower side is throttled; the leaders send as fast as asked.
+    set_default_rates(cluster, {"follower.replication.throttled.rate": str(RATE)})
+    alter(
+        cluster,
+        [
+            ConfigResource(
+                ConfigResourceType.TOPIC, t, {"follower.replication.throttled.replicas": "0:2"}
+            )
+            for t in topics
+        ],
+    )
+    time.sleep(1)  # every broker applies a config change within a second
+    cluster.brokers[2].start()
+
+    def copied() -> int:
+        return sum(log_bytes(cluster, 2, t) for t in topics)
+
+    wait_for(lambda: copied() >= 2 * RATE, 60, "the initial burst")
+    start, start_bytes = time.monotonic(), copied()
+    time.sleep(20)
+    elapsed, moved = time.monotonic() - start, copied() - start_bytes
+    rate = moved / elapsed
+    assert copied() < leader_bytes
+    # Slack of about one fetch per fetcher for where the 20 s span cuts the rate cycle.
+    assert 0.6 * RATE <= rate <= 1.15 * RATE, f"shared follower rate {rate:.0f} B/s vs {RATE}"
+    set_default_rates(cluster, {})
+    wait_for(lambda: copied() == leader_bytes, 30, "the unthrottled catch-up")

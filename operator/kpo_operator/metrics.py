@@ -1,0 +1,131 @@
+"""The operator's own Prometheus metrics: what it asks of Kafka and the API server (I/O edge).
+
+Served at ``GET /metrics`` on ``KPO_METRICS_PORT`` (:meth:`OperatorMetrics.serve`):
+
+============================================== ===============================================
+metric                                         meaning
+============================================== ===============================================
+``kpo_operator_kafka_admin_requests_total``    Admin API requests sent, by ``cluster`` and
+                                               ``api`` (Kafka's request name); a
+                                               DescribeLogDirs or DescribeConfigs of brokers
+                                               counts one request per broker, as
+                                               kafka-python sends them
+``kpo_operator_kube_api_requests_total``       requests of the operator's ``kubernetes``
+                                               client (status patches, lists, Events, the
+                                               throttle ledger), by ``verb`` and
+                                               ``resource``; kopf's own watches and patches
+                                               are not counted here (the API server's
+                                               ``apiserver_request_total`` has them)
+``kpo_operator_reconcile_seconds``             duration of reconcile steps, by ``kind``
+``kpo_operator_cluster_reads_total``           cluster snapshots read from Kafka (``fresh``)
+                                               or shared from a recent read (``shared``)
+``process_resident_memory_bytes`` and the      the operator process (prometheus-client's
+other ``process_*`` metrics                    process collector)
+============================================== ===============================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import Any
+from urllib.parse import urlparse
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+from prometheus_client.exposition import start_http_server
+
+
+class OperatorMetrics:
+    """The operator's metrics in their own registry.
+
+    Attributes:
+        registry: The registry served by :meth:`serve`.
+        admin_requests: ``kpo_operator_kafka_admin_requests_total{cluster, api}``.
+        kube_requests: ``kpo_operator_kube_api_requests_total{verb, resource}``.
+        reconcile_seconds: ``kpo_operator_reconcile_seconds{kind}``.
+        cluster_reads: ``kpo_operator_cluster_reads_total{cluster, source}``.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        self.admin_requests = Counter(
+            "kpo_operator_kafka_admin_requests",
+            "Kafka Admin API requests sent by the operator",
+            ["cluster", "api"],
+            registry=self.registry,
+        )
+        self.kube_requests = Counter(
+            "kpo_operator_kube_api_requests",
+            "Kubernetes API requests of the operator's kubernetes client",
+            ["verb", "resource"],
+            registry=self.registry,
+        )
+        self.reconcile_seconds = Histogram(
+            "kpo_operator_reconcile_seconds",
+            "Duration of one reconcile step",
+            ["kind"],
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+            registry=self.registry,
+        )
+        self.cluster_reads = Counter(
+            "kpo_operator_cluster_reads",
+            "Cluster snapshots: read from Kafka (fresh) or shared from a recent read",
+            ["cluster", "source"],
+            registry=self.registry,
+        )
+
+    def serve(self, port: int, address: str = "0.0.0.0") -> None:  # noqa: S104 - a pod port
+        """Serve ``/metrics`` on ``address:port`` from a daemon thread."""
+        start_http_server(port, address, registry=self.registry)
+
+    def admin_observer(self, cluster: str) -> Callable[[str, int], None]:
+        """Return a callback counting ``n`` requests of Admin API ``api`` on ``cluster``."""
+
+        def observe(api: str, n: int) -> None:
+            if n > 0:
+                self.admin_requests.labels(cluster, api).inc(n)
+
+        return observe
+
+    def instrument_kube_client(self, api_client: Any) -> Any:
+        """Count every request of a ``kubernetes.client.ApiClient``; returns it.
+
+        Wraps the instance's ``request`` method, which every generated API call uses.
+        """
+        inner = api_client.request
+
+        def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+            self.kube_requests.labels(method.upper(), kube_resource(url)).inc()
+            return inner(method, url, *args, **kwargs)
+
+        api_client.request = request
+        return api_client
+
+
+def kube_resource(url: str) -> str:
+    """Return the resource of an API server URL (``partitionreassignments/status``, ...).
+
+    ``/apis/<group>/<version>[/namespaces/<ns>]/<resource>[/<name>[/<subresource>]]`` and
+    ``/api/<version>/...``; anything else is returned as its path.
+    """
+    parts = [p for p in urlparse(url).path.split("/") if p]
+    if len(parts) < 2 or parts[0] not in ("api", "apis"):
+        return "/" + "/".join(parts)
+    rest = parts[2:] if parts[0] == "api" else parts[3:]
+    if len(rest) >= 2 and rest[0] == "namespaces":
+        rest = rest[2:] if len(rest) > 2 else ["namespaces"]
+    if not rest:
+        return "/" + "/".join(parts)
+    return rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+
+
+def admin_request_count(brokers: Collection[int] | None, topics: bool = False) -> int:
+    """Requests one Admin API call sends: one per broker for broker-addressed calls.
+
+    Args:
+        brokers: The brokers the call addresses (``None``: not broker-addressed or all).
+        topics: The call also has topic resources (DescribeConfigs: one more request).
+    """
+    if brokers is None:
+        return 1
+    return len(brokers) + (1 if topics else 0)

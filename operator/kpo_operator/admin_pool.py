@@ -65,7 +65,7 @@ class KafkaAdminPool:
         self._retired: list[KafkaAdmin] = []
 
     @contextmanager
-    def _borrow(self, api: str, requests: int = 1) -> Iterator[KafkaAdmin]:
+    def _borrow(self, api: str = "", requests: int = 1) -> Iterator[KafkaAdmin]:
         if self._observe is not None:
             self._observe(api, requests)
         with self._slots:

@@ -17,6 +17,9 @@ metric                                         meaning
                                                are not counted here (the API server's
                                                ``apiserver_request_total`` has them)
 ``kpo_operator_reconcile_seconds``             duration of reconcile steps, by ``kind``
+``kpo_operator_step_interval_seconds``         time between the ends of two successive steps
+                                               of one object, by ``kind`` (an object's
+                                               status is refreshed at this pace)
 ``kpo_operator_cluster_reads_total``           cluster snapshots read from Kafka (``fresh``)
                                                or shared from a recent read (``shared``)
 ``process_resident_memory_bytes`` and the      the operator process (prometheus-client's
@@ -42,6 +45,7 @@ class OperatorMetrics:
         admin_requests: ``kpo_operator_kafka_admin_requests_total{cluster, api}``.
         kube_requests: ``kpo_operator_kube_api_requests_total{verb, resource}``.
         reconcile_seconds: ``kpo_operator_reconcile_seconds{kind}``.
+        step_interval_seconds: ``kpo_operator_step_interval_seconds{kind}``.
         cluster_reads: ``kpo_operator_cluster_reads_total{cluster, source}``.
     """
 
@@ -67,6 +71,14 @@ class OperatorMetrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
             registry=self.registry,
         )
+        self.step_interval_seconds = Histogram(
+            "kpo_operator_step_interval_seconds",
+            "Time between the ends of two successive reconcile steps of one object",
+            ["kind"],
+            buckets=(0.5, 1.0, 1.25, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 7.5, 10.0, 20.0, 60.0),
+            registry=self.registry,
+        )
+        self._last_step: dict[tuple[str, str, str], float] = {}
         self.cluster_reads = Counter(
             "kpo_operator_cluster_reads",
             "Cluster snapshots: read from Kafka (fresh) or shared from a recent read",
@@ -74,7 +86,19 @@ class OperatorMetrics:
             registry=self.registry,
         )
 
-    def serve(self, port: int, address: str = "0.0.0.0") -> None:  # noqa: S104 - a pod port
+    def step_done(self, kind: str, namespace: str, name: str, began: float, ended: float) -> None:
+        """Record one reconcile step of an object (monotonic seconds)."""
+        self.reconcile_seconds.labels(kind).observe(ended - began)
+        previous = self._last_step.get((kind, namespace, name))
+        self._last_step[(kind, namespace, name)] = ended
+        if previous is not None:
+            self.step_interval_seconds.labels(kind).observe(ended - previous)
+
+    def forget(self, kind: str, namespace: str, name: str) -> None:
+        """Drop the step history of a deleted object."""
+        self._last_step.pop((kind, namespace, name), None)
+
+    def serve(self, port: int, address: str = "0.0.0.0") -> None:
         """Serve ``/metrics`` on ``address:port`` from a daemon thread."""
         start_http_server(port, address, registry=self.registry)
 
@@ -102,6 +126,11 @@ class OperatorMetrics:
         return api_client
 
 
+def cluster_label(key: tuple[str, str] | None) -> str:
+    """Return the ``cluster`` label of a cluster key: ``default`` or ``namespace/name``."""
+    return "default" if key is None else f"{key[0]}/{key[1]}"
+
+
 def kube_resource(url: str) -> str:
     """Return the resource of an API server URL (``partitionreassignments/status``, ...).
 
@@ -120,7 +149,7 @@ def kube_resource(url: str) -> str:
 
 
 def admin_request_count(brokers: Collection[int] | None, topics: bool = False) -> int:
-    """Requests one Admin API call sends: one per broker for broker-addressed calls.
+    """Count the requests one Admin API call sends: one per broker for broker-addressed calls.
 
     Args:
         brokers: The brokers the call addresses (``None``: not broker-addressed or all).

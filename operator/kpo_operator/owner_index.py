@@ -27,11 +27,13 @@ from kpo_operator.store import ObjectStore, object_key
 
 
 def active_partitions(status: Mapping[str, Any]) -> frozenset[TopicPartition]:
-    """The partitions an object with ``status`` holds in flight (Moving/Cancelling, active)."""
+    """Return the partitions an object with ``status`` holds in flight (active entries)."""
     if status.get("phase") not in THROTTLING_PHASES:
         return frozenset()
     return frozenset(
-        tp for tp, accepted in accepted_partitions(status).items() if accepted.state in ACTIVE_STATES
+        tp
+        for tp, accepted in accepted_partitions(status).items()
+        if accepted.state in ACTIVE_STATES
     )
 
 
@@ -74,9 +76,7 @@ class InFlightOwners:
                 if listed is None or self.clock() - listed >= self.max_age_s:
                     self._relist()
         with self._lock:
-            return {
-                tp: key for key, held in self._held.items() if key != exclude for tp in held
-            }
+            return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
 
     def written(self, obj: Mapping[str, Any]) -> None:
         """Record the status just written for ``obj`` (write-through)."""

@@ -63,7 +63,7 @@ class QuotaWindow:
 
 
 def sampled_rate(window: QuotaWindow) -> SampledRate:
-    """Return Kafka's quota rate over ``window``, times in seconds (:mod:`kpo_kafka.sampled_rate`)."""
+    """Return Kafka's quota rate over ``window``, times in s (:mod:`kpo_kafka.sampled_rate`)."""
     return SampledRate(window.samples, window.sample_s)
 
 

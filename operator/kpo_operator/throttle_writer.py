@@ -26,7 +26,9 @@ foreign value in the way of what an object wants is left alone (or, for a broker
 TopicReplicaQuota claims in ``spec.brokers``, overridden and remembered) and a
 Warning Event ``ForeignThrottle`` naming the key, the resource and both values is
 recorded on each object that wants the key, once per distinct finding.
-Calls are serialised by a lock: at most one sync runs at a time.
+At most one sync runs at a time; the syncs asked for meanwhile are merged into the next
+one (group commit), and a caller content with a recent sync (``max_age_s``) gets it
+without waiting for the one in progress.
 """
 
 from __future__ import annotations
@@ -96,6 +98,16 @@ class SyncResult:
     generations: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass
+class _Batch:
+    """Sync requests merged into one sync (group commit)."""
+
+    overrides: dict[str, Contribution | None] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: SyncResult | None = None
+    error: BaseException | None = None
+
+
 class ThrottleWriter:
     """Keeps the cluster's throttle configs equal to the merge of all contributions.
 
@@ -121,7 +133,9 @@ class ThrottleWriter:
         self.store = store
         self.ledger_store = ledger_store
         self.clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one sync at a time
+        self._batch_lock = threading.Lock()  # guards _open and _last
+        self._open: _Batch | None = None
         self._ledger: ThrottleLedger | None = None
         self._reported: set[tuple[str, ForeignThrottle]] = set()
         self._last: tuple[float, SyncResult] | None = None
@@ -137,20 +151,50 @@ class ThrottleWriter:
         Args:
             overrides: source -> contribution to use instead of the stored object's
                 (``None`` drops that source), for an object whose status is about to change.
-            max_age_s: Without overrides, reuse a sync younger than this many seconds.
+            max_age_s: Without overrides, reuse a sync younger than this many seconds
+                (without waiting for a sync in progress).
             observed: ``(source, generation)`` of the caller's object: a sync is reused
                 only if it read that generation of that object's spec (a sync from before
                 the object was created or its spec changed is not).
+
+        Syncs asked for while one runs are done together as the next one (group commit:
+        their overrides are merged, each caller gets that sync's result), so N objects
+        accepted at once cost about two syncs, not N one after another.
         """
-        with self._lock:
-            if not overrides and max_age_s is not None and self._last is not None:
-                at, last = self._last
-                read = observed is None or last.generations.get(observed[0]) == observed[1]
+        if not overrides and max_age_s is not None:
+            with self._batch_lock:
+                last = self._last
+            if last is not None:
+                at, result = last
+                read = observed is None or result.generations.get(observed[0]) == observed[1]
                 if read and self.clock() - at < max_age_s:
-                    return last
-            result = self._sync(dict(overrides or {}))
-            self._last = (self.clock(), result)
+                    return result
+        with self._batch_lock:
+            batch = self._open
+            leader = batch is None
+            if batch is None:
+                batch = self._open = _Batch()
+            batch.overrides.update(overrides or {})
+        if not leader:
+            batch.done.wait()
+            if batch.error is not None:
+                raise batch.error
+            assert batch.result is not None
+            return batch.result
+        try:
+            with self._lock:
+                with self._batch_lock:
+                    self._open = None  # later callers start the next batch
+                result = self._sync(dict(batch.overrides))
+                with self._batch_lock:
+                    self._last = (self.clock(), result)
+            batch.result = result
             return result
+        except BaseException as exc:
+            batch.error = exc
+            raise
+        finally:
+            batch.done.set()
 
     def _contributors(
         self, snapshot: ClusterSnapshot

@@ -35,6 +35,9 @@ PLACEMENT = "placement"
 OPERATOR = "operator"
 """``--only operator``: the operator's reconcile latency under load (issue 12)."""
 
+OPERATOR_SCALE = "operator-scale"
+"""``--only operator-scale``: the operator with many objects on one cluster (issue 17)."""
+
 #: Broker settings of both clusters: the shared ones plus the quota window the
 #: throttled-reassignment experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
@@ -84,13 +87,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--only",
-        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR),
+        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, OPERATOR_SCALE),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
-            "'operator' = one PartitionReassignment's reconcile latency while 50 others move"
+            "'operator' = one PartitionReassignment's reconcile latency while 50 others move, "
+            "'operator-scale' = many PartitionReassignments on one cluster (requests, latency)"
         ),
+    )
+    parser.add_argument(
+        "--objects", type=int, default=200, help="operator-scale: objects (default 200)"
+    )
+    parser.add_argument(
+        "--partitions", type=int, default=10, help="operator-scale: partitions per object"
+    )
+    parser.add_argument(
+        "--operator-pythonpath",
+        help="operator benches: PYTHONPATH of the operator process (another version)",
     )
     return parser
 
@@ -159,14 +173,29 @@ def _placement(args: argparse.Namespace, workdir: Path) -> None:
     (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
 
 
-def _operator(workdir: Path) -> None:
+def _operator(workdir: Path, pythonpath: str | None = None) -> None:
     """Run the operator latency benchmark (kpo brokers only) and save its JSON."""
     from kpo_bench.operator_latency import run_operator_latency, save
 
-    result = run_operator_latency(workdir)
+    result = run_operator_latency(workdir, operator_pythonpath=pythonpath)
     for line in result.summary():
         print(line)
     save(result, workdir / "operator.json")
+
+
+def _operator_scale(args: argparse.Namespace, workdir: Path) -> None:
+    """Run the operator scale benchmark and save its JSON."""
+    from kpo_bench.operator_scale import run_operator_scale, save
+
+    result = run_operator_scale(
+        workdir,
+        objects=args.objects,
+        partitions=args.partitions,
+        operator_pythonpath=args.operator_pythonpath,
+    )
+    for line in result.summary():
+        print(line)
+    save(result, workdir / "operator-scale.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -179,7 +208,12 @@ def main(argv: list[str] | None = None) -> int:
         _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     if args.only == OPERATOR:
-        _operator(args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
+        _operator(
+            args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")), args.operator_pythonpath
+        )
+        return 0
+    if args.only == OPERATOR_SCALE:
+        _operator_scale(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     console = Console()
     workload = workload_from(args)

@@ -287,9 +287,7 @@ class ReplicaFetcher:
                 continue
             state = self.partitions[tp]
             if self._should_throttle(tp, partition, state):
-                log.warning("QTRACE thr %s-%d from %d rate=%.0f", tp[0], tp[1], self.leader_id, self.quota.rate() if self.quota else -1)
                 continue
-            log.warning("QTRACE go %s-%d from %d rate=%.0f", tp[0], tp[1], self.leader_id, self.quota.rate() if self.quota else -1)
             state.fetch_offset = partition.log.log_end_offset
             topics.setdefault(tp[0], []).append(
                 FetchRequest.FetchTopic.FetchPartition(
@@ -350,7 +348,6 @@ class ReplicaFetcher:
             state.lag = max(0, data.high_watermark - state.fetch_offset)
             if self.quota is not None and self.quota.is_throttled(tp[0], tp[1], self.broker_id):
                 self.quota.record(len(records))
-                log.warning("QTRACE rec %s-%d from %d bytes=%d rate=%.0f", tp[0], tp[1], self.leader_id, len(records), self.quota.rate())
         else:
             log.debug(
                 "fetch of %s-%d from %d: error %d", tp[0], tp[1], self.leader_id, data.error_code

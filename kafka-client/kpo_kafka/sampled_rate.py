@@ -9,7 +9,7 @@ configured by ``replication.quota.window.num`` = N and
   arriving later starts the next one. N + 1 slots are reused round-robin (one more than N,
   so that a sample overlapping the start of the monitored window still counts; a reused
   slot is cleared first).
-* ``measure`` first clears every sample whose *last record* is N*W or more in the past
+* ``measure`` opens the first sample if there is none, then clears every sample whose *last record* is N*W or more in the past
   (``SampledStat.purgeObsoleteSamples``: bytes recorded late in a sample count for N*W,
   however early the sample began), then divides the sum of the samples by the time since
   the oldest sample began, counted as at least one window (``SimpleRate.windowSize``).
@@ -71,8 +71,13 @@ class SampledRate:
         sample.last_event = now
 
     def measure(self, now: float) -> float:
-        """Return the rate at ``now`` per time unit (0 before any record)."""
+        """Return the rate at ``now`` per time unit (0 before any record).
+
+        The first measurement before any record opens the first sample at ``now``, as
+        Kafka's ``SampledStat.oldest`` does: a record within W of it falls into that sample.
+        """
         if not self._slots:
+            self._slots.append(_Sample(now, now))
             return 0.0
         expire = self.samples * self.window
         for sample in self._slots:

@@ -114,15 +114,17 @@ class OperatorMetrics:
     def instrument_kube_client(self, api_client: Any) -> Any:
         """Count every request of a ``kubernetes.client.ApiClient``; returns it.
 
-        Wraps the instance's ``request`` method, which every generated API call uses.
+        Wraps its REST client's ``request`` method, through which every generated API
+        call sends its HTTP request.
         """
-        inner = api_client.request
+        rest = api_client.rest_client
+        inner = rest.request
 
         def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
             self.kube_requests.labels(method.upper(), kube_resource(url)).inc()
             return inner(method, url, *args, **kwargs)
 
-        api_client.request = request
+        rest.request = request
         return api_client
 
 

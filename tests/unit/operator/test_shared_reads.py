@@ -255,15 +255,18 @@ def test_the_pool_counts_requests_per_api_and_broker() -> None:
 def test_kube_requests_are_counted_by_verb_and_resource() -> None:
     metrics = OperatorMetrics()
 
-    class Client:
+    class Rest:
         def request(self, method: str, url: str, **_: object) -> str:
             return f"{method} {url}"
 
-    client = metrics.instrument_kube_client(Client())
+    class Client:
+        rest_client = Rest()
+
+    rest = metrics.instrument_kube_client(Client()).rest_client
     base = "https://127.0.0.1:6443/apis/kpo.dev/v1alpha1/namespaces/ns/partitionreassignments"
-    assert client.request("PATCH", f"{base}/a/status") == f"PATCH {base}/a/status"
-    client.request("GET", base)
-    client.request("POST", "https://h/api/v1/namespaces/ns/events")
+    assert rest.request("PATCH", f"{base}/a/status") == f"PATCH {base}/a/status"
+    rest.request("GET", base)
+    rest.request("POST", "https://h/api/v1/namespaces/ns/events")
     sample = metrics.registry.get_sample_value
     name = "kpo_operator_kube_api_requests_total"
     assert sample(name, {"verb": "PATCH", "resource": "partitionreassignments/status"}) == 1

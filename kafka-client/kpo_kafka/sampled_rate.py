@@ -9,7 +9,8 @@ configured by ``replication.quota.window.num`` = N and
   arriving later starts the next one. N + 1 slots are reused round-robin (one more than N,
   so that a sample overlapping the start of the monitored window still counts; a reused
   slot is cleared first).
-* ``measure`` opens the first sample if there is none, then clears every sample whose *last record* is N*W or more in the past
+* ``measure`` opens the first sample if there is none (``SampledStat.oldest``), clears
+  every sample whose *last record* is N*W or more in the past
   (``SampledStat.purgeObsoleteSamples``: bytes recorded late in a sample count for N*W,
   however early the sample began), then divides the sum of the samples by the time since
   the oldest sample began, counted as at least one window (``SimpleRate.windowSize``).

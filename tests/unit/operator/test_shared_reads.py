@@ -279,5 +279,3 @@ def test_kube_resource_of_urls() -> None:
     assert kube_resource("https://h/apis/kpo.dev/v1alpha1/kafkaclusters") == "kafkaclusters"
     assert kube_resource("https://h/api/v1/namespaces") == "namespaces"
     assert kube_resource("https://h/version") == "/version"
-
-

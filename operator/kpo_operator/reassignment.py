@@ -342,7 +342,7 @@ class ReassignmentReconciler:
         pending = self._record_accepted(ctx, spec)
         ctx = replace(ctx, accepted=accepted_partitions(ctx.status))
         throttles = self._apply_throttles(ctx)
-        if throttles.applied and pending:
+        if throttles.changed_for(ctx.source) and pending:
             return Phase.MOVING  # submitted on the next step, once brokers have the throttles
         return self._track(ctx)
 
@@ -491,7 +491,7 @@ class ReassignmentReconciler:
         """
         moving = accepted_spec(ctx.status)
         own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
-        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).applied:
+        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).changed_for(ctx.source):
             return entries
         errors = self.admin.alter_partition_reassignments(dict(targets))
         self.reader.invalidate()

@@ -57,6 +57,7 @@ from kpo_operator.throttles import (
     ForeignThrottle,
     OpType,
     ThrottleConfigs,
+    ThrottledReplicas,
     ThrottleFormatError,
     merge,
     plan,
@@ -86,6 +87,7 @@ class SyncResult:
         errors: Resources whose update failed, with Kafka's error.
         snapshot: The cluster snapshot the contributions were computed on.
         generations: source -> ``metadata.generation`` of the object whose spec was read.
+        before: The throttle configs as read before the writes.
     """
 
     effective: EffectiveThrottles
@@ -96,6 +98,33 @@ class SyncResult:
     errors: dict[ConfigResource, ApiError] = field(default_factory=dict)
     snapshot: ClusterSnapshot | None = None
     generations: dict[str, int] = field(default_factory=dict)
+    before: ThrottleConfigs = field(default_factory=ThrottleConfigs)
+
+    def changed_for(self, source: str) -> bool:
+        """Whether this sync wrote a config ``source`` needs that was not in place before.
+
+        A broker rate it wants that was written, or a topic replica list written while it
+        lacked ``source``'s pairs. Brokers apply config changes asynchronously, so such a
+        source waits before submitting; changes made for other objects only (e.g. their
+        pairs added to a shared topic's list) do not hold it up.
+        """
+        mine = self.contributions.get(source)
+        if mine is None:
+            return False
+        for change in self.applied:
+            name, key = change.resource_name, change.key
+            if not wants(mine, change.resource_type, name, key):
+                continue
+            if change.resource_type is ConfigResourceKind.BROKER:
+                return True
+            try:
+                had = ThrottledReplicas.parse(self.before.topics.get(name, {}).get(key, ""))
+            except ThrottleFormatError:
+                return True
+            needed = mine.topic_replicas[name][key]
+            if not had.wildcard and (needed.wildcard or not needed.replicas <= had.replicas):
+                return True
+        return False
 
 
 @dataclass
@@ -280,6 +309,7 @@ class ThrottleWriter:
             effective,
             contributions,
             snapshot=snapshot,
+            before=current,
             foreign=decided.foreign,
             generations={
                 source: int(obj["metadata"].get("generation") or 1)

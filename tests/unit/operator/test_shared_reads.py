@@ -19,7 +19,7 @@ from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter
-from kpo_operator.throttles import Contribution
+from kpo_operator.throttles import Contribution, ThrottledReplicas
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
 from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
 from tests.unit.operator.reassignment_env import NS, Clock, reassignment
@@ -279,3 +279,21 @@ def test_kube_resource_of_urls() -> None:
     assert kube_resource("https://h/apis/kpo.dev/v1alpha1/kafkaclusters") == "kafkaclusters"
     assert kube_resource("https://h/api/v1/namespaces") == "namespaces"
     assert kube_resource("https://h/version") == "/version"
+
+
+def test_a_sync_holds_up_only_the_objects_whose_throttles_it_wrote() -> None:
+    kafka = FakeKafkaAdmin(brokers={0: None, 1: None, 2: None})
+    kafka.create_topic("t", {0: [0, 1], 1: [0, 1]})
+    writer = ThrottleWriter(kafka, FakeObjectStore(), MemoryLedgerStore(), clock=Clock())
+    follower = "follower.replication.throttled.replicas"
+
+    def wanting(source: str, partition: int) -> Contribution:
+        pairs = ThrottledReplicas(replicas=frozenset({(partition, 2)}))
+        return Contribution(source, topic_replicas={"t": {follower: pairs}})
+
+    first = writer.sync({"a": wanting("a", 0)})
+    assert first.changed_for("a")
+    # b's pair is new, a's was already there: only b waits for the brokers.
+    second = writer.sync({"a": wanting("a", 0), "b": wanting("b", 1)})
+    assert second.changed_for("b") and not second.changed_for("a")
+    assert not second.changed_for("nobody")

@@ -7,7 +7,8 @@ Issue 17 (operator at scale). One run starts ZooKeeper, three kpo brokers (with
 (topics of at most 100 partitions), writes ``bytes_per_partition`` to each, then applies
 ``objects`` PartitionReassignments at once (one ``kubectl apply``), each moving its
 ``partitions`` partitions to [2, 1] at ``replicationRate`` = ``replication_rate`` (the
-brokers' shared throttle, KIP-73, low enough that every object keeps moving), and measures:
+brokers' shared throttle, KIP-73; the bytes are sized so that the moves last about
+:data:`MOVE_S` seconds, so every object keeps moving), and measures:
 
 - **apply -> Submitted**, per object: from ``kubectl apply`` returning until the object's
   status is Moving with no Pending partition (every partition handed to Kafka), seen
@@ -68,6 +69,8 @@ ADMIN_REQUESTS = (
     "ElectLeaders",
 )
 TOPIC_PARTITIONS = 100
+#: The moves are sized to last this long at the throttle (setup plus the window, and more).
+MOVE_S = 400
 POLL_S = 0.2
 
 
@@ -292,7 +295,7 @@ def run_operator_scale(
     workdir: Path,
     objects: int = 200,
     partitions: int = 10,
-    bytes_per_partition: int = 16 * 1024,
+    bytes_per_partition: int | None = None,
     replication_rate: int = 64 * 1024,
     poll_interval_s: float = 1.0,
     window_s: float = 30.0,
@@ -304,7 +307,8 @@ def run_operator_scale(
         workdir: Scratch folder.
         objects: PartitionReassignments applied at once.
         partitions: Partitions per object (the CRD allows up to 2,000).
-        bytes_per_partition: Bytes written to each partition before the moves.
+        bytes_per_partition: Bytes written to each partition before the moves (default:
+            enough for :data:`MOVE_S` seconds at ``replication_rate``, at least 16 KiB).
         replication_rate: ``spec.throttle.replicationRate``, bytes/s (shared per broker).
         poll_interval_s: ``KPO_POLL_INTERVAL_S``.
         window_s: Length of the steady-state window, s.
@@ -317,6 +321,8 @@ def run_operator_scale(
         objects, partitions, poll_interval_s, operator_pythonpath or "this checkout"
     )
     layout = _layout(objects, partitions)
+    if bytes_per_partition is None:
+        bytes_per_partition = max(16 * 1024, replication_rate * MOVE_S // (objects * partitions))
     topics = sorted({t for parts in layout for t, _ in parts})
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     plane = ControlPlane(workdir / "control-plane", crds_dir=CRDS_DIR)

@@ -180,8 +180,9 @@ class ThrottleWriter:
         Args:
             overrides: source -> contribution to use instead of the stored object's
                 (``None`` drops that source), for an object whose status is about to change.
-            max_age_s: Without overrides, reuse a sync younger than this many seconds
-                (without waiting for a sync in progress).
+            max_age_s: Without overrides, reuse a sync younger than this many seconds,
+                or the last one while another sync is in progress (never waiting for it:
+                a periodic re-check needs only one caller to run it).
             observed: ``(source, generation)`` of the caller's object: a sync is reused
                 only if it read that generation of that object's spec (a sync from before
                 the object was created or its spec changed is not).
@@ -193,11 +194,12 @@ class ThrottleWriter:
         if not overrides and max_age_s is not None:
             with self._batch_lock:
                 last = self._last
+                busy = self._open is not None or self._lock.locked()
             if last is not None:
                 at, result = last
                 read = observed is None or result.generations.get(observed[0]) == observed[1]
-                if read and self.clock() - at < max_age_s:
-                    return result
+                if read and (busy or self.clock() - at < max_age_s):
+                    return result  # recent, or a newer one is being made by someone else
         with self._batch_lock:
             batch = self._open
             leader = batch is None

@@ -215,7 +215,7 @@ def test_syncs_asked_for_during_a_sync_are_merged_into_the_next() -> None:
     assert set(merged.contributions) == {f"s{i}" for i in range(1, 6)}  # type: ignore[attr-defined]
 
 
-def test_a_recent_sync_is_reused_without_waiting_for_one_in_progress() -> None:
+def test_a_recent_or_stale_sync_is_reused_without_waiting_for_one_in_progress() -> None:
     kafka = _SlowConfigs()
     kafka.release.set()
     clock = Clock()
@@ -227,8 +227,11 @@ def test_a_recent_sync_is_reused_without_waiting_for_one_in_progress() -> None:
     slow.start()
     assert kafka.blocked.wait(WAIT_S)
     assert writer.sync(max_age_s=30.0) is done
+    clock.advance(60.0)  # stale, but a sync is running: no need to wait for it
+    assert writer.sync(max_age_s=30.0) is done
     kafka.release.set()
     slow.join(WAIT_S)
+    assert writer.sync(max_age_s=30.0) is not done
 
 
 def test_the_pool_counts_requests_per_api_and_broker() -> None:

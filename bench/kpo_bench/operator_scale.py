@@ -71,6 +71,9 @@ ADMIN_REQUESTS = (
 TOPIC_PARTITIONS = 100
 #: The moves are sized to last this long at the throttle (setup plus the window, and more).
 MOVE_S = 400
+#: Replica fetches of at most 64 KiB: the throttle is checked before each fetch (KIP-73), so
+#: a 10 MiB fetch (Kafka's default response size) would copy minutes' worth of 64 KiB/s.
+SMALL_FETCHES = {"replica.fetch.max.bytes": "16384", "replica.fetch.response.max.bytes": "65536"}
 POLL_S = 0.2
 
 
@@ -326,7 +329,13 @@ def run_operator_scale(
     topics = sorted({t for parts in layout for t, _ in parts})
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     plane = ControlPlane(workdir / "control-plane", crds_dir=CRDS_DIR)
-    cluster = KafkaCluster(workdir / "kafka", f"{zookeeper.connect_string}/scale", 3, metrics=True)
+    cluster = KafkaCluster(
+        workdir / "kafka",
+        f"{zookeeper.connect_string}/scale",
+        3,
+        properties=SMALL_FETCHES,
+        metrics=True,
+    )
     operator: OperatorProcess | None = None
     watch: _Watch | None = None
     zookeeper.start()

@@ -55,6 +55,11 @@ OPERATOR = "operator"
 CONTROLLER = "controller"
 """``--only controller``: the controller and brokers at scale (issue 17)."""
 
+OPERATOR_SCALE = "operator-scale"
+"""``--only operator-scale``: the operator with many objects on one cluster (issue 17)."""
+#: ``--only operator-scale``: partitions per object unless ``--partitions`` says otherwise.
+OPERATOR_SCALE_PARTITIONS = 10
+
 #: Broker settings of both clusters: the shared ones plus the quota window the
 #: throttled-reassignment experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
@@ -95,13 +100,22 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output", type=Path, help="JSON report (default: WORKDIR/results.json)")
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
+        "--quota-window-num",
+        type=int,
+        help=(
+            "replication.quota.window.num of both clusters (default "
+            f"{THROTTLE_BROKER_PROPERTIES['replication.quota.window.num']}; Kafka's own is 11)"
+        ),
+    )
+    parser.add_argument(
         "--only",
-        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, CONTROLLER),
+        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, OPERATOR_SCALE, CONTROLLER),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
             "'placement' = the placement planner vs Kafka's --generate and a greedy planner, "
             "'operator' = one PartitionReassignment's reconcile latency while 50 others move, "
+            "'operator-scale' = many PartitionReassignments on one cluster (requests, latency), "
             "'tls' = produce and consume over PLAINTEXT and over SASL_SSL (SCRAM-SHA-512), "
             "'controller' = partition creation, controlled shutdown, start-up, kill -9 and "
             "controller failover with a broker leading N partitions"
@@ -113,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "--only controller: N, the partitions one broker leads and the partitions created "
             f"at each RF (default {DEFAULT_CONTROLLER.partitions:,}, "
-            f"--quick {QUICK_CONTROLLER.partitions:,})"
+            f"--quick {QUICK_CONTROLLER.partitions:,}); --only operator-scale: partitions per "
+            f"object (default {OPERATOR_SCALE_PARTITIONS})"
         ),
     )
     parser.add_argument(
@@ -131,6 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
             "placement: score one round at growing sizes with NumPy and with Spark (local[2], "
             "then a standalone cluster of two workers) to find where Spark pays off"
         ),
+    )
+    parser.add_argument(
+        "--objects", type=int, default=200, help="operator-scale: objects (default 200)"
+    )
+    parser.add_argument(
+        "--operator-pythonpath",
+        help="operator benches: PYTHONPATH of the operator process (another version)",
     )
     return parser
 
@@ -170,6 +192,19 @@ def workload_from(args: argparse.Namespace) -> Workload:
         throttle_rate_bytes_s=base.throttle_rate_bytes_s,
         throttle_timeout_s=base.throttle_timeout_s,
     )
+
+
+def broker_properties(quota_window_num: int | None) -> dict[str, str]:
+    """Return both clusters' broker settings, with ``--quota-window-num`` if given.
+
+    Raises:
+        SettingsError: a window count below 1.
+    """
+    if quota_window_num is None:
+        return dict(BROKER_PROPERTIES)
+    if quota_window_num < 1:
+        raise SettingsError(f"--quota-window-num must be >= 1, got {quota_window_num}")
+    return {**BROKER_PROPERTIES, "replication.quota.window.num": str(quota_window_num)}
 
 
 def _kpo_version() -> str:
@@ -214,14 +249,29 @@ def _placement(args: argparse.Namespace, workdir: Path) -> None:
     (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
 
 
-def _operator(workdir: Path) -> None:
+def _operator(workdir: Path, pythonpath: str | None = None) -> None:
     """Run the operator latency benchmark (kpo brokers only) and save its JSON."""
     from kpo_bench.operator_latency import run_operator_latency, save
 
-    result = run_operator_latency(workdir)
+    result = run_operator_latency(workdir, operator_pythonpath=pythonpath)
     for line in result.summary():
         print(line)
     save(result, workdir / "operator.json")
+
+
+def _operator_scale(args: argparse.Namespace, workdir: Path) -> None:
+    """Run the operator scale benchmark and save its JSON."""
+    from kpo_bench.operator_scale import run_operator_scale, save
+
+    result = run_operator_scale(
+        workdir,
+        objects=args.objects,
+        partitions=args.partitions or OPERATOR_SCALE_PARTITIONS,
+        operator_pythonpath=args.operator_pythonpath,
+    )
+    for line in result.summary():
+        print(line)
+    save(result, workdir / "operator-scale.json")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +284,12 @@ def main(argv: list[str] | None = None) -> int:
         _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     if args.only == OPERATOR:
-        _operator(args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
+        _operator(
+            args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")), args.operator_pythonpath
+        )
+        return 0
+    if args.only == OPERATOR_SCALE:
+        _operator_scale(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     console = Console()
     workload = workload_from(args)
@@ -250,6 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
     ours: SystemResult | None = None
     baseline: SystemResult | None = None
+    properties = broker_properties(args.quota_window_num)
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     only = None if controller is not None else args.only
 
@@ -266,9 +322,9 @@ def main(argv: list[str] | None = None) -> int:
             ours = SystemResult(OURS, _kpo_version())
             connect = f"{zookeeper.connect_string}/{OURS}"
             cluster: Cluster = (
-                tls.kpo_cluster(workdir / OURS, connect, BROKER_PROPERTIES)
+                tls.kpo_cluster(workdir / OURS, connect, properties)
                 if tls is not None
-                else KafkaCluster(workdir / OURS, connect, 3, BROKER_PROPERTIES)
+                else KafkaCluster(workdir / OURS, connect, 3, properties)
             )
             _run_guarded(
                 ours,
@@ -285,11 +341,9 @@ def main(argv: list[str] | None = None) -> int:
             baseline = SystemResult(BASELINE, kafka_version)
             connect = f"{zookeeper.connect_string}/{BASELINE}"
             cluster = (
-                tls.apache_cluster(workdir / BASELINE, connect, classpath, BROKER_PROPERTIES)
+                tls.apache_cluster(workdir / BASELINE, connect, classpath, properties)
                 if tls is not None
-                else ApacheKafkaCluster(
-                    workdir / BASELINE, connect, classpath, 3, BROKER_PROPERTIES
-                )
+                else ApacheKafkaCluster(workdir / BASELINE, connect, classpath, 3, properties)
             )
             _run_guarded(
                 baseline,
@@ -307,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = {
         "workload": sizes,
         "kafka_version": kafka_version,
-        "broker_properties": BROKER_PROPERTIES,
+        "broker_properties": properties,
         "only": args.only,
     }
     metrics = CONTROLLER_METRICS if controller is not None else METRICS

@@ -180,6 +180,7 @@ def run_operator_latency(
     bytes_per_partition: int = 2 * 1024 * 1024,
     replication_rate: int = 1000,
     poll_interval_s: float = 1.0,
+    operator_pythonpath: str | None = None,
 ) -> OperatorLatency:
     """Run the benchmark described in the module docstring.
 
@@ -190,6 +191,8 @@ def run_operator_latency(
         bytes_per_partition: Bytes written to each background partition.
         replication_rate: ``spec.throttle.replicationRate`` of the background objects, bytes/s.
         poll_interval_s: The operator's ``KPO_POLL_INTERVAL_S`` (its progress timer).
+        operator_pythonpath: ``PYTHONPATH`` of the operator process (another version of
+            it, for a before/after comparison); ``None``: this checkout's.
 
     Raises:
         TimeoutError: A stage did not finish in time.
@@ -213,6 +216,7 @@ def run_operator_latency(
             cluster.bootstrap_servers,
             [NAMESPACE],
             poll_interval_s=poll_interval_s,
+            env={"PYTHONPATH": operator_pythonpath} if operator_pythonpath else None,
         )
         operator.start()
         throttle = {"replicationRate": replication_rate}

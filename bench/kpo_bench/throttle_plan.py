@@ -30,10 +30,11 @@ RATE_CONFIGS = ("leader.replication.throttled.rate", "follower.replication.throt
 LEADER_REPLICAS_CONFIG = "leader.replication.throttled.replicas"
 #: Topic config listing the ``partition:broker`` replicas throttled as followers (KIP-73).
 FOLLOWER_REPLICAS_CONFIG = "follower.replication.throttled.replicas"
-#: Broker static configs the experiments need: two 1 s quota samples, so the quota
-#: allows a burst of one window's worth (R bytes) at the start of a move instead of
-#: ten (Kafka's default ``replication.quota.window.num`` is 11), and the measured rate
-#: does not come in 11 s cycles (Kafka's ``SampledStat.purgeObsoleteSamples``).
+#: Broker static configs the experiments use: two 1 s quota samples (Kafka's default
+#: ``replication.quota.window.num`` is 11), as in earlier runs of the bench, so a quota's
+#: measured rate follows a change within about 2 s. Kafka's rate (``SimpleRate``) divides
+#: by at least one window, so either setting starts a move with about one window's worth
+#: (R bytes) of burst; ``--quota-window-num 11`` runs Kafka's default.
 THROTTLE_BROKER_PROPERTIES = {"replication.quota.window.num": "2"}
 #: The acceptable deviation of a measured duration from the estimate (the issue's +-5 %).
 TOLERANCE = 0.05

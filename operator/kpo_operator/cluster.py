@@ -11,7 +11,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from kpo_kafka.admin import KafkaAdmin
-from kpo_kafka.admin_types import PartitionInfo, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.admin_types import (
+    ClusterInfo,
+    PartitionInfo,
+    Reassignment,
+    ReplicaDirInfo,
+    ReplicaKey,
+)
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.model import ClusterView
 
@@ -69,6 +75,45 @@ def read_cluster(
     # still seen in flight (a stale view, fixed on the next read), never half-finished.
     in_flight = admin.list_partition_reassignments()
     described = admin.describe_topics(topics)
+    replicas: dict[ReplicaKey, ReplicaDirInfo] = {}
+    if replica_sizes:
+        hosts = replica_hosts(described, in_flight) & set(cluster.brokers)
+        if hosts and described:
+            replicas = admin.describe_log_dirs(sorted(hosts), sorted(described))
+    live_dirs = sorted({b for b in log_dirs_of if b in cluster.brokers})
+    log_dirs = admin.log_dir_paths(live_dirs) if live_dirs else {}
+    return compose_snapshot(cluster, in_flight, described, replicas, log_dirs)
+
+
+def replica_hosts(
+    described: Mapping[str, Mapping[int, PartitionInfo]],
+    in_flight: Mapping[TopicPartition, Reassignment],
+) -> set[int]:
+    """Brokers hosting a replica of the described partitions (AR while reassigning)."""
+    hosts: set[int] = set()
+    for topic, partitions in described.items():
+        for index, info in partitions.items():
+            moving = in_flight.get(TopicPartition(topic, index))
+            hosts.update(moving.replicas if moving else info.replicas)
+    return hosts
+
+
+def compose_snapshot(
+    cluster: ClusterInfo,
+    in_flight: Mapping[TopicPartition, Reassignment],
+    described: Mapping[str, Mapping[int, PartitionInfo]],
+    replicas: Mapping[ReplicaKey, ReplicaDirInfo],
+    log_dirs: Mapping[int, frozenset[str]],
+) -> ClusterSnapshot:
+    """Build a snapshot from the Admin API answers (pure; the result owns its containers).
+
+    Args:
+        cluster: DescribeCluster.
+        in_flight: ListPartitionReassignments (every partition in flight).
+        described: Metadata of the topics of the snapshot.
+        replicas: DescribeLogDirs of their replicas (only those topics' are kept).
+        log_dirs: Log dir paths of the brokers asked for.
+    """
     view = ClusterView(
         live_brokers=frozenset(cluster.brokers), fenced_brokers=cluster.fenced_brokers
     )
@@ -85,18 +130,13 @@ def read_cluster(
             )
         view.topics[topic] = states
     view.reassigning = {tp: None for tp in in_flight}
-    live_dirs = [b for b in log_dirs_of if b in cluster.brokers]
-    if live_dirs:
-        view.log_dirs = admin.log_dir_paths(sorted(set(live_dirs)))
+    if log_dirs:
+        view.log_dirs = dict(log_dirs)
     snapshot = ClusterSnapshot(view, racks=dict(cluster.brokers))
     snapshot.controller_id = cluster.controller_id
     snapshot.cluster_id = cluster.cluster_id
     snapshot.authorized_operations = cluster.authorized_operations
-    if replica_sizes and view.topics:
-        hosts = {b for parts in view.topics.values() for s in parts.values() for b in s.replicas}
-        hosts &= set(cluster.brokers)
-        if hosts:
-            snapshot.replicas = admin.describe_log_dirs(sorted(hosts), sorted(view.topics))
+    snapshot.replicas = {k: v for k, v in replicas.items() if k[1] in view.topics}
     return snapshot
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_operator.admin_pool import KafkaAdminPool
+from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.connections import (
     CLUSTER_NOT_FOUND,
     ClusterKey,
@@ -35,6 +36,8 @@ from kpo_operator.connections import (
     resolve_connection,
 )
 from kpo_operator.cordon_writer import CordonWriter, cordon_store_beside
+from kpo_operator.metrics import OperatorMetrics, cluster_label
+from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import KAFKA_CLUSTER, ResourceKind
@@ -91,6 +94,12 @@ class ClusterRuntime:
         ledger_store: Where this cluster's throttle ownership ledger is kept.
         settings: Intervals of the reconcilers.
         connection: The KafkaCluster connection ``admin`` uses (``None``: the default).
+        metrics: Where shared reads are counted (``None``: not counted).
+
+    The cluster's reassignments share one cluster read and one in-flight owner list per
+    half poll interval (:class:`~kpo_operator.cluster_reader.SharedClusterReader`,
+    :class:`~kpo_operator.owner_index.InFlightOwners`), so the requests to Kafka and the
+    API server grow with the number of clusters, not of objects.
     """
 
     def __init__(
@@ -101,6 +110,7 @@ class ClusterRuntime:
         ledger_store: ThrottleLedgerStore,
         settings: OperatorSettings,
         connection: Connection | None = None,
+        metrics: OperatorMetrics | None = None,
     ) -> None:
         self.key = key
         self.admin = admin
@@ -108,6 +118,13 @@ class ClusterRuntime:
         self.connection = connection
         self.writer = ThrottleWriter(admin, self.store, ledger_store)
         self.cordons = CordonWriter(admin, self.store, cordon_store_beside(ledger_store))
+        share_s = settings.poll_interval_s / 2
+        observe = None
+        if metrics is not None:
+            counter, label = metrics.cluster_reads, cluster_label(key)
+            observe = lambda source: counter.labels(label, source).inc()  # noqa: E731
+        self.reader = SharedClusterReader(admin, share_s, observe=observe)
+        self.owners = InFlightOwners(self.store, share_s)
         self.reassignments = ReassignmentReconciler(
             admin,
             self.store,
@@ -115,6 +132,8 @@ class ClusterRuntime:
             rate_window_s=settings.rate_window_s,
             throttle_resync_s=settings.quota_interval_s,
             cordons=self.cordons,
+            reader=self.reader,
+            owners=self.owners,
         )
         self.quotas = QuotaReconciler(self.store, self.writer)
 
@@ -144,6 +163,7 @@ class ClusterRegistry:
         ledger_store_for: The ledger store of a KafkaCluster's key.
         client_for: Makes one Admin API client for a connection (default kafka-python);
             each KafkaCluster gets a pool of up to :data:`POOL_SIZE` of them.
+        metrics: Counts each KafkaCluster's Admin API requests (``None``: not counted).
     """
 
     def __init__(
@@ -154,8 +174,10 @@ class ClusterRegistry:
         default: ClusterRuntime,
         ledger_store_for: Callable[[ClusterKey], ThrottleLedgerStore],
         client_for: Callable[[Connection], KafkaAdmin] | None = None,
+        metrics: OperatorMetrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics
         self.store = store
         self.secrets = secrets
         self.default = default
@@ -200,7 +222,8 @@ class ClusterRegistry:
         with self._lock:
             runtime = self._clusters.get(key)
             if runtime is None:
-                admin = KafkaAdminPool(lambda: self._client_for(connection), POOL_SIZE)
+                observe = self.metrics.admin_observer(cluster_label(key)) if self.metrics else None
+                admin = KafkaAdminPool(lambda: self._client_for(connection), POOL_SIZE, observe)
                 runtime = ClusterRuntime(
                     key,
                     admin,
@@ -208,6 +231,7 @@ class ClusterRegistry:
                     self._ledger_store_for(key),
                     self.settings,
                     connection,
+                    self.metrics,
                 )
                 self._clusters[key] = runtime
                 logger.info(

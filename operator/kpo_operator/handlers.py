@@ -5,7 +5,8 @@ handler                  does
 ======================== =============================================================
 startup                  read :class:`~kpo_operator.settings.OperatorSettings`, build the
                          :class:`~kpo_operator.runtime.OperatorRuntime`, set kopf's
-                         storage keys under ``kpo.dev`` and the finalizer name
+                         storage keys under ``kpo.dev`` and the finalizer name, serve
+                         ``/metrics`` on ``KPO_METRICS_PORT`` (:mod:`kpo_operator.metrics`)
 reassignment create/     one reconcile step (validate, throttle, submit...), also on
 update/resume            operator start for every existing object
 reassignment timer       every ``poll_interval_s`` while not Completed/Cancelled:
@@ -37,6 +38,7 @@ from typing import Any
 import kopf
 
 from kpo_operator.cluster_status import ClusterInUse
+from kpo_operator.metrics import OperatorMetrics
 from kpo_operator.resources import (
     GROUP,
     KAFKA_CLUSTER,
@@ -86,7 +88,11 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     # Watching exact namespaces needs no namespace list/watch, which a namespaced install's
     # Roles do not grant; with scanning on, kopf retries that list for about a minute first.
     settings.scanning.disabled = not _SETTINGS.clusterwide
-    memo.runtime = OperatorRuntime(_SETTINGS)
+    metrics = None
+    if _SETTINGS.metrics_port is not None:
+        metrics = OperatorMetrics()
+        metrics.serve(_SETTINGS.metrics_port)
+    memo.runtime = OperatorRuntime(_SETTINGS, metrics=metrics)
     logger.info(
         "%s: Kafka %s (%s), namespaces %s",
         READY_MESSAGE,

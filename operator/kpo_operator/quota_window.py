@@ -20,6 +20,8 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kpo_kafka.sampled_rate import SampledRate
+
 #: Kafka's broker configs of the replication quota window and their defaults.
 WINDOW_NUM = "replication.quota.window.num"
 WINDOW_SIZE = "replication.quota.window.size.seconds"
@@ -60,46 +62,9 @@ class QuotaWindow:
             return cls()
 
 
-class SampledRate:
-    """Kafka's ``SimpleRate`` over a ``SampledStat`` of :class:`QuotaWindow` samples, in seconds.
-
-    ``record`` adds bytes to the current sample (a new one starts once the current sample
-    is ``sample_s`` old, cycling over ``samples + 1`` slots); ``measure`` first resets the
-    samples whose last bytes are ``samples x sample_s`` old, then divides the sum by the
-    time since the oldest sample began, at least one window (``SimpleRate.windowSize``).
-    """
-
-    def __init__(self, window: QuotaWindow) -> None:
-        self.window = window
-        self._samples: list[list[float]] = []  # [start s, last event s, bytes]
-        self._current = 0
-
-    def record(self, value: float, now: float) -> None:
-        """Add ``value`` bytes at time ``now`` (seconds)."""
-        if not self._samples:
-            self._samples.append([now, now, 0.0])
-        sample = self._samples[self._current]
-        if now - sample[0] >= self.window.sample_s:
-            self._current = (self._current + 1) % (self.window.samples + 1)
-            if self._current >= len(self._samples):
-                self._samples.append([now, now, 0.0])
-            else:
-                self._samples[self._current] = [now, now, 0.0]
-            sample = self._samples[self._current]
-        sample[1] = now
-        sample[2] += value
-
-    def measure(self, now: float) -> float:
-        """Return the rate at ``now`` in bytes/s (0 before any record)."""
-        if not self._samples:
-            return 0.0
-        expire = self.window.samples * self.window.sample_s
-        for sample in self._samples:
-            if now - sample[1] >= expire:
-                sample[0], sample[1], sample[2] = now, now, 0.0
-        total = sum(s[2] for s in self._samples)
-        elapsed = max(now - min(s[0] for s in self._samples), self.window.sample_s)
-        return total / elapsed
+def sampled_rate(window: QuotaWindow) -> SampledRate:
+    """Return Kafka's quota rate over ``window``, times in s (:mod:`kpo_kafka.sampled_rate`)."""
+    return SampledRate(window.samples, window.sample_s)
 
 
 def throttled_finish(
@@ -139,7 +104,7 @@ def throttled_finish(
     remaining = bytes_total - last_bytes
     if remaining <= 0:
         return 0.0
-    quota = SampledRate(window)
+    quota = sampled_rate(window)
     step = window.sample_s / 10
     speed = max(_interval_speeds(history, 2 * window.sample_s), default=rate)
     first_t, first_bytes = history[0]

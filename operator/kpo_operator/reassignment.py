@@ -54,10 +54,12 @@ from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import KafkaAdminError, KafkaAuthorizationError
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.cluster import ClusterSnapshot, read_cluster, with_owners
+from kpo_operator.cluster import ClusterSnapshot, with_owners
+from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
 from kpo_operator.cordons import drained_brokers
+from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
@@ -78,7 +80,6 @@ from kpo_operator.reassignment_actions import (
     needs_submission,
     oar,
     order_restores,
-    owners_of_in_flight,
 )
 from kpo_operator.reassignment_status import (
     PartitionStatus,
@@ -186,6 +187,10 @@ class ReassignmentReconciler:
         now: Wall-clock time (status timestamps).
         cordons: The single writer of ``cordoned.log.dirs`` (KIP-1066): brokers a move
             drains are cordoned while it moves; ``None``: never cordon.
+        reader: Where step snapshots come from (default: a read per step); a
+            :class:`~kpo_operator.cluster_reader.SharedClusterReader` shared by the
+            cluster's objects batches them.
+        owners: Who owns which in-flight partition (default: a list per step).
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
@@ -200,12 +205,16 @@ class ReassignmentReconciler:
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         cordons: CordonWriter | None = None,
+        reader: SharedClusterReader | None = None,
+        owners: InFlightOwners | None = None,
     ) -> None:
         self.admin = admin
         self.cordons = cordons
         self._cordon_synced: dict[str, float] = {}  # object uid -> last cordon sync
         self.store = store
         self.writer = writer
+        self.reader = reader or SharedClusterReader(admin, 0.0)
+        self.owners = owners or InFlightOwners(store, 0.0)
         self.rate_window_s = rate_window_s
         self.throttle_resync_s = throttle_resync_s
         self._quota_window: tuple[float, QuotaWindow] | None = None  # (read at, window)
@@ -246,6 +255,7 @@ class ReassignmentReconciler:
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
             return False
         self._rates.pop(_object_uid(obj), None)
+        self.owners.forget(object_key(obj))
         return True
 
     # -- the step -------------------------------------------------------------------------
@@ -300,9 +310,9 @@ class ReassignmentReconciler:
         wanted = spec.partitions if spec else []
         topics = {tp[0] for tp in accepted} | {t.topic for t in wanted}
         dirs = {b for t in wanted if t.log_dirs for b in t.replicas}
-        snapshot = read_cluster(self.admin, sorted(topics), replica_sizes=True, log_dirs_of=dirs)
+        snapshot = self.reader.read(sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
-        owners = owners_of_in_flight(self.store, exclude=key)
+        owners = self.owners.owners(exclude=key)
         owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
         with_owners(snapshot.view, owners)
         return StepContext(
@@ -344,7 +354,7 @@ class ReassignmentReconciler:
         ctx = replace(ctx, accepted=accepted_partitions(ctx.status))
         self._sync_cordons(ctx)
         throttles = self._apply_throttles(ctx)
-        if throttles.applied and pending:
+        if throttles.changed_for(ctx.source) and pending:
             return Phase.MOVING  # submitted on the next step, once brokers have the throttles
         return self._track(ctx)
 
@@ -556,9 +566,10 @@ class ReassignmentReconciler:
         """
         moving = accepted_spec(ctx.status)
         own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
-        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).applied:
+        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).changed_for(ctx.source):
             return entries
         errors = self.admin.alter_partition_reassignments(dict(targets))
+        self.reader.invalidate()
         refused = {tp: str(e) for tp, e in errors.items() if e is not None}
         submitted: list[PartitionStatus] = []
         for entry in entries:
@@ -761,6 +772,7 @@ class ReassignmentReconciler:
         # which can change the preferred leader: restore the recorded order (no data moves).
         if reorder := order_restores(ctx.accepted, ctx.snapshot.view):
             self.admin.alter_partition_reassignments(reorder)
+            self.reader.invalidate()
             text = f"restoring the original replica order of {len(reorder)} partitions"
             self._record(ctx, StatusUpdate(Phase.CANCELLING, text, ctx.generation), None)
             return Phase.CANCELLING
@@ -797,6 +809,7 @@ class ReassignmentReconciler:
     def _revert(self, ctx: StepContext, ours: list[TopicPartition]) -> str:
         """Cancel ``ours`` with AlterPartitionReassignments (``None`` targets, KIP-455)."""
         errors = self.admin.alter_partition_reassignments({tp: None for tp in ours})
+        self.reader.invalidate()
         refused = {tp: e for tp, e in errors.items() if e is not None}
         text = f"cancelling {len(ours)} in-flight partitions (reverting to their replicas)"
         if refused:
@@ -842,6 +855,7 @@ class ReassignmentReconciler:
         meta = obj["metadata"]
         self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
         obj["status"] = {k: v for k, v in new.items() if v is not None}
+        self.owners.written(obj)
         old.clear()
         old.update(obj["status"])
         if reason is not None and update.phase.value != before:

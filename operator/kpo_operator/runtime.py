@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -48,6 +49,7 @@ from kpo_operator.connections import (
     SecretReader,
     describe_key,
 )
+from kpo_operator.metrics import OperatorMetrics, cluster_label
 from kpo_operator.resources import ResourceKind
 from kpo_operator.settings import OperatorSettings
 from kpo_operator.store import KubeObjectStore, ObjectStore, ObjectStoreError, kube_api_client
@@ -95,6 +97,8 @@ class OperatorRuntime:
             same ConfigMap, :func:`~kpo_operator.throttle_ledger.ledger_key`).
         client_for: Makes an Admin API client for a KafkaCluster's connection (default
             kafka-python).
+        metrics: The operator's metrics: Admin API requests of the default pool and the
+            KafkaClusters' pools, requests of the ``kubernetes`` client (``None``: none).
 
     The default cluster's runtime is also reachable as ``admin``, ``writer``,
     ``reassignments`` and ``quotas``; KafkaClusters' through :attr:`clusters`.
@@ -109,8 +113,10 @@ class OperatorRuntime:
         secrets: SecretReader | None = None,
         ledger_store_for: Callable[[ClusterKey], ThrottleLedgerStore] | None = None,
         client_for: Callable[[Connection], KafkaAdmin] | None = None,
+        metrics: OperatorMetrics | None = None,
     ) -> None:
         self.settings = settings
+        self.metrics = metrics
         default_admin: KafkaAdmin = admin or KafkaAdminPool(
             lambda: KafkaPythonAdmin(
                 ",".join(settings.bootstrap_servers),
@@ -119,12 +125,14 @@ class OperatorRuntime:
                 security=settings.kafka_security,
             ),
             MAX_WORKERS,
+            metrics.admin_observer(cluster_label(None)) if metrics else None,
         )
         api_client: list[Any] = []
 
         def kube() -> Any:
             if not api_client:
-                api_client.append(kube_api_client())
+                made = kube_api_client()
+                api_client.append(metrics.instrument_kube_client(made) if metrics else made)
             return api_client[0]
 
         self.store = store or KubeObjectStore(settings.namespaces, kube())
@@ -140,6 +148,7 @@ class OperatorRuntime:
             self.store,
             ledger_store or config_map_ledger(None),
             settings,
+            metrics=metrics,
         )
         self.admin = default.admin
         self.writer = default.writer
@@ -152,6 +161,7 @@ class OperatorRuntime:
             default,
             ledger_store_for or config_map_ledger,
             client_for,
+            metrics,
         )
         self.kafka_clusters = KafkaClusterReconciler(self.store, self.clusters)
         self._locks: dict[str, threading.Lock] = {}
@@ -195,7 +205,10 @@ class OperatorRuntime:
         Raises:
             RetryLater: The cluster cannot be used now, Kafka or the API server failed.
         """
-        with self._serialised(f"{kind.plural}/{namespace}/{name}"):
+        with (
+            self._serialised(f"{kind.plural}/{namespace}/{name}"),
+            self._timed(kind, namespace, name),
+        ):
             try:
                 cluster = self.clusters.get(namespace, cluster_ref)
             except ClusterUnavailable as exc:
@@ -211,6 +224,16 @@ class OperatorRuntime:
                     what = f"{describe_key(cluster.key)} unreachable: {cause}"
                     self._unavailable(kind, namespace, name, CLUSTER_UNREACHABLE, what)
                 raise
+
+    @contextmanager
+    def _timed(self, kind: ResourceKind, namespace: str, name: str) -> Iterator[None]:
+        """Record the step's duration and the time since the object's previous step."""
+        began = time.monotonic()
+        try:
+            yield
+        finally:
+            if self.metrics is not None:
+                self.metrics.step_done(kind.plural, namespace, name, began, time.monotonic())
 
     def _unavailable(
         self, kind: ResourceKind, namespace: str, name: str, reason: str, message: str
@@ -234,6 +257,8 @@ class OperatorRuntime:
         """Drop the lock of a deleted object."""
         with self._locks_guard:
             self._locks.pop(f"{kind}/{namespace}/{name}", None)
+        if self.metrics is not None:
+            self.metrics.forget(kind, namespace, name)
 
     def close(self) -> None:
         """Close the Kafka connections of every cluster."""

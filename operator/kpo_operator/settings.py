@@ -36,6 +36,9 @@ variable                    setting                      meaning
 ``KPO_KAFKA_SASL_USERNAME`` ``kafka_security``           SASL user and password instead of
 ``KPO_KAFKA_SASL_PASSWORD``                              ``sasl.jaas.config`` (each also
                                                          ``..._FILE``)
+``KPO_METRICS_PORT``        ``metrics_port``             port of the Prometheus ``/metrics``
+                                                         endpoint (requests to Kafka and the
+                                                         API server, memory); unset: none
 =========================== ============================ =====================================
 
 The Kafka client settings are read by
@@ -80,6 +83,7 @@ class OperatorSettings(BaseModel):
         namespace: The operator's namespace, holding the throttle ledger ConfigMap.
         throttle_ledger: Name of the throttle ledger ConfigMap (one per Kafka cluster).
         kafka_security: TLS and SASL settings of the Kafka client (secrets masked).
+        metrics_port: Port of the Prometheus metrics endpoint (``None``: not served).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -95,6 +99,7 @@ class OperatorSettings(BaseModel):
     namespace: str = Field(default="default", pattern=_DNS_LABEL)
     throttle_ledger: str = Field(default="kpo-throttle-ledger", pattern=_DNS_SUBDOMAIN)
     kafka_security: ClientSecurity = Field(default_factory=ClientSecurity)
+    metrics_port: int | None = Field(default=None, gt=0, lt=65536)
 
     @field_validator("bootstrap_servers")
     @classmethod
@@ -131,6 +136,8 @@ class OperatorSettings(BaseModel):
                 values[name] = raw
         if (raw := env.get(ENV_PREFIX + "REQUEST_TIMEOUT_MS")) is not None:
             values["request_timeout_ms"] = raw
+        if raw := env.get(ENV_PREFIX + "METRICS_PORT"):
+            values["metrics_port"] = raw
         if (raw := env.get(ENV_PREFIX + "CLIENT_ID")) is not None:
             values["client_id"] = raw
         watched = values["namespaces"]

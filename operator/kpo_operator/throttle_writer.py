@@ -26,7 +26,9 @@ foreign value in the way of what an object wants is left alone (or, for a broker
 TopicReplicaQuota claims in ``spec.brokers``, overridden and remembered) and a
 Warning Event ``ForeignThrottle`` naming the key, the resource and both values is
 recorded on each object that wants the key, once per distinct finding.
-Calls are serialised by a lock: at most one sync runs at a time.
+At most one sync runs at a time; the syncs asked for meanwhile are merged into the next
+one (group commit), and a caller content with a recent sync (``max_age_s``) gets it
+without waiting for the one in progress.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ from kpo_operator.throttles import (
     ForeignThrottle,
     OpType,
     ThrottleConfigs,
+    ThrottledReplicas,
     ThrottleFormatError,
     merge,
     plan,
@@ -84,6 +87,7 @@ class SyncResult:
         errors: Resources whose update failed, with Kafka's error.
         snapshot: The cluster snapshot the contributions were computed on.
         generations: source -> ``metadata.generation`` of the object whose spec was read.
+        before: The throttle configs as read before the writes.
     """
 
     effective: EffectiveThrottles
@@ -94,6 +98,43 @@ class SyncResult:
     errors: dict[ConfigResource, ApiError] = field(default_factory=dict)
     snapshot: ClusterSnapshot | None = None
     generations: dict[str, int] = field(default_factory=dict)
+    before: ThrottleConfigs = field(default_factory=ThrottleConfigs)
+
+    def changed_for(self, source: str) -> bool:
+        """Whether this sync wrote a config ``source`` needs that was not in place before.
+
+        A broker rate it wants that was written, or a topic replica list written while it
+        lacked ``source``'s pairs. Brokers apply config changes asynchronously, so such a
+        source waits before submitting; changes made for other objects only (e.g. their
+        pairs added to a shared topic's list) do not hold it up.
+        """
+        mine = self.contributions.get(source)
+        if mine is None:
+            return False
+        for change in self.applied:
+            name, key = change.resource_name, change.key
+            if not wants(mine, change.resource_type, name, key):
+                continue
+            if change.resource_type is ConfigResourceKind.BROKER:
+                return True
+            try:
+                had = ThrottledReplicas.parse(self.before.topics.get(name, {}).get(key, ""))
+            except ThrottleFormatError:
+                return True
+            needed = mine.topic_replicas[name][key]
+            if not had.wildcard and (needed.wildcard or not needed.replicas <= had.replicas):
+                return True
+        return False
+
+
+@dataclass
+class _Batch:
+    """Sync requests merged into one sync (group commit)."""
+
+    overrides: dict[str, Contribution | None] = field(default_factory=dict)
+    done: threading.Event = field(default_factory=threading.Event)
+    result: SyncResult | None = None
+    error: BaseException | None = None
 
 
 class ThrottleWriter:
@@ -121,7 +162,9 @@ class ThrottleWriter:
         self.store = store
         self.ledger_store = ledger_store
         self.clock = clock
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # one sync at a time
+        self._batch_lock = threading.Lock()  # guards _open and _last
+        self._open: _Batch | None = None
         self._ledger: ThrottleLedger | None = None
         self._reported: set[tuple[str, ForeignThrottle]] = set()
         self._last: tuple[float, SyncResult] | None = None
@@ -137,20 +180,52 @@ class ThrottleWriter:
         Args:
             overrides: source -> contribution to use instead of the stored object's
                 (``None`` drops that source), for an object whose status is about to change.
-            max_age_s: Without overrides, reuse a sync younger than this many seconds.
+            max_age_s: Without overrides, reuse a sync younger than this many seconds,
+                or the last one while another sync is in progress (never waiting for it:
+                a periodic re-check needs only one caller to run it).
             observed: ``(source, generation)`` of the caller's object: a sync is reused
                 only if it read that generation of that object's spec (a sync from before
                 the object was created or its spec changed is not).
+
+        Syncs asked for while one runs are done together as the next one (group commit:
+        their overrides are merged, each caller gets that sync's result), so N objects
+        accepted at once cost about two syncs, not N one after another.
         """
-        with self._lock:
-            if not overrides and max_age_s is not None and self._last is not None:
-                at, last = self._last
-                read = observed is None or last.generations.get(observed[0]) == observed[1]
-                if read and self.clock() - at < max_age_s:
-                    return last
-            result = self._sync(dict(overrides or {}))
-            self._last = (self.clock(), result)
+        if not overrides and max_age_s is not None:
+            with self._batch_lock:
+                last = self._last
+                busy = self._open is not None or self._lock.locked()
+            if last is not None:
+                at, result = last
+                read = observed is None or result.generations.get(observed[0]) == observed[1]
+                if read and (busy or self.clock() - at < max_age_s):
+                    return result  # recent, or a newer one is being made by someone else
+        with self._batch_lock:
+            batch = self._open
+            leader = batch is None
+            if batch is None:
+                batch = self._open = _Batch()
+            batch.overrides.update(overrides or {})
+        if not leader:
+            batch.done.wait()
+            if batch.error is not None:
+                raise batch.error
+            assert batch.result is not None
+            return batch.result
+        try:
+            with self._lock:
+                with self._batch_lock:
+                    self._open = None  # later callers start the next batch
+                result = self._sync(dict(batch.overrides))
+                with self._batch_lock:
+                    self._last = (self.clock(), result)
+            batch.result = result
             return result
+        except BaseException as exc:
+            batch.error = exc
+            raise
+        finally:
+            batch.done.set()
 
     def _contributors(
         self, snapshot: ClusterSnapshot
@@ -236,6 +311,7 @@ class ThrottleWriter:
             effective,
             contributions,
             snapshot=snapshot,
+            before=current,
             foreign=decided.foreign,
             generations={
                 source: int(obj["metadata"].get("generation") or 1)

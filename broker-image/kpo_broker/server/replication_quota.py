@@ -4,20 +4,17 @@ Two :class:`ReplicationQuotaManager` instances live on each broker, one for the 
 side (bytes served to throttled followers) and one for the follower side (bytes fetched
 for throttled partitions), as Kafka's ``QuotaFactory.instantiate`` creates them.
 
-Rate measurement (the semantics of Kafka's ``Rate`` over a ``SampledStat`` summing its
-samples, configured by ``replication.quota.window.num`` = N and
-``replication.quota.window.size.seconds`` = W):
-
-* Recorded bytes go into the current *sample*. A sample covers W seconds from its start;
-  a record arriving later starts the next sample (the N sample slots are reused
-  round-robin, a reused slot is cleared first).
-* A sample whose start is N*W seconds or more in the past is obsolete: it is cleared
-  (value 0, start = now) before every measurement.
-* ``rate(now) = (sum of all sample values) / elapsed``, where ``elapsed`` is the time
-  since the start of the oldest sample, raised to at least (N-1)*W seconds so that a
-  quota manager with little history does not report a huge rate (the first
-  (N-1)*W*quota bytes therefore pass in a burst, as in Kafka).
-* The quota is exceeded when ``rate(now) > quota`` (bytes/s).
+Rate measurement: one sensor per manager, shared by every fetcher (follower side) or every
+replica fetch served (leader side), as Kafka's ``ReplicationQuotaManager`` registers one
+``byte-rate`` sensor per replication type: Kafka 3.9's ``SimpleRate`` over a summing
+``SampledStat`` (:mod:`kpo_kafka.sampled_rate`) with ``replication.quota.window.num`` = N
+samples of ``replication.quota.window.size.seconds`` = W. In short: bytes count until N*W
+after the last record of their sample (N + 1 sample slots), and the rate is their sum over
+the time since the oldest sample began, at least one window, so a throttled move starts
+with about one window's worth of quota, not N - 1. The quota is exceeded when the rate is
+above it (Kafka's ``Quota.acceptable``). Checks never record and records never check
+(``Sensor.record(value, now, false)``): callers check before a fetch and record the bytes
+after it, as Kafka's ``ReplicaFetcherThread`` and ``KafkaApis.handleFetchRequest`` do.
 
 Throttled replica lists (``leader.replication.throttled.replicas`` and
 ``follower.replication.throttled.replicas`` topic configs): ``*`` (every replica) or
@@ -31,6 +28,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from kpo_kafka.sampled_rate import SampledRate
 
 #: No limit: the static default of both ``*.replication.throttled.rate`` (Kafka's Long.MAX).
 UNLIMITED_RATE = 2**63 - 1
@@ -87,14 +86,11 @@ def parse_throttled_replicas(value: str) -> ThrottledReplicas:
     return ThrottledReplicas(replicas=frozenset(pairs))
 
 
-@dataclass
-class _Sample:
-    start_ms: float
-    value: float = 0.0
-
-
 class ReplicationQuotaManager:
     """Measures one side's throttled replication byte rate and compares it to the quota.
+
+    One instance per side per broker, shared by all its fetchers (Kafka's
+    ``ReplicationQuotaManager``: one ``byte-rate`` sensor per replication type).
 
     Args:
         quota_bytes_per_second: the throttle rate, bytes/s (``leader.replication.throttled.rate``
@@ -120,11 +116,8 @@ class ReplicationQuotaManager:
     ) -> None:
         if window_num < 1 or window_size_seconds < 1:
             raise ValueError("replication quota windows must be positive")
-        self._window_num = window_num
-        self._window_ms = window_size_seconds * 1000
         self._clock = clock or (lambda: time.time() * 1000)
-        self._samples: list[_Sample] = []
-        self._current = 0
+        self._rate = SampledRate(window_num, window_size_seconds)  # times in seconds
         self._quota = UNLIMITED_RATE
         self._throttled: dict[str, ThrottledReplicas] = {}
         self.total_recorded_bytes = 0
@@ -147,54 +140,22 @@ class ReplicationQuotaManager:
         self._quota = quota_bytes_per_second
 
     def record(self, num_bytes: int) -> None:
-        """Add ``num_bytes`` of throttled replication traffic at the current time."""
-        now = self._clock()
-        sample = self._current_sample(now)
-        if now - sample.start_ms >= self._window_ms:
-            sample = self._advance(now)
-        sample.value += num_bytes
+        """Add ``num_bytes`` of throttled replication traffic at the current time.
+
+        Never checks the quota (Kafka's ``record`` calls ``Sensor.record(.., false)``).
+        """
+        self._rate.record(num_bytes, self._clock() / 1000)
         self.total_recorded_bytes += num_bytes
 
     def rate(self) -> float:
         """Return the measured rate now, bytes/s (see the module docstring)."""
-        now = self._clock()
-        self._purge_obsolete(now)
-        total = sum(s.value for s in self._samples)
-        oldest = min(self._samples, key=lambda s: s.start_ms) if self._samples else None
-        elapsed_ms = now - oldest.start_ms if oldest is not None else 0.0
-        min_full_windows = self._window_num - 1
-        full_windows = int(elapsed_ms // self._window_ms)
-        if full_windows < min_full_windows:
-            elapsed_ms += (min_full_windows - full_windows) * self._window_ms
-        if elapsed_ms <= 0:
-            return 0.0 if total == 0 else float("inf")
-        return total * 1000 / elapsed_ms
+        return self._rate.measure(self._clock() / 1000)
 
     def is_quota_exceeded(self) -> bool:
         """Whether the measured rate is above the quota (never when unthrottled)."""
         if self._quota >= UNLIMITED_RATE:
             return False
         return self.rate() > self._quota
-
-    def _current_sample(self, now: float) -> _Sample:
-        if not self._samples:
-            self._samples.append(_Sample(now))
-            self._current = 0
-        return self._samples[self._current]
-
-    def _advance(self, now: float) -> _Sample:
-        self._current = (self._current + 1) % self._window_num
-        if self._current >= len(self._samples):
-            self._samples.append(_Sample(now))
-        else:
-            self._samples[self._current] = _Sample(now)
-        return self._samples[self._current]
-
-    def _purge_obsolete(self, now: float) -> None:
-        expire_ms = self._window_num * self._window_ms
-        for i, sample in enumerate(self._samples):
-            if now - sample.start_ms >= expire_ms:
-                self._samples[i] = _Sample(now)
 
     # ------------------------------------------------------- throttled replicas
     def mark_throttled(self, topic: str, replicas: ThrottledReplicas) -> None:

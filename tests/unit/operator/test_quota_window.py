@@ -7,7 +7,7 @@ import pytest
 from kpo_operator.quota_window import (
     MAX_STEPS,
     QuotaWindow,
-    SampledRate,
+    sampled_rate,
     throttled_finish,
 )
 
@@ -15,7 +15,7 @@ MB = 1_000_000
 
 
 def test_rate_counts_at_least_one_window_and_expires_samples_without_recent_bytes() -> None:
-    quota = SampledRate(QuotaWindow(11, 1.0))
+    quota = sampled_rate(QuotaWindow(11, 1.0))
     assert quota.measure(0.0) == 0.0
     quota.record(11 * MB, 0.0)
     assert quota.measure(0.5) == pytest.approx(11 * MB)  # one window at least
@@ -29,7 +29,7 @@ def test_rate_counts_at_least_one_window_and_expires_samples_without_recent_byte
 
 def kafka_move(total: float, rate: float, speed: float, window: QuotaWindow, poll_s: float):
     """A move as Kafka runs it (fine steps of the quota rule); polls and the finish time."""
-    quota = SampledRate(window)
+    quota = sampled_rate(window)
     t, done, polls, dt = 0.0, 0.0, [(0.0, 0)], 0.005
     next_poll = poll_s
     while done < total:

@@ -96,7 +96,7 @@ def test_follower_catch_up_is_throttled_to_the_rate_then_finishes_when_unthrottl
     time.sleep(1)  # every broker applies a config change within a second
     cluster.brokers[1].start()
 
-    # Past the initial burst ((window.num - 1) windows' worth of quota), measure >= 10 s.
+    # Past the initial burst (about one window's worth of quota), measure >= 10 s.
     wait_for(lambda: log_bytes(cluster, 1, "bulk") >= 2 * RATE, 60, "the initial burst")
     start, start_bytes = time.monotonic(), log_bytes(cluster, 1, "bulk")
 
@@ -121,3 +121,55 @@ def test_follower_catch_up_is_throttled_to_the_rate_then_finishes_when_unthrottl
     )
     wait_for(lambda: log_bytes(cluster, 1, "bulk") == leader_bytes, 15, "the unthrottled catch-up")
     wait_for(lambda: sorted(describe(cluster, "bulk")[0]["isr_nodes"]) == [0, 1], 30, "ISR of bulk")
+
+
+def test_one_follower_fetching_from_two_leaders_shares_one_follower_quota(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """Two fetchers (leaders 0 and 1) on broker 2 together stay within its follower rate.
+
+    Kafka's ReplicationQuotaManager is one sensor per broker, checked before each fetch
+    and recorded after it by every fetcher. With Kafka's default window (11 x 1 s) and
+    fetches of a quarter of the rate, the two fetchers together copy at the rate.
+    """
+    cluster = kafka_cluster_factory(3, {"replica.fetch.max.bytes": str(RATE // 4)})
+    topics = {"from0": [0, 2], "from1": [1, 2]}
+    for topic, replicas in topics.items():
+        create_topic(cluster, topic, assignment={0: replicas}, configs={"min.insync.replicas": "1"})
+    cluster.brokers[2].stop()
+    for topic, replicas in topics.items():
+        wait_for(
+            lambda t=topic, r=replicas: describe(cluster, t)[0]["isr_nodes"] == r[:1],
+            30,
+            f"ISR of {topic} to shrink",
+        )
+        produce(cluster, topic, BACKLOG, acks=1)
+    leader_bytes = sum(log_bytes(cluster, r[0], t) for t, r in topics.items())
+    # Only broker 2's follower side is throttled; the leaders send as fast as asked.
+    set_default_rates(cluster, {"follower.replication.throttled.rate": str(RATE)})
+    alter(
+        cluster,
+        [
+            ConfigResource(
+                ConfigResourceType.TOPIC, t, {"follower.replication.throttled.replicas": "0:2"}
+            )
+            for t in topics
+        ],
+    )
+    time.sleep(1)  # every broker applies a config change within a second
+    cluster.brokers[2].start()
+
+    def copied() -> int:
+        return sum(log_bytes(cluster, 2, t) for t in topics)
+
+    # Past the first window's burst (SimpleRate: one window's worth), measure 16 s.
+    wait_for(lambda: copied() >= 2 * RATE, 60, "the initial burst")
+    start, start_bytes = time.monotonic(), copied()
+    time.sleep(16)
+    elapsed, moved = time.monotonic() - start, copied() - start_bytes
+    rate = moved / elapsed
+    assert copied() < leader_bytes
+    # Slack: about one fetch per fetcher (1/4 s of quota each) over the 16 s span.
+    assert 0.7 * RATE <= rate <= 1.15 * RATE, f"shared follower rate {rate:.0f} B/s vs {RATE}"
+    set_default_rates(cluster, {})
+    wait_for(lambda: copied() == leader_bytes, 30, "the unthrottled catch-up")

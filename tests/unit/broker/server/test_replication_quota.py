@@ -31,25 +31,28 @@ def manager(
     return ReplicationQuotaManager(quota, num, size_s, clock=clock), clock
 
 
-def test_rate_with_little_history_is_divided_by_n_minus_one_windows() -> None:
+def test_rate_with_little_history_is_divided_by_one_window() -> None:
+    # SimpleRate.windowSize: max(elapsed since the oldest sample, one window).
     q, clock = manager()
     q.record(1000)
-    # Elapsed 0 s is raised to (11 - 1) windows of 1 s.
-    assert q.rate() == pytest.approx(100.0)
+    assert q.rate() == pytest.approx(1000.0)
     clock.ms += 500
-    assert q.rate() == pytest.approx(1000 / 10.5)
+    assert q.rate() == pytest.approx(1000.0)
+    clock.ms += 1500
+    assert q.rate() == pytest.approx(1000 / 2.0)
 
 
 def test_rate_over_a_full_window_is_sum_over_elapsed_time() -> None:
     q, clock = manager(num=3)
-    for _ in range(5):  # one record per second: samples at t=0,1,2 then slots are reused
+    for _ in range(5):  # one record per second: samples at t=0..4 s in N + 1 = 4 slots
         q.record(300)
         clock.ms += 1000
-    # t=5 s: samples started at 2, 3, 4 s hold 300 each; oldest started 3 s ago.
-    assert q.rate() == pytest.approx(900 / 3.0)
+    # t=5 s: the samples last recorded at 1 and 2 s are 3 s old (obsolete); those started
+    # at 3 and 4 s hold 300 each, and the oldest of them started 2 s ago.
+    assert q.rate() == pytest.approx(600 / 2.0)
 
 
-def test_obsolete_samples_are_purged_after_n_windows() -> None:
+def test_obsolete_samples_are_purged_n_windows_after_their_last_record() -> None:
     q, clock = manager(num=3)
     q.record(3000)
     clock.ms += 2999
@@ -58,9 +61,36 @@ def test_obsolete_samples_are_purged_after_n_windows() -> None:
     assert q.rate() == 0.0
 
 
+def test_a_sample_overlapping_the_window_still_counts() -> None:
+    # Kafka 3.8+ (the rate spike fix): a sample that started more than N*W ago but was
+    # recorded into later is kept until N*W after its last record.
+    q, clock = manager(num=2)
+    start = clock.ms
+    q.record(0)
+    clock.ms = start + 990
+    q.record(1000)
+    clock.ms = start + 2100
+    # Purged by its start, the 1000 bytes would be forgotten already.
+    assert q.rate() == pytest.approx(1000 / 2.1)
+    clock.ms = start + 2990
+    assert q.rate() == 0.0
+
+
+def test_n_plus_one_samples_are_kept() -> None:
+    q, clock = manager(num=2)
+    start = clock.ms
+    # 0 and 900 ms go to the sample started at 0; 1000 and 2000 ms open two more: with
+    # N + 1 = 3 slots the first is not reused, and its last record (900 ms) is recent.
+    for at in (0, 900, 1000, 2000):
+        clock.ms = start + at
+        q.record(100)
+    clock.ms = start + 2500
+    assert q.rate() == pytest.approx(400 / 2.5)
+
+
 def test_quota_is_exceeded_only_above_the_bound() -> None:
     q, _ = manager(quota=100)
-    q.record(1000)  # exactly 100 B/s over the 10 s minimum window
+    q.record(100)  # exactly 100 B/s over the one-window minimum
     assert not q.is_quota_exceeded()
     q.record(1)
     assert q.is_quota_exceeded()
@@ -161,3 +191,45 @@ def test_effective_rates_per_broker_beats_default_beats_static() -> None:
     quotas = ReplicationQuotas(ReplicationQuotaManager(), ReplicationQuotaManager())
     quotas.apply_broker_rates(rates)
     assert (quotas.leader.upper_bound, quotas.follower.upper_bound) == (9, 8)
+
+
+def _two_fetchers_share_one_quota(num: int, round_trip_ms: float) -> float:
+    """Seconds two fetchers take to copy 20 MiB each through one follower quota of 1 MiB/s.
+
+    Each fetcher, as Kafka's ReplicaFetcherThread: check the shared quota before a fetch
+    (exceeded: back off ``replica.fetch.backoff.ms`` = 1 s), fetch up to 1 MiB
+    (``replica.fetch.max.bytes``) taking ``round_trip_ms``, record the bytes after it.
+    The fetchers interleave, so both may pass the check before either records.
+    """
+    mib = 1 << 20
+    q, clock = manager(quota=mib, num=num)
+    start = clock.ms
+    left = [20 * mib, 20 * mib]
+    ready = [start, start + 1.0]  # when each fetcher next acts (ms)
+    in_flight: list[float | None] = [None, None]  # when its fetch returns
+    while any(left):
+        i = min((j for j in (0, 1) if left[j]), key=lambda j: in_flight[j] or ready[j])
+        if in_flight[i] is not None:
+            clock.ms = in_flight[i]
+            n = min(mib, left[i])
+            q.record(n)
+            left[i] -= n
+            in_flight[i], ready[i] = None, clock.ms
+            continue
+        clock.ms = ready[i]
+        if q.is_quota_exceeded():
+            ready[i] += 1000.0
+        else:
+            in_flight[i] = clock.ms + round_trip_ms
+    return (clock.ms - start) / 1000
+
+
+@pytest.mark.parametrize("num", [2, 11])
+@pytest.mark.parametrize("round_trip_ms", [5.0, 40.0])
+def test_two_fetchers_sharing_the_follower_quota_stay_within_it(
+    num: int, round_trip_ms: float
+) -> None:
+    # 40 MiB at 1 MiB/s is 40 s; the first window's burst and the check-then-record race
+    # between the fetchers may shorten it a little, never by more than 5 %.
+    took = _two_fetchers_share_one_quota(num, round_trip_ms)
+    assert 0.95 * 40 <= took <= 1.05 * 40, took

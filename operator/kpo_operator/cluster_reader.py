@@ -1,0 +1,224 @@
+"""One cluster read shared by every object of a Kafka cluster (I/O edge, batching).
+
+Each reconcile step of a PartitionReassignment needs the cluster as it is now: DescribeCluster,
+ListPartitionReassignments, Metadata of its topics and DescribeLogDirs of their replicas
+(:func:`~kpo_operator.cluster.read_cluster`). Read per object, that is four requests and
+more (one DescribeLogDirs per broker) per object per poll interval, so the Admin API load
+grows with the number of objects. :class:`SharedClusterReader` reads once for all of them:
+
+- a read younger than ``max_age_s`` that covers the topics asked for (and the replica
+  sizes, if asked) is shared: the step's snapshot is composed from it
+  (:func:`~kpo_operator.cluster.compose_snapshot`) without a request;
+- otherwise a caller waits for a read in flight that covers its topics, or reads: the
+  union of the topics asked for in the last :data:`INTEREST_READS` read intervals when no
+  other read is in flight, else only its own topics (a slow read of other objects' topics
+  never holds a step up, issue 12);
+- :meth:`SharedClusterReader.invalidate` (after an AlterPartitionReassignments of the
+  operator) makes the next read fresh: a step never decides on a view from before its
+  own object's submission. A read in flight when invalidated is not shared afterwards.
+
+So Kafka is asked about ``1 / max_age_s`` times a second whatever the number of objects;
+each answer grows with the partitions of the objects still moving, as one object's did.
+Log dir paths (asked only for ``logDirs`` moves) are read per call.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+from kpo_kafka.admin import KafkaAdmin
+from kpo_kafka.admin_types import (
+    ClusterInfo,
+    PartitionInfo,
+    Reassignment,
+    ReplicaDirInfo,
+    ReplicaKey,
+)
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.cluster import ClusterSnapshot, compose_snapshot, read_cluster, replica_hosts
+
+#: A topic asked for within this many read intervals is included in every shared read.
+INTEREST_READS = 4
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The Admin API answers of one shared read."""
+
+    at: float
+    generation: int
+    topics: frozenset[str]
+    sized: bool
+    cluster: ClusterInfo
+    in_flight: dict[TopicPartition, Reassignment]
+    described: dict[str, dict[int, PartitionInfo]]
+    replicas: dict[ReplicaKey, ReplicaDirInfo]
+
+
+@dataclass
+class _Pending:
+    """A read in flight that callers wanting some of its topics wait for."""
+
+    topics: frozenset[str]
+    sized: bool
+    generation: int
+    done: threading.Event = field(default_factory=threading.Event)
+    result: _Read | None = None
+
+
+class SharedClusterReader:
+    """Cluster snapshots for many objects of one Kafka cluster from one read per interval.
+
+    Args:
+        admin: The cluster's Admin API client (used from several threads).
+        max_age_s: How old a shared read may be, seconds; ``<= 0`` reads per call (no
+            sharing, :func:`~kpo_operator.cluster.read_cluster`).
+        clock: Monotonic seconds.
+        observe: Called with ``"fresh"`` or ``"shared"`` for each snapshot (metrics).
+
+    Errors: ``KafkaAdminError`` of the reads propagates to the caller whose read failed;
+    callers waiting for it read again themselves.
+    """
+
+    def __init__(
+        self,
+        admin: KafkaAdmin,
+        max_age_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        observe: Callable[[str], None] | None = None,
+    ) -> None:
+        self.admin = admin
+        self.max_age_s = max_age_s
+        self.clock = clock
+        self._observe = observe or (lambda _: None)
+        self._lock = threading.Lock()
+        self._generation = 0
+        self._last: _Read | None = None
+        self._pending: list[_Pending] = []
+        self._interest: dict[str, float] = {}
+
+    def invalidate(self) -> None:
+        """Forget the shared read: the next snapshot comes from a new read."""
+        with self._lock:
+            self._generation += 1
+            self._last = None
+
+    def read(
+        self,
+        topics: Collection[str],
+        *,
+        replica_sizes: bool = False,
+        log_dirs_of: Collection[int] = (),
+    ) -> ClusterSnapshot:
+        """Return a snapshot of ``topics``, as :func:`~kpo_operator.cluster.read_cluster`.
+
+        Raises:
+            KafkaAdminError: The read failed (``KafkaUnavailableError``: retry later).
+        """
+        if self.max_age_s <= 0:
+            self._observe("fresh")
+            return read_cluster(
+                self.admin, topics, replica_sizes=replica_sizes, log_dirs_of=log_dirs_of
+            )
+        wanted = frozenset(topics)
+        last = self._shared_or_own(wanted, replica_sizes)
+        described = {t: last.described[t] for t in wanted if t in last.described}
+        live_dirs = sorted({b for b in log_dirs_of if b in last.cluster.brokers})
+        log_dirs = self.admin.log_dir_paths(live_dirs) if live_dirs else {}
+        replicas = last.replicas if replica_sizes else {}
+        return compose_snapshot(last.cluster, last.in_flight, described, replicas, log_dirs)
+
+    def _shared_or_own(self, wanted: frozenset[str], sized: bool) -> _Read:
+        """Return a usable shared read, the in-flight read covering ``wanted``, or a new one.
+
+        A new read covers every recent interest when no other read is in flight, else
+        only ``wanted`` (so a slow read of other topics never holds this caller up).
+        """
+        with self._lock:
+            now = self.clock()
+            for topic in wanted:
+                self._interest[topic] = now
+            if (last := self._usable(wanted, sized, now)) is not None:
+                self._observe("shared")
+                return last
+            covering = next(
+                (
+                    p
+                    for p in self._pending
+                    if p.generation == self._generation
+                    and wanted <= p.topics
+                    and (p.sized or not sized)
+                ),
+                None,
+            )
+            if covering is None:
+                if not self._pending:
+                    horizon = now - INTEREST_READS * self.max_age_s
+                    self._interest = {t: at for t, at in self._interest.items() if at >= horizon}
+                    topics = frozenset(self._interest) | wanted
+                    sized = sized or (self._last is not None and self._last.sized)
+                else:
+                    topics = wanted
+                mine = _Pending(topics, sized, self._generation)
+                self._pending.append(mine)
+        if covering is not None:
+            covering.done.wait()
+            if covering.result is not None:
+                self._observe("shared")
+                return covering.result
+            return self._shared_or_own(wanted, sized)  # its read failed: try again
+        try:
+            mine.result = self._read_now(mine)
+        finally:
+            with self._lock:
+                self._pending.remove(mine)
+            mine.done.set()
+        self._observe("fresh")
+        return mine.result
+
+    def _usable(self, wanted: frozenset[str], sized: bool, now: float) -> _Read | None:
+        last = self._last
+        if (
+            last is None
+            or last.generation != self._generation
+            or now - last.at >= self.max_age_s
+            or not wanted <= last.topics
+            or (sized and not last.sized)
+        ):
+            return None
+        return last
+
+    def _read_now(self, pending: _Pending) -> _Read:
+        """Read ``pending``'s topics; share the read unless a wider one is fresh."""
+        started = self.clock()
+        cluster = self.admin.describe_cluster()
+        in_flight = self.admin.list_partition_reassignments()
+        topics = pending.topics
+        described = self.admin.describe_topics(sorted(topics)) if topics else {}
+        replicas: dict[ReplicaKey, ReplicaDirInfo] = {}
+        if pending.sized and described:
+            hosts = replica_hosts(described, in_flight) & set(cluster.brokers)
+            if hosts:
+                replicas = self.admin.describe_log_dirs(sorted(hosts), sorted(described))
+        read = _Read(
+            started,
+            pending.generation,
+            topics,
+            pending.sized,
+            cluster,
+            in_flight,
+            described,
+            replicas,
+        )
+        with self._lock:
+            last = self._last
+            if pending.generation == self._generation and (
+                last is None
+                or started - last.at >= self.max_age_s
+                or (topics >= last.topics and (pending.sized or not last.sized))
+            ):
+                self._last = read
+        return read

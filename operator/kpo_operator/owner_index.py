@@ -1,0 +1,105 @@
+"""Which object submitted which in-flight partition, shared by a cluster's reconcile steps.
+
+Every step of a PartitionReassignment attributes the partitions in flight to the objects
+that accepted them (:func:`~kpo_operator.reassignment_actions.owners_of_in_flight`, over a
+list of every PartitionReassignment). Listed per step, the API server answers every object's
+status (up to 2,000 partition entries each) to every object every poll interval: requests
+grow with the objects and the bytes with their square. :class:`InFlightOwners` lists at
+most once per ``max_age_s`` for all steps, and each status the operator writes replaces its
+object's entry at once (write-through), so an object's own acceptance is never missed by
+the next step of another object on this operator (the operator is the only writer of these
+statuses). Objects deleted meanwhile leave the index at the next list.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.reassignment_actions import owners_of_in_flight
+from kpo_operator.reassignment_status import accepted_partitions
+from kpo_operator.resources import PARTITION_REASSIGNMENT
+from kpo_operator.states import ACTIVE_STATES, THROTTLING_PHASES
+from kpo_operator.store import ObjectStore, object_key
+
+
+def active_partitions(status: Mapping[str, Any]) -> frozenset[TopicPartition]:
+    """Return the partitions an object with ``status`` holds in flight (active entries)."""
+    if status.get("phase") not in THROTTLING_PHASES:
+        return frozenset()
+    return frozenset(
+        tp
+        for tp, accepted in accepted_partitions(status).items()
+        if accepted.state in ACTIVE_STATES
+    )
+
+
+class InFlightOwners:
+    """``namespace/name`` of the object owning each in-flight partition, listed once per interval.
+
+    Args:
+        store: The cluster's (scoped) object store.
+        max_age_s: How old the list may be, seconds; ``<= 0`` lists on every call.
+        clock: Monotonic seconds.
+
+    Errors: ``ObjectStoreError`` of the list propagates.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        max_age_s: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.store = store
+        self.max_age_s = max_age_s
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._listing = threading.Lock()
+        self._listed_at: float | None = None
+        self._held: dict[str, frozenset[TopicPartition]] = {}
+        self._written: dict[str, float] = {}  # key -> when its status was written here
+
+    def owners(self, exclude: str) -> dict[TopicPartition, str]:
+        """Partitions other objects hold in flight -> their ``namespace/name``."""
+        if self.max_age_s <= 0:
+            return owners_of_in_flight(self.store, exclude)
+        with self._lock:
+            stale = self._listed_at is None or self.clock() - self._listed_at >= self.max_age_s
+        if stale:
+            with self._listing:
+                with self._lock:
+                    listed = self._listed_at
+                if listed is None or self.clock() - listed >= self.max_age_s:
+                    self._relist()
+        with self._lock:
+            return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
+
+    def written(self, obj: Mapping[str, Any]) -> None:
+        """Record the status just written for ``obj`` (write-through)."""
+        key = object_key(obj)
+        with self._lock:
+            self._held[key] = active_partitions(obj.get("status") or {})
+            self._written[key] = self.clock()
+
+    def forget(self, key: str) -> None:
+        """Drop a deleted object."""
+        with self._lock:
+            self._held.pop(key, None)
+            self._written.pop(key, None)
+
+    def _relist(self) -> None:
+        started = self.clock()
+        objects = self.store.list(PARTITION_REASSIGNMENT)
+        listed = {object_key(o): active_partitions(o.get("status") or {}) for o in objects}
+        with self._lock:
+            # A status written here after the list began is newer than the list's copy.
+            for key, at in self._written.items():
+                if at >= started and key in self._held:
+                    listed[key] = self._held[key]
+            self._held = listed
+            self._written = {k: at for k, at in self._written.items() if at >= started}
+            self._listed_at = started

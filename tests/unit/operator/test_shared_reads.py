@@ -1,0 +1,302 @@
+"""One cluster read and one owner list per interval for all objects (issue 17, operator scale).
+
+:class:`SharedClusterReader` and :class:`InFlightOwners` batch what every reconcile step
+reads; the throttle writer merges syncs asked for while one runs (group commit); the pool
+and the ``kubernetes`` client count the requests they send (:mod:`kpo_operator.metrics`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Collection
+
+from kpo_kafka.admin_types import ConfigResource, ReplicaDirInfo, ReplicaKey
+from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.admin_pool import KafkaAdminPool
+from kpo_operator.cluster_reader import SharedClusterReader
+from kpo_operator.metrics import OperatorMetrics, kube_resource
+from kpo_operator.owner_index import InFlightOwners
+from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.resources import PARTITION_REASSIGNMENT
+from kpo_operator.throttle_writer import ThrottleWriter
+from kpo_operator.throttles import Contribution, ThrottledReplicas
+from tests.unit.operator.fake_kafka import FakeKafkaAdmin
+from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore
+from tests.unit.operator.reassignment_env import NS, Clock, reassignment
+
+WAIT_S = 10.0
+READS = ("describe_cluster", "list_partition_reassignments", "describe_topics")
+
+
+def _kafka(topics: int = 3) -> FakeKafkaAdmin:
+    kafka = FakeKafkaAdmin(brokers={0: None, 1: None, 2: None})
+    for i in range(topics):
+        kafka.create_topic(f"t{i}", {0: [0, 1]})
+    return kafka
+
+
+def _reads(kafka: FakeKafkaAdmin) -> int:
+    return sum(c == "describe_topics" for c, _ in kafka.calls)
+
+
+def test_objects_asking_within_the_interval_share_one_read() -> None:
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    first = reader.read(["t0"], replica_sizes=True)
+    assert [c for c, _ in kafka.calls] == [*READS, "describe_log_dirs"]
+    assert set(first.view.topics) == {"t0"} and first.replicas
+    reader.read(["t1"], replica_sizes=True)  # not covered yet: read again, for both topics
+    assert _reads(kafka) == 2 and kafka.calls[-2][1] == ["t0", "t1"]
+    for topic in ("t0", "t1", "t0"):
+        snapshot = reader.read([topic], replica_sizes=True)
+        assert set(snapshot.view.topics) == {topic}
+        assert {k[1] for k in snapshot.replicas} == {topic}
+    assert _reads(kafka) == 2
+    clock.advance(1.0)  # as old as max_age: read again, still for every recent interest
+    reader.read(["t2"])
+    assert _reads(kafka) == 3 and kafka.calls[-2][1] == ["t0", "t1", "t2"]
+
+
+def test_invalidate_makes_the_next_step_read_its_own_submission() -> None:
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 60.0, clock=clock)
+    assert reader.read(["t0"]).view.reassigning == {}
+    kafka.alter_partition_reassignments({TopicPartition("t0", 0): [2, 1]})
+    assert reader.read(["t0"]).view.reassigning == {}  # shared: stale by design
+    reader.invalidate()
+    assert list(reader.read(["t0"]).view.reassigning) == [TopicPartition("t0", 0)]
+
+
+def test_snapshots_do_not_share_mutable_state() -> None:
+    reader = SharedClusterReader(_kafka(), 60.0, clock=Clock())
+    reader.read(["t0"]).view.reassigning[TopicPartition("x", 0)] = "someone"
+    assert reader.read(["t0"]).view.reassigning == {}
+
+
+class _BlockingKafka(FakeKafkaAdmin):
+    """DescribeLogDirs blocks until released."""
+
+    def __init__(self) -> None:
+        super().__init__(brokers={0: None, 1: None, 2: None})
+        self.blocked = threading.Event()
+        self.release = threading.Event()
+
+    def describe_log_dirs(
+        self, brokers: Collection[int] | None = None, topics: Collection[str] | None = None
+    ) -> dict[ReplicaKey, ReplicaDirInfo]:
+        self.blocked.set()
+        assert self.release.wait(WAIT_S)
+        return super().describe_log_dirs(brokers, topics)
+
+
+def test_a_step_waits_for_the_read_in_flight_that_covers_it_and_shares_it() -> None:
+    kafka = _BlockingKafka()
+    kafka.create_topic("t0", {0: [0, 1]})
+    reader = SharedClusterReader(kafka, 60.0, clock=Clock())
+    got: list[object] = []
+    threads = [
+        threading.Thread(target=lambda: got.append(reader.read(["t0"], replica_sizes=True)))
+        for _ in range(5)
+    ]
+    threads[0].start()
+    assert kafka.blocked.wait(WAIT_S)
+    for thread in threads[1:]:
+        thread.start()
+    kafka.release.set()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert len(got) == 5 and _reads(kafka) == 1
+
+
+def test_owner_index_lists_once_per_interval_and_writes_through() -> None:
+    store, clock = FakeObjectStore(), Clock()
+    lists: list[int] = []
+    listing = store.list
+    store.list = lambda kind: (lists.append(1), listing(kind))[1]  # type: ignore[method-assign]
+    store.apply(reassignment("a", [("t0", 0, [2, 1])]))
+    owners = InFlightOwners(store, 1.0, clock=clock)
+    assert owners.owners(exclude="x") == {}
+    assert owners.owners(exclude="x") == {} and len(lists) == 1
+    written = store.get(PARTITION_REASSIGNMENT, NS, "a")
+    assert written is not None
+    written["status"] = {
+        "phase": "Moving",
+        "partitions": [
+            {"topic": "t0", "partition": 0, "state": "Moving", "targetReplicas": [2, 1]}
+        ],
+    }
+    owners.written(written)  # this operator wrote it: seen without a list
+    assert owners.owners(exclude="x") == {TopicPartition("t0", 0): f"{NS}/a"}
+    assert owners.owners(exclude=f"{NS}/a") == {}
+    assert len(lists) == 1
+    owners.forget(f"{NS}/a")
+    assert owners.owners(exclude="x") == {}
+    clock.advance(1.0)
+    owners.owners(exclude="x")
+    assert len(lists) == 2
+
+
+def test_many_objects_accepted_at_once_cost_one_cluster_read_per_interval() -> None:
+    kafka, store, clock = _kafka(topics=20), FakeObjectStore(), Clock()
+    for i in range(20):
+        store.apply(reassignment(f"m{i}", [(f"t{i}", 0, [2, 1])]))
+    writer = ThrottleWriter(kafka, store, MemoryLedgerStore(), clock=clock)
+    reconciler = ReassignmentReconciler(
+        kafka,
+        store,
+        writer,
+        clock=clock,
+        reader=SharedClusterReader(kafka, 60.0, clock=clock),
+        owners=InFlightOwners(store, 60.0, clock=clock),
+    )
+    for _ in range(2):  # accept (write-ahead, throttles), then submit
+        for i in range(20):
+            assert reconciler.reconcile(NS, f"m{i}") == "Moving"
+    assert set(kafka.list_partition_reassignments()) == {
+        TopicPartition(f"t{i}", 0) for i in range(20)
+    }
+    before = len(kafka.calls)
+    for i in range(20):  # a poll round while they move: one read for all of them
+        assert reconciler.reconcile(NS, f"m{i}") == "Moving"
+    calls = [c for c, _ in kafka.calls[before:]]
+    assert calls.count("describe_topics") <= 1
+    assert calls.count("list_partition_reassignments") <= 1
+    assert calls.count("describe_log_dirs") <= 1
+    assert "describe_configs" not in calls  # the throttles were checked less than 30 s ago
+
+
+class _SlowConfigs(FakeKafkaAdmin):
+    """DescribeConfigs blocks until released (a slow throttle sync)."""
+
+    def __init__(self) -> None:
+        super().__init__(brokers={0: None, 1: None, 2: None})
+        self.blocked = threading.Event()
+        self.release = threading.Event()
+
+    def describe_configs(
+        self,
+        brokers: Collection[int] = (),
+        topics: Collection[str] = (),
+        keys: Collection[str] | None = None,
+    ) -> dict[ConfigResource, dict[str, str]]:
+        self.blocked.set()
+        assert self.release.wait(WAIT_S)
+        return super().describe_configs(brokers, topics, keys)
+
+
+def test_syncs_asked_for_during_a_sync_are_merged_into_the_next() -> None:
+    kafka = _SlowConfigs()
+    kafka.create_topic("t0", {0: [0, 1]})
+    writer = ThrottleWriter(kafka, FakeObjectStore(), MemoryLedgerStore(), clock=Clock())
+    rates = {b: {"leader.replication.throttled.rate": "1000"} for b in (0, 1, 2)}
+    results: dict[str, object] = {}
+
+    def sync(source: str, contribution: Contribution | None) -> None:
+        results[source] = writer.sync({source: contribution})
+
+    first = threading.Thread(target=sync, args=("s0", Contribution("s0")))
+    first.start()
+    assert kafka.blocked.wait(WAIT_S)
+    others = [
+        threading.Thread(target=sync, args=(f"s{i}", Contribution(f"s{i}", broker_rates=rates)))
+        for i in range(1, 6)
+    ]
+    for thread in others:
+        thread.start()
+    while writer._open is None or len(writer._open.overrides) < 5:  # all joined the batch
+        threading.Event().wait(0.01)
+    kafka.release.set()
+    for thread in [first, *others]:
+        thread.join(WAIT_S)
+    syncs = [c for c, _ in kafka.calls if c == "describe_configs"]
+    assert len(syncs) == 2
+    merged = results["s1"]
+    assert all(results[f"s{i}"] is merged for i in range(1, 6))
+    assert set(merged.contributions) == {f"s{i}" for i in range(1, 6)}  # type: ignore[attr-defined]
+
+
+def test_a_recent_or_stale_sync_is_reused_without_waiting_for_one_in_progress() -> None:
+    kafka = _SlowConfigs()
+    kafka.release.set()
+    clock = Clock()
+    writer = ThrottleWriter(kafka, FakeObjectStore(), MemoryLedgerStore(), clock=clock)
+    done = writer.sync({})
+    kafka.release.clear()
+    kafka.blocked.clear()
+    slow = threading.Thread(target=lambda: writer.sync({"s": Contribution("s")}))
+    slow.start()
+    assert kafka.blocked.wait(WAIT_S)
+    assert writer.sync(max_age_s=30.0) is done
+    clock.advance(60.0)  # stale, but a sync is running: no need to wait for it
+    assert writer.sync(max_age_s=30.0) is done
+    kafka.release.set()
+    slow.join(WAIT_S)
+    assert writer.sync(max_age_s=30.0) is not done
+
+
+def test_the_pool_counts_requests_per_api_and_broker() -> None:
+    metrics = OperatorMetrics()
+    kafka = _kafka()
+    pool = KafkaAdminPool(lambda: kafka, 2, metrics.admin_observer("default"))
+    pool.describe_topics(["t0"])
+    pool.describe_log_dirs([0, 1, 2], ["t0"])
+    pool.describe_configs([0, 1], ["t0"])
+    pool.incremental_alter_configs({ConfigResource.broker(0): {"a": "1"}})
+
+    def count(api: str) -> float | None:
+        return metrics.registry.get_sample_value(
+            "kpo_operator_kafka_admin_requests_total", {"cluster": "default", "api": api}
+        )
+
+    assert count("Metadata") == 1
+    assert count("DescribeLogDirs") == 3
+    assert count("DescribeConfigs") == 3
+    assert count("IncrementalAlterConfigs") == 1
+    assert metrics.registry.get_sample_value("process_resident_memory_bytes") is not None
+
+
+def test_kube_requests_are_counted_by_verb_and_resource() -> None:
+    metrics = OperatorMetrics()
+
+    class Rest:
+        def request(self, method: str, url: str, **_: object) -> str:
+            return f"{method} {url}"
+
+    class Client:
+        rest_client = Rest()
+
+    rest = metrics.instrument_kube_client(Client()).rest_client
+    base = "https://127.0.0.1:6443/apis/kpo.dev/v1alpha1/namespaces/ns/partitionreassignments"
+    assert rest.request("PATCH", f"{base}/a/status") == f"PATCH {base}/a/status"
+    rest.request("GET", base)
+    rest.request("POST", "https://h/api/v1/namespaces/ns/events")
+    sample = metrics.registry.get_sample_value
+    name = "kpo_operator_kube_api_requests_total"
+    assert sample(name, {"verb": "PATCH", "resource": "partitionreassignments/status"}) == 1
+    assert sample(name, {"verb": "GET", "resource": "partitionreassignments"}) == 1
+    assert sample(name, {"verb": "POST", "resource": "events"}) == 1
+
+
+def test_kube_resource_of_urls() -> None:
+    assert kube_resource("https://h/api/v1/namespaces/ns/configmaps/led") == "configmaps"
+    assert kube_resource("https://h/apis/kpo.dev/v1alpha1/kafkaclusters") == "kafkaclusters"
+    assert kube_resource("https://h/api/v1/namespaces") == "namespaces"
+    assert kube_resource("https://h/version") == "/version"
+
+
+def test_a_sync_holds_up_only_the_objects_whose_throttles_it_wrote() -> None:
+    kafka = FakeKafkaAdmin(brokers={0: None, 1: None, 2: None})
+    kafka.create_topic("t", {0: [0, 1], 1: [0, 1]})
+    writer = ThrottleWriter(kafka, FakeObjectStore(), MemoryLedgerStore(), clock=Clock())
+    follower = "follower.replication.throttled.replicas"
+
+    def wanting(source: str, partition: int) -> Contribution:
+        pairs = ThrottledReplicas(replicas=frozenset({(partition, 2)}))
+        return Contribution(source, topic_replicas={"t": {follower: pairs}})
+
+    first = writer.sync({"a": wanting("a", 0)})
+    assert first.changed_for("a")
+    # b's pair is new, a's was already there: only b waits for the brokers.
+    second = writer.sync({"a": wanting("a", 0), "b": wanting("b", 1)})
+    assert second.changed_for("b") and not second.changed_for("a")
+    assert not second.changed_for("nobody")

@@ -30,6 +30,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 _SHARED_GROUPS = {"containers": REPO_ROOT / "tests" / "integration" / "containers"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook reads the marks
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test with its module's ``xdist_group`` (``make test`` runs ``--dist loadgroup``).
 

@@ -45,7 +45,7 @@ typecheck: install
 	$(BIN)/mypy
 
 test: install tools lint typecheck
-	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25 $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope --durations=25 $(PYTEST_ARGS)
 
 test-unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client, config
@@ -25,26 +26,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     stop_all()
 
 
-#: Directories whose modules share one xdist group: the container tests build and run the
-#: same images with podman, so they run one after the other on one worker.
-_SHARED_GROUPS = {"containers": REPO_ROOT / "tests" / "integration" / "containers"}
+#: Directories whose modules run as one unit on one pytest-xdist worker: the container
+#: tests build and run the same podman images, one after the other.
+_SHARED_SCOPES = ("tests/integration/containers/",)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker hook reads the marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test with its module's ``xdist_group`` (``make test`` runs ``--dist loadgroup``).
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Schedule ``make test``'s pytest-xdist workers a test module at a time.
 
-    A module's tests share module- and package-scoped fixtures (clusters, control planes), so
-    the whole module runs on one pytest-xdist worker and starts them once; the directories in
-    ``_SHARED_GROUPS`` form one group each. Without xdist the mark is inert.
+    A module's tests share module- and package-scoped fixtures (clusters, control planes) and
+    some run in order on what the previous one left, so a whole module runs on one worker
+    and its fixtures start once; the directories in ``_SHARED_SCOPES`` are one unit each.
+    (xdist's ``loadgroup`` marks cannot do this on pytest 9.2: xdist renames the node ids
+    through an attribute pytest no longer reads.)
     """
-    for item in items:
-        path = Path(str(item.path))
-        group = next(
-            (name for name, root in _SHARED_GROUPS.items() if root in path.parents),
-            str(path.relative_to(REPO_ROOT)),
-        )
-        item.add_marker(pytest.mark.xdist_group(group))
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return next((d for d in _SHARED_SCOPES if module.startswith(d)), module)
+
+    return ModuleScheduling(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -8,17 +8,14 @@ from pathlib import Path
 import pytest
 
 from kpo_broker.log.filerecords import FileRecords, SegmentFileCache
-
-
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+from tests.unit.broker.log.fds import open_files_under
 
 
 def test_cache_closes_the_least_recently_used_file_and_it_reopens_on_use(tmp_path: Path) -> None:
     cache = SegmentFileCache(2)
-    before = _open_fds()
+    before = open_files_under(tmp_path)
     first, second, third = (FileRecords(tmp_path / f"{n}.log", cache) for n in "abc")
-    assert len(cache) == 2 and _open_fds() == before + 2
+    assert len(cache) == 2 and open_files_under(tmp_path) == before + 2
     assert not first.is_open and second.is_open and third.is_open
     assert first.append(b"first") == 0
     assert first.is_open and not second.is_open
@@ -27,10 +24,10 @@ def test_cache_closes_the_least_recently_used_file_and_it_reopens_on_use(tmp_pat
     assert [r.pread(0, 100) for r in (first, second, third)] == [b"first", b"second", b"third"]
     assert first.append(b"-more") == 5  # appends continue at the end after a reopen
     assert first.pread(0, 100) == b"first-more" and first.size == 10
-    assert _open_fds() == before + 2
+    assert open_files_under(tmp_path) == before + 2
     for records in (first, second, third):
         records.close()
-    assert len(cache) == 0 and _open_fds() == before
+    assert len(cache) == 0 and open_files_under(tmp_path) == before
 
 
 def test_a_slice_holds_no_descriptor_and_reopens_its_file_when_sent(tmp_path: Path) -> None:
@@ -39,19 +36,19 @@ def test_a_slice_holds_no_descriptor_and_reopens_its_file_when_sent(tmp_path: Pa
     records.append(bytes(range(100)))
     slices = [records.slice(i, 10) for i in range(0, 100, 10)]
     FileRecords(tmp_path / "b.log", cache).close()  # evicts a.log from the cache
-    before = _open_fds()
+    before = open_files_under(tmp_path)
     assert not records.is_open
     records.rename(tmp_path / "a.log.deleted")  # a deleted segment, within the delete delay
     file = slices[2].open_file()
     FileRecords(tmp_path / "c.log", cache).close()  # evicted while the transfer holds it
     assert os.pread(file.fileno(), 10, 20) == bytes(range(20, 30))
-    assert _open_fds() == before + 1
+    assert open_files_under(tmp_path) == before + 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         del file
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
-    assert _open_fds() == before
+    assert open_files_under(tmp_path) == before
     assert b"".join(part.read_bytes() for part in slices) == bytes(range(100))
     records.delete()
     with pytest.raises(ValueError, match="closed"):

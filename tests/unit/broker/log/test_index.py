@@ -8,6 +8,7 @@ import pytest
 
 from kpo_broker.log.errors import CorruptIndexError, InvalidIndexOffsetError
 from kpo_broker.log.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
+from tests.unit.broker.log.fds import open_files_under
 
 
 def test_offset_index_lookup_returns_greatest_entry_at_or_below(tmp_path: Path) -> None:
@@ -116,12 +117,12 @@ def test_time_index_file_format_and_full_check(tmp_path: Path) -> None:
 
 
 def test_indexes_hold_no_descriptor_and_write_entries_when_asked(tmp_path: Path) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = open_files_under(tmp_path)
     offsets = OffsetIndex(tmp_path / "x.index", 0, 1024)
     times = TimeIndex(tmp_path / "x.timeindex", 0, 1200)
     offsets.append(3, 4100)
     times.maybe_append(1000, 3)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert open_files_under(tmp_path) == before
     assert offsets.path.read_bytes() == b"" and times.path.read_bytes() == b""
     assert offsets.lookup(5) == (3, 4100) and times.lookup(1000) == (1000, 3)
     offsets.write_pending()
@@ -131,7 +132,7 @@ def test_indexes_hold_no_descriptor_and_write_entries_when_asked(tmp_path: Path)
     offsets.append(7, 8200)
     offsets.close()  # writes what is pending
     assert OffsetIndex(offsets.path, 0, 1024).last_entry == (7, 8200)
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert open_files_under(tmp_path) == before
 
 
 def test_truncation_of_pending_entries_and_of_a_torn_tail(tmp_path: Path) -> None:

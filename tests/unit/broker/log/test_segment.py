@@ -10,6 +10,7 @@ from kpo_broker.log.filerecords import SEGMENT_FILES
 from kpo_broker.log.records import assign_offsets
 from kpo_broker.log.segment import LogSegment
 from tests.unit.broker.log.batches import make_value_batch
+from tests.unit.broker.log.fds import open_files_under
 
 CONFIG = LogConfig(index_interval_bytes=100, segment_bytes=10_000, segment_ms=1000)
 
@@ -101,15 +102,15 @@ def test_should_roll(tmp_path: Path) -> None:
 
 
 def test_a_segment_holds_one_descriptor_its_log_file(tmp_path: Path) -> None:
-    before = len(os.listdir("/proc/self/fd"))
+    before = open_files_under(tmp_path)
     segment, _written = _filled_segment(tmp_path)
-    assert len(os.listdir("/proc/self/fd")) == before + 1
+    assert open_files_under(tmp_path) == before + 1
     segment.on_become_inactive()
     segment.flush()
     assert segment.offset_index.path.stat().st_size == segment.offset_index.size_in_bytes
     assert segment.time_index.path.stat().st_size == segment.time_index.size_in_bytes
     segment.close()
-    assert len(os.listdir("/proc/self/fd")) == before
+    assert open_files_under(tmp_path) == before
 
 
 def test_update_parent_dir_follows_a_renamed_partition_directory(

@@ -47,7 +47,12 @@ def test_a_slice_holds_no_descriptor_and_reopens_its_file_when_sent(tmp_path: Pa
         warnings.simplefilter("always")
         del file
         gc.collect()
-    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
+    # Only this test's file: gc.collect() may finalize what earlier tests in this process left.
+    assert not [
+        w
+        for w in caught
+        if issubclass(w.category, ResourceWarning) and str(tmp_path) in str(w.message)
+    ]
     assert open_files_under(tmp_path) == before
     assert b"".join(part.read_bytes() for part in slices) == bytes(range(100))
     records.delete()

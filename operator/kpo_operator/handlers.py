@@ -62,6 +62,9 @@ _PR = (GROUP, VERSION, PARTITION_REASSIGNMENT.plural)
 _TRQ = (GROUP, VERSION, TOPIC_REPLICA_QUOTA.plural)
 _KC = (GROUP, VERSION, KAFKA_CLUSTER.plural)
 
+TIMER_EXIT_POLL_S = 1.0
+"""How often (s) kopf checks whether a deleted object's running timer has exited."""
+
 
 def _runtime(memo: Any) -> OperatorRuntime:
     runtime: OperatorRuntime = memo.runtime
@@ -88,6 +91,12 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     # Watching exact namespaces needs no namespace list/watch, which a namespaced install's
     # Roles do not grant; with scanning on, kopf retries that list for about a minute first.
     settings.scanning.disabled = not _SETTINGS.clusterwide
+    # A deleted object keeps its finalizer until its timers have exited. A timer caught in
+    # the middle of a (synchronous) reconcile step exits when that step ends, but kopf only
+    # looks again after ``cancellation_polling`` (60 s by default): a `kubectl delete` of a
+    # TopicReplicaQuota polled at that moment then hung for a minute after its delete
+    # handler had finished.
+    settings.background.cancellation_polling = TIMER_EXIT_POLL_S
     metrics = None
     if _SETTINGS.metrics_port is not None:
         metrics = OperatorMetrics()

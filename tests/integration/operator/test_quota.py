@@ -4,6 +4,9 @@ The lifecycle runs on our brokers and on Apache Kafka 4.x in KRaft mode (``flavo
 
 from __future__ import annotations
 
+import os
+import signal
+import time
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from tests.integration.operator.conftest import (
     KPO,
     FlavoredStack,
     Stack,
+    StackFactory,
     throttle_configs,
 )
 
@@ -247,3 +251,30 @@ def test_replica_id_above_a_java_int_is_refused(stack: Stack) -> None:
     assert "leaderReplicationThrottledReplicas" in refused, refused
     assert not stack.exists("topicreplicaquotas", "huge-id")
     assert configs(stack) == {}
+
+
+def test_a_quota_deleted_while_the_brokers_do_not_answer_goes_once_they_do(
+    stack_factory: StackFactory,
+) -> None:
+    # The drift check and the delete handler both wait on unanswered Kafka requests. kopf
+    # keeps the finalizer until the timer has exited; it must notice that within seconds
+    # (TIMER_EXIT_POLL_S) rather than kopf's default 60 s, and the throttle must still go.
+    stack = stack_factory(quota_interval_s=2.0)
+    create_topic(stack.cluster, "orders", assignment={0: [0, 1]})
+    stack.apply(
+        quota("slow", topics={"names": ["orders"]}, brokers=[0], leaderReplicationThrottledRate=MB)
+    )
+    wait_configs(stack, {"0": {LEADER_RATE: str(MB)}})
+    pids = [b.process.pid for b in stack.cluster.brokers.values()]
+    assert all(pids)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        time.sleep(5.0)  # more than two intervals: the next drift check waits on the brokers
+        stack.kubectl("delete", "topicreplicaquota", "slow", "--wait=false")
+        time.sleep(2.0)
+    finally:
+        for pid in pids:
+            os.kill(pid, signal.SIGCONT)
+    wait_for(lambda: not stack.exists("topicreplicaquotas", "slow"), 40, "the quota gone")
+    wait_configs(stack, {})

@@ -26,6 +26,7 @@ from rich import box
 from rich.table import Table
 
 from kpo_devenv.demo_data import CLIENT_ID, DemoDataError, DigestBuilder, PartitionDigest
+from kpo_devenv.waiting import wait_until
 from kpo_kafka.client_config import ClientSecurity
 
 #: The demo group's ``group.id``.
@@ -133,16 +134,20 @@ class DemoGroup:
         Raises:
             DemoDataError: not so within ``timeout_s`` seconds.
         """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def balanced() -> dict[str, list[int]] | None:
             owned = self.owned()
             flat = sorted(p for parts in owned.values() for p in parts)
-            if all(owned.values()) and flat == self.partitions:
-                return owned
-            time.sleep(0.2)
-        raise DemoDataError(
-            f"group {self.group_id} not balanced after {timeout_s:.0f} s: {self.owned()}; "
-            f"errors: {self.errors[:3]}"
+            return owned if all(owned.values()) and flat == self.partitions else None
+
+        return wait_until(
+            balanced,
+            timeout_s,
+            lambda: DemoDataError(
+                f"group {self.group_id} not balanced after {timeout_s:.0f} s: {self.owned()}; "
+                f"errors: {self.errors[:3]}"
+            ),
+            interval_s=0.2,
         )
 
     def latest(self) -> LagSample | None:
@@ -155,19 +160,24 @@ class DemoGroup:
         Raises:
             DemoDataError: the group still lags after ``timeout_s`` seconds.
         """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def caught_up() -> LagSample | None:
             sample = self._sample
-            if (
+            done = (
                 sample is not None
                 and sample.total == 0
                 and len(sample.committed) == len(self.partitions)
-            ):
-                return sample
-            time.sleep(0.3)
-        raise DemoDataError(
-            f"group {self.group_id} still lags after {timeout_s:.0f} s: {self._sample}; "
-            f"errors: {self.errors[:3]}"
+            )
+            return sample if done else None
+
+        return wait_until(
+            caught_up,
+            timeout_s,
+            lambda: DemoDataError(
+                f"group {self.group_id} still lags after {timeout_s:.0f} s: {self._sample}; "
+                f"errors: {self.errors[:3]}"
+            ),
+            interval_s=0.3,
         )
 
     def read(self) -> dict[int, PartitionDigest]:

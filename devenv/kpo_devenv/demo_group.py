@@ -22,10 +22,10 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from rich import box
 from rich.table import Table
 
 from kpo_devenv.demo_data import CLIENT_ID, DemoDataError, DigestBuilder, PartitionDigest
+from kpo_devenv.demo_verify import check_table, mark
 from kpo_devenv.waiting import wait_until
 from kpo_kafka.client_config import ClientSecurity
 
@@ -336,23 +336,17 @@ def lag_line(sample: LagSample | None, record_bytes: int) -> str:
 
 def group_table(group_id: str, topic: str, checks: Sequence[GroupCheck]) -> Table:
     """Render the group checks as a table, one row per partition."""
-    table = Table(
-        title=f"consumer group {group_id} on {topic}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
+    table = check_table(
+        f"consumer group {group_id} on {topic}",
+        ("part", "committed", "log end", "produced", "read by the group"),
     )
-    for column in ("part", "committed", "log end", "produced", "read by the group"):
-        table.add_column(column, no_wrap=True)
     for c in checks:
         ok_offsets = c.committed == c.end == c.produced.records
         table.add_row(
             str(c.partition),
-            f"{c.committed} {'[green]✓[/]' if ok_offsets else '[red]✗[/]'}",
+            f"{c.committed} {mark(ok_offsets)}",
             str(c.end),
             str(c.produced.records),
-            f"{c.read.records} {'[green]✓[/]' if c.read == c.produced else '[red]✗[/]'}",
+            f"{c.read.records} {mark(c.read == c.produced)}",
         )
     return table

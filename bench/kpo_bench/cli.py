@@ -64,8 +64,6 @@ OPERATOR_SCALE_PARTITIONS = 10
 #: throttled-reassignment experiments need (inert while no replica is throttled).
 BROKER_PROPERTIES = {**COMMON_BROKER_PROPERTIES, **THROTTLE_BROKER_PROPERTIES}
 
-#: ``tools/versions.env`` of the checkout this package lives in.
-
 
 class SettingsError(ValueError):
     """A command-line setting is unusable (e.g. no Kafka version is pinned)."""
@@ -233,6 +231,31 @@ def _run_guarded(
         console.print(f"[red]{result.system}: cluster failed[/red]: {exc}")
 
 
+ClusterFactory = Callable[[Path, str], Cluster]
+"""Makes one system's 3-broker cluster from (its workdir, its ZooKeeper connect string)."""
+
+
+def _cluster_factories(
+    tls: TlsSetup | None, classpath: str, properties: dict[str, str]
+) -> dict[str, ClusterFactory]:
+    """Return system name -> its cluster factory, in run order (kpo, then Apache Kafka).
+
+    With ``tls`` the clusters get the SASL_SSL listener too (``--only tls``).
+    """
+
+    def kpo(workdir: Path, connect: str) -> Cluster:
+        if tls is not None:
+            return tls.kpo_cluster(workdir, connect, properties)
+        return KafkaCluster(workdir, connect, 3, properties)
+
+    def apache(workdir: Path, connect: str) -> Cluster:
+        if tls is not None:
+            return tls.apache_cluster(workdir, connect, classpath, properties)
+        return ApacheKafkaCluster(workdir, connect, classpath, 3, properties)
+
+    return {OURS: kpo, BASELINE: apache}
+
+
 def _placement(args: argparse.Namespace, workdir: Path) -> None:
     """Run the placement benchmark (no brokers needed) and save its lines."""
     from kpo_bench.placement import run_placement_bench
@@ -303,8 +326,6 @@ def main(argv: list[str] | None = None) -> int:
     console.print(f"workdir {workdir}; workload {sizes}")
     machine = machine_info()
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
-    ours: SystemResult | None = None
-    baseline: SystemResult | None = None
     properties = broker_properties(args.quota_window_num)
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     only = None if controller is not None else args.only
@@ -317,36 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     zookeeper.start()
     tls = TlsSetup(workdir) if args.only == ONLY_TLS else None
     secured = tls.transport if tls is not None else None
+    results: dict[str, SystemResult] = {}
     try:
-        if args.systems in ("both", OURS):
-            ours = SystemResult(OURS, _kpo_version())
-            connect = f"{zookeeper.connect_string}/{OURS}"
-            cluster: Cluster = (
-                tls.kpo_cluster(workdir / OURS, connect, properties)
-                if tls is not None
-                else KafkaCluster(workdir / OURS, connect, 3, properties)
-            )
+        for system, make_cluster in _cluster_factories(tls, classpath, properties).items():
+            if args.systems not in ("both", system):
+                continue
+            version = _kpo_version() if system == OURS else kafka_version
+            results[system] = SystemResult(system, version)
+            cluster = make_cluster(workdir / system, f"{zookeeper.connect_string}/{system}")
             _run_guarded(
-                ours,
-                cluster,
-                tools,
-                workload,
-                console,
-                args.keep_data,
-                only,
-                secured,
-                scenario(cluster),
-            )
-        if args.systems in ("both", BASELINE):
-            baseline = SystemResult(BASELINE, kafka_version)
-            connect = f"{zookeeper.connect_string}/{BASELINE}"
-            cluster = (
-                tls.apache_cluster(workdir / BASELINE, connect, classpath, properties)
-                if tls is not None
-                else ApacheKafkaCluster(workdir / BASELINE, connect, classpath, 3, properties)
-            )
-            _run_guarded(
-                baseline,
+                results[system],
                 cluster,
                 tools,
                 workload,
@@ -358,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         zookeeper.stop()
+    ours, baseline = results.get(OURS), results.get(BASELINE)
     settings = {
         "workload": sizes,
         "kafka_version": kafka_version,

@@ -68,7 +68,7 @@ from kpo_bench.results import (
     MetricSpec,
 )
 from kpo_devenv.zookeeper import four_letter_word
-from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import NO_LEADER, KafkaUnavailableError, PartitionInfo
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -256,6 +256,34 @@ class ControllerScenario:
             raise RuntimeError(f"no process id for broker on port {broker.port}")
         return pid
 
+    def _rss(self) -> dict[int, int]:
+        """Return broker id -> its resident set size now, KiB."""
+        return {i: rss_kib(self._pid(b)) for i, b in self._cluster.brokers.items()}
+
+    def _wait_partitions(
+        self, admin: KafkaAdmin, topics: Mapping[str, int], ready: Callable[[PartitionInfo], bool]
+    ) -> float:
+        """Wait (the workload's timeout and poll interval) until every partition is ``ready``."""
+        return wait_for_partitions(
+            admin, topics, ready, self._workload.timeout_s, self._workload.poll_interval_s
+        )
+
+    def _leaders_moved(
+        self, admin: KafkaAdmin, stop_leader: Callable[[], None]
+    ) -> tuple[float, float, int]:
+        """Stop L with ``stop_leader``; time until its N partitions are led elsewhere.
+
+        Returns:
+            (monotonic time of the stop, monotonic time every RF 2 partition had another
+            leader, ZooKeeper packets received in between).
+        """
+        rf2 = self._topics(RF2_PREFIX)
+        zk_before = self._zk_packets()
+        began = time.monotonic()
+        stop_leader()
+        moved = self._wait_partitions(admin, rf2, self._moved_from(self._leader))
+        return began, moved, self._zk_packets() - zk_before
+
     # -- steps -----------------------------------------------------------------------------
 
     def create_rf2(self) -> Measured:
@@ -263,7 +291,7 @@ class ControllerScenario:
         with self._admin() as admin:
             controller = admin.describe_cluster().controller_id
             self._leader = pick_victim(list(self._cluster.brokers), controller)
-        self._rss_before = {i: rss_kib(self._pid(b)) for i, b in self._cluster.brokers.items()}
+        self._rss_before = self._rss()
         others = self._others()
         return self._create(
             RF2_PREFIX, lambda n, first: rf2_assignment(n, first, self._leader, others)
@@ -296,13 +324,7 @@ class ControllerScenario:
                 except KafkaUnavailableError:  # timed out: the creation goes on; the wait decides
                     timed_out += 1
             sent = time.monotonic()
-            done = wait_for_partitions(
-                admin,
-                sizes,
-                fully_replicated,
-                self._workload.timeout_s,
-                self._workload.poll_interval_s,
-            )
+            done = self._wait_partitions(admin, sizes, fully_replicated)
             zk_requests = self._zk_packets() - zk_before
         partitions = sum(sizes.values())
         return Measured(
@@ -322,7 +344,7 @@ class ControllerScenario:
     def memory_per_replica(self) -> Measured:
         """Step 3: RSS growth of the brokers over the replicas they host, KiB per replica."""
         hosted = hosted_replicas(self._assignments)
-        after = {i: rss_kib(self._pid(b)) for i, b in self._cluster.brokers.items()}
+        after = self._rss()
         growth = sum(after[i] - self._rss_before[i] for i in after)
         replicas = sum(hosted.get(i, 0) for i in after)
         return Measured(
@@ -342,17 +364,9 @@ class ControllerScenario:
         rf2 = self._topics(RF2_PREFIX)
         with self._admin(without=self._leader) as admin:
             led = self._led_by(self._leader, admin.describe_topics(list(rf2)))
-            zk_before = self._zk_packets()
-            began = time.monotonic()
-            os.kill(self._pid(broker), signal.SIGTERM)
-            moved = wait_for_partitions(
-                admin,
-                rf2,
-                self._moved_from(self._leader),
-                self._workload.timeout_s,
-                self._workload.poll_interval_s,
+            began, moved, zk_requests = self._leaders_moved(
+                admin, lambda: os.kill(self._pid(broker), signal.SIGTERM)
             )
-            zk_requests = self._zk_packets() - zk_before
         exited = wait_for(
             lambda: None if broker.is_running() else time.monotonic(),
             self._workload.timeout_s,
@@ -375,12 +389,8 @@ class ControllerScenario:
         broker.start(timeout_s=self._workload.timeout_s)
         listening = time.monotonic()
         with self._admin() as admin:
-            in_isr = wait_for_partitions(
-                admin,
-                self._topics(),
-                lambda s: leader not in s.replicas or leader in s.isr,
-                self._workload.timeout_s,
-                self._workload.poll_interval_s,
+            in_isr = self._wait_partitions(
+                admin, self._topics(), lambda s: leader not in s.replicas or leader in s.isr
             )
         return Measured(in_isr - began, {"broker": leader, "listening_s": listening - began})
 
@@ -399,19 +409,8 @@ class ControllerScenario:
         broker = self._cluster.brokers[self._leader]
         with self._admin() as admin:
             led = self._restore_leadership(admin)
-        rf2 = self._topics(RF2_PREFIX)
         with self._admin(without=self._leader) as admin:
-            zk_before = self._zk_packets()
-            began = time.monotonic()
-            broker.kill()
-            moved = wait_for_partitions(
-                admin,
-                rf2,
-                self._moved_from(self._leader),
-                self._workload.timeout_s,
-                self._workload.poll_interval_s,
-            )
-            zk_requests = self._zk_packets() - zk_before
+            began, moved, zk_requests = self._leaders_moved(admin, broker.kill)
         return Measured(
             moved - began, {"broker": self._leader, "led_before": led, "zk_requests": zk_requests}
         )

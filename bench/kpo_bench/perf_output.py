@@ -29,6 +29,18 @@ class PerfOutputError(ValueError):
     """The tool's output has no summary line (it failed or was cut short)."""
 
 
+def _last_summary(pattern: re.Pattern[str], text: str, tool: str) -> re.Match[str]:
+    """Return the last match of ``pattern`` (``tool``'s summary line) in ``text``.
+
+    Raises:
+        PerfOutputError: no match; the message quotes the end of ``text``.
+    """
+    matches = list(pattern.finditer(text))
+    if not matches:
+        raise PerfOutputError(f"no {tool} summary in output: {text[-500:]!r}")
+    return matches[-1]
+
+
 @dataclass(frozen=True)
 class ProducerSummary:
     """The summary of one ProducerPerformance run.
@@ -80,10 +92,7 @@ def parse_producer_output(text: str) -> ProducerSummary:
     Raises:
         PerfOutputError: no summary line in ``text``.
     """
-    matches = list(_PRODUCER_SUMMARY.finditer(text))
-    if not matches:
-        raise PerfOutputError(f"no ProducerPerformance summary in output: {text[-500:]!r}")
-    m = matches[-1]
+    m = _last_summary(_PRODUCER_SUMMARY, text, "ProducerPerformance")
     return ProducerSummary(
         records=int(m["records"]),
         records_per_s=float(m["rate"]),
@@ -100,10 +109,7 @@ def parse_consumer_output(text: str) -> ConsumerSummary:
     Raises:
         PerfOutputError: no summary line in ``text``.
     """
-    matches = list(_CONSUMER_SUMMARY.finditer(text))
-    if not matches:
-        raise PerfOutputError(f"no KpoConsumePerf summary in output: {text[-500:]!r}")
-    m = matches[-1]
+    m = _last_summary(_CONSUMER_SUMMARY, text, "KpoConsumePerf")
     return ConsumerSummary(int(m["records"]), int(m["bytes"]), int(m["ms"]))
 
 
@@ -149,10 +155,7 @@ def parse_consumer_performance(text: str) -> ConsumerPerformanceSummary:
     Raises:
         PerfOutputError: no summary line in ``text``.
     """
-    matches = list(_CONSUMER_PERFORMANCE.finditer(text))
-    if not matches:
-        raise PerfOutputError(f"no ConsumerPerformance summary in output: {text[-500:]!r}")
-    m = matches[-1]
+    m = _last_summary(_CONSUMER_PERFORMANCE, text, "ConsumerPerformance")
     return ConsumerPerformanceSummary(
         records=int(m["records"]),
         mib=float(m["mib"]),

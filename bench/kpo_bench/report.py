@@ -33,12 +33,18 @@ def machine_line(machine: dict[str, Any]) -> str:
     )
 
 
+def _system_titles(ours: SystemResult | None, baseline: SystemResult | None) -> tuple[str, str]:
+    """Return the column titles of kpo and of Apache Kafka, each with its version if it ran."""
+    kpo = f"kpo {ours.version}" if ours is not None else "kpo"
+    kafka = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
+    return kpo, kafka
+
+
 def comparison_table(
     rows: list[ComparisonRow], ours: SystemResult | None, baseline: SystemResult | None
 ) -> Table:
     """Return the table: one row per metric with kpo, Kafka, ratio and target."""
-    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
-    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
+    kpo_title, kafka_title = _system_titles(ours, baseline)
     table = Table(title="kpo vs Apache Kafka, 3 brokers on loopback")
     table.add_column("metric")
     table.add_column(kpo_title, justify="right")
@@ -67,8 +73,7 @@ def estimate_table(
     Each duration is shown with its deviation from the estimate and whether it is
     within :data:`kpo_bench.throttle_plan.TOLERANCE`.
     """
-    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
-    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
+    kpo_title, kafka_title = _system_titles(ours, baseline)
     table = Table(title="throttled reassignments vs their estimate")
     table.add_column("experiment")
     table.add_column("estimate", justify="right")
@@ -99,8 +104,7 @@ def overhead_table(
 
     The issue's bar: kpo's overhead is no worse than Kafka's, measured in the same run.
     """
-    kafka_title = f"Apache Kafka {baseline.version}" if baseline is not None else "Apache Kafka"
-    kpo_title = f"kpo {ours.version}" if ours is not None else "kpo"
+    kpo_title, kafka_title = _system_titles(ours, baseline)
     table = Table(title="TLS + SASL overhead: 1 - SASL_SSL / PLAINTEXT of each system")
     table.add_column("operation")
     table.add_column(kpo_title, justify="right")

@@ -36,25 +36,37 @@ class MetricSpec:
     higher_is_better: bool
     target_ratio: float | None = None
 
+    @classmethod
+    def rate(
+        cls, key: str, label: str, unit: str = "MiB/s", target_ratio: float | None = None
+    ) -> MetricSpec:
+        """Return a metric where more is better (a throughput; ratio ours/Kafka)."""
+        return cls(key, label, unit, True, target_ratio)
 
-PRODUCE = MetricSpec("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", "MiB/s", True, 0.5)
-CONSUME = MetricSpec("consume_mib_s", "consume", "MiB/s", True)
-CATCH_UP = MetricSpec("catch_up_mib_s", "follower catch-up", "MiB/s", True, 1.0)
-FAILOVER = MetricSpec("failover_s", "leader failover after kill -9", "s", False)
+    @classmethod
+    def cost(
+        cls, key: str, label: str, unit: str = "s", target_ratio: float | None = None
+    ) -> MetricSpec:
+        """Return a metric where less is better (a duration, memory, requests; ratio Kafka/ours)."""
+        return cls(key, label, unit, False, target_ratio)
+
+
+PRODUCE = MetricSpec.rate("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", target_ratio=0.5)
+CONSUME = MetricSpec.rate("consume_mib_s", "consume")
+CATCH_UP = MetricSpec.rate("catch_up_mib_s", "follower catch-up", target_ratio=1.0)
+FAILOVER = MetricSpec.cost("failover_s", "leader failover after kill -9")
 #: Issue 15: consume through a consumer group (Kafka's ConsumerPerformance), goal >= 1.0.
-GROUP_CONSUME = MetricSpec(
-    "group_consume_mib_s", "consume via a group (ConsumerPerformance)", "MiB/s", True, 1.0
+GROUP_CONSUME = MetricSpec.rate(
+    "group_consume_mib_s", "consume via a group (ConsumerPerformance)", target_ratio=1.0
 )
-GROUP_REBALANCE = MetricSpec(
-    "group_rebalance_s", "3-member group rebalance after kill -9", "s", False
-)
+GROUP_REBALANCE = MetricSpec.cost("group_rebalance_s", "3-member group rebalance after kill -9")
 
 #: Issue 14 (``--only tls``): the same produce and consume over a SASL_SSL listener
 #: (SCRAM-SHA-512), next to the PLAINTEXT figures of the same run.
-PRODUCE_SASL_SSL = MetricSpec(
-    "produce_sasl_ssl_mib_s", "produce over SASL_SSL (SCRAM-SHA-512)", "MiB/s", True
+PRODUCE_SASL_SSL = MetricSpec.rate(
+    "produce_sasl_ssl_mib_s", "produce over SASL_SSL (SCRAM-SHA-512)"
 )
-CONSUME_SASL_SSL = MetricSpec("consume_sasl_ssl_mib_s", "consume over SASL_SSL", "MiB/s", True)
+CONSUME_SASL_SSL = MetricSpec.rate("consume_sasl_ssl_mib_s", "consume over SASL_SSL")
 
 #: Every metric, in table order.
 METRICS: tuple[MetricSpec, ...] = (
@@ -71,54 +83,64 @@ METRICS: tuple[MetricSpec, ...] = (
 #: The throttled-reassignment experiments (``kpo_bench.throttle_plan``): durations, s, judged
 #: against the ``min(leaders, followers) * R`` estimate rather than against Kafka (see
 #: :func:`estimate_rows`).
-THROTTLE_A = MetricSpec("throttle_a_s", "(a) same leader, two followers", "s", False)
-THROTTLE_B = MetricSpec("throttle_b_s", "(b) two leaders, same follower", "s", False)
-THROTTLE_C = MetricSpec("throttle_c_s", "(c) distinct leaders and followers", "s", False)
+THROTTLE_A = MetricSpec.cost("throttle_a_s", "(a) same leader, two followers")
+THROTTLE_B = MetricSpec.cost("throttle_b_s", "(b) two leaders, same follower")
+THROTTLE_C = MetricSpec.cost("throttle_c_s", "(c) distinct leaders and followers")
 THROTTLE_METRICS: tuple[MetricSpec, ...] = (THROTTLE_A, THROTTLE_B, THROTTLE_C)
 
 #: Issue 17, ``--only controller`` (``kpo_bench.controller_scale``): the controller and brokers
 #: at scale. N is the number of partitions the measured broker leads. Goal ratio 1.0 for each.
-CREATE_RF2 = MetricSpec(
-    "create_rf2_partitions_s", "partitions created per second, RF 2", "partitions/s", True, 1.0
+CONTROLLER_GOAL = 1.0
+CREATE_RF2 = MetricSpec.rate(
+    "create_rf2_partitions_s",
+    "partitions created per second, RF 2",
+    "partitions/s",
+    CONTROLLER_GOAL,
 )
-CREATE_RF3 = MetricSpec(
-    "create_rf3_partitions_s", "partitions created per second, RF 3", "partitions/s", True, 1.0
+CREATE_RF3 = MetricSpec.rate(
+    "create_rf3_partitions_s",
+    "partitions created per second, RF 3",
+    "partitions/s",
+    CONTROLLER_GOAL,
 )
-SHUTDOWN_LEADERS = MetricSpec(
+SHUTDOWN_LEADERS = MetricSpec.cost(
     "controlled_shutdown_leaders_s",
     "SIGTERM of the leader of N: all led elsewhere",
-    "s",
-    False,
-    1.0,
+    target_ratio=CONTROLLER_GOAL,
 )
-SHUTDOWN_EXIT = MetricSpec(
-    "controlled_shutdown_exit_s", "SIGTERM of the leader of N: process exited", "s", False, 1.0
+SHUTDOWN_EXIT = MetricSpec.cost(
+    "controlled_shutdown_exit_s",
+    "SIGTERM of the leader of N: process exited",
+    target_ratio=CONTROLLER_GOAL,
 )
-STARTUP_CLEAN = MetricSpec(
-    "startup_clean_s", "start-up after a clean shutdown, until in every ISR", "s", False, 1.0
+STARTUP_CLEAN = MetricSpec.cost(
+    "startup_clean_s",
+    "start-up after a clean shutdown, until in every ISR",
+    target_ratio=CONTROLLER_GOAL,
 )
-KILL_LEADERS = MetricSpec(
-    "kill_leaders_s", "kill -9 of the leader of N: all led elsewhere", "s", False, 1.0
+KILL_LEADERS = MetricSpec.cost(
+    "kill_leaders_s",
+    "kill -9 of the leader of N: all led elsewhere",
+    target_ratio=CONTROLLER_GOAL,
 )
-STARTUP_UNCLEAN = MetricSpec(
-    "startup_unclean_s", "start-up after kill -9, until in every ISR", "s", False, 1.0
+STARTUP_UNCLEAN = MetricSpec.cost(
+    "startup_unclean_s",
+    "start-up after kill -9, until in every ISR",
+    target_ratio=CONTROLLER_GOAL,
 )
-CONTROLLER_FAILOVER = MetricSpec(
+CONTROLLER_FAILOVER = MetricSpec.cost(
     "controller_failover_s",
     "kill -9 of the controller: its partitions led elsewhere",
-    "s",
-    False,
-    1.0,
+    target_ratio=CONTROLLER_GOAL,
 )
-MEMORY_PER_PARTITION = MetricSpec(
-    "memory_per_replica_kib", "broker memory (RSS) per hosted replica", "KiB", False, 1.0
+MEMORY_PER_PARTITION = MetricSpec.cost(
+    "memory_per_replica_kib", "broker memory (RSS) per hosted replica", "KiB", CONTROLLER_GOAL
 )
-ZK_REQUESTS_PER_CHANGE = MetricSpec(
+ZK_REQUESTS_PER_CHANGE = MetricSpec.cost(
     "zk_requests_per_leader_change",
     "ZooKeeper requests per leader change (controlled shutdown)",
     "requests",
-    False,
-    1.0,
+    CONTROLLER_GOAL,
 )
 #: The controller metrics, in table order.
 CONTROLLER_METRICS: tuple[MetricSpec, ...] = (

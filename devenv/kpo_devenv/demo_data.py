@@ -27,6 +27,7 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.record import MemoryRecords
 
+from kpo_devenv.waiting import wait_until
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.client_config import ClientSecurity
 
@@ -95,9 +96,10 @@ def wait_brokers(admin: KafkaAdmin, broker_ids: Sequence[int], timeout_s: float 
     Raises:
         DemoDataError: not so within ``timeout_s`` seconds.
     """
-    deadline = time.monotonic() + timeout_s
     last: object = None
-    while time.monotonic() < deadline:
+
+    def controller() -> int | None:
+        nonlocal last
         try:
             info = admin.describe_cluster()
             ids = set(info.brokers)
@@ -106,8 +108,16 @@ def wait_brokers(admin: KafkaAdmin, broker_ids: Sequence[int], timeout_s: float 
             last = f"brokers {sorted(ids)}, controller {info.controller_id}"
         except Exception as exc:  # not serving yet
             last = exc
-        time.sleep(0.3)
-    raise DemoDataError(f"brokers {list(broker_ids)} not all up after {timeout_s:.0f} s: {last}")
+        return None
+
+    return wait_until(
+        controller,
+        timeout_s,
+        lambda: DemoDataError(
+            f"brokers {list(broker_ids)} not all up after {timeout_s:.0f} s: {last}"
+        ),
+        interval_s=0.3,
+    )
 
 
 def produce(

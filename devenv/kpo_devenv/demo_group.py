@@ -22,10 +22,11 @@ from typing import Any
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import OffsetSpec
 from kafka.consumer.subscription_state import ConsumerRebalanceListener
-from rich import box
 from rich.table import Table
 
 from kpo_devenv.demo_data import CLIENT_ID, DemoDataError, DigestBuilder, PartitionDigest
+from kpo_devenv.demo_verify import check_table, mark
+from kpo_devenv.waiting import wait_until
 from kpo_kafka.client_config import ClientSecurity
 
 #: The demo group's ``group.id``.
@@ -133,16 +134,20 @@ class DemoGroup:
         Raises:
             DemoDataError: not so within ``timeout_s`` seconds.
         """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def balanced() -> dict[str, list[int]] | None:
             owned = self.owned()
             flat = sorted(p for parts in owned.values() for p in parts)
-            if all(owned.values()) and flat == self.partitions:
-                return owned
-            time.sleep(0.2)
-        raise DemoDataError(
-            f"group {self.group_id} not balanced after {timeout_s:.0f} s: {self.owned()}; "
-            f"errors: {self.errors[:3]}"
+            return owned if all(owned.values()) and flat == self.partitions else None
+
+        return wait_until(
+            balanced,
+            timeout_s,
+            lambda: DemoDataError(
+                f"group {self.group_id} not balanced after {timeout_s:.0f} s: {self.owned()}; "
+                f"errors: {self.errors[:3]}"
+            ),
+            interval_s=0.2,
         )
 
     def latest(self) -> LagSample | None:
@@ -155,19 +160,24 @@ class DemoGroup:
         Raises:
             DemoDataError: the group still lags after ``timeout_s`` seconds.
         """
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+
+        def caught_up() -> LagSample | None:
             sample = self._sample
-            if (
+            done = (
                 sample is not None
                 and sample.total == 0
                 and len(sample.committed) == len(self.partitions)
-            ):
-                return sample
-            time.sleep(0.3)
-        raise DemoDataError(
-            f"group {self.group_id} still lags after {timeout_s:.0f} s: {self._sample}; "
-            f"errors: {self.errors[:3]}"
+            )
+            return sample if done else None
+
+        return wait_until(
+            caught_up,
+            timeout_s,
+            lambda: DemoDataError(
+                f"group {self.group_id} still lags after {timeout_s:.0f} s: {self._sample}; "
+                f"errors: {self.errors[:3]}"
+            ),
+            interval_s=0.3,
         )
 
     def read(self) -> dict[int, PartitionDigest]:
@@ -326,23 +336,17 @@ def lag_line(sample: LagSample | None, record_bytes: int) -> str:
 
 def group_table(group_id: str, topic: str, checks: Sequence[GroupCheck]) -> Table:
     """Render the group checks as a table, one row per partition."""
-    table = Table(
-        title=f"consumer group {group_id} on {topic}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
+    table = check_table(
+        f"consumer group {group_id} on {topic}",
+        ("part", "committed", "log end", "produced", "read by the group"),
     )
-    for column in ("part", "committed", "log end", "produced", "read by the group"):
-        table.add_column(column, no_wrap=True)
     for c in checks:
         ok_offsets = c.committed == c.end == c.produced.records
         table.add_row(
             str(c.partition),
-            f"{c.committed} {'[green]✓[/]' if ok_offsets else '[red]✗[/]'}",
+            f"{c.committed} {mark(ok_offsets)}",
             str(c.end),
             str(c.produced.records),
-            f"{c.read.records} {'[green]✓[/]' if c.read == c.produced else '[red]✗[/]'}",
+            f"{c.read.records} {mark(c.read == c.produced)}",
         )
     return table

@@ -182,8 +182,24 @@ def verify_move(
     return checks
 
 
-def _mark(ok: bool) -> str:
+def mark(ok: bool) -> str:
+    """Return a check's outcome as rich markup: a green tick or a red cross."""
     return "[green]✓[/]" if ok else "[red]✗[/]"
+
+
+def check_table(title: str, columns: Sequence[str]) -> Table:
+    """Return an empty table in the demo's style with ``columns`` (not wrapped) for its checks."""
+    table = Table(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        padding=(0, 1),
+        collapse_padding=True,
+        show_edge=False,
+    )
+    for column in columns:
+        table.add_column(column, no_wrap=True)
+    return table
 
 
 def _short(replicas: Sequence[int]) -> str:
@@ -192,18 +208,10 @@ def _short(replicas: Sequence[int]) -> str:
 
 def checks_table(topic: str, checks: Sequence[PartitionCheck]) -> Table:
     """Render the checks as a table, one row per partition (details of failures are in problems)."""
-    table = Table(
-        title=f"topic {topic}",
-        title_justify="left",
-        box=box.SIMPLE_HEAD,
-        padding=(0, 1),
-        collapse_padding=True,
-        show_edge=False,
+    table = check_table(
+        f"topic {topic}",
+        ("part", "replicas", "leader", "ISR", "leader read", "new replica log", "sizes"),
     )
-    for column in ("part", "replicas", "leader", "ISR", "leader read"):
-        table.add_column(column, no_wrap=True)
-    for column in ("new replica log", "sizes"):
-        table.add_column(column, no_wrap=True)
     for c in checks:
         replicas = _short(c.state.replicas)
         if c.original != c.expected:
@@ -211,12 +219,12 @@ def checks_table(topic: str, checks: Sequence[PartitionCheck]) -> Table:
         equal_sizes = len(set(c.sizes.values())) == 1
         table.add_row(
             str(c.partition),
-            f"{replicas} {_mark(c.state.replicas == c.expected)}",
+            f"{replicas} {mark(c.state.replicas == c.expected)}",
             str(c.state.leader),
-            f"{_short(c.state.isr)} {_mark(set(c.state.isr) == set(c.expected))}",
-            f"{c.via_leader.records} {_mark(c.via_leader == c.produced)}",
-            ", ".join(f"broker {b} {_mark(d == c.produced)}" for b, d in c.on_disk.items())
+            f"{_short(c.state.isr)} {mark(set(c.state.isr) == set(c.expected))}",
+            f"{c.via_leader.records} {mark(c.via_leader == c.produced)}",
+            ", ".join(f"broker {b} {mark(d == c.produced)}" for b, d in c.on_disk.items())
             or "(not moved)",
-            f"{'equal' if equal_sizes else 'differ'} {_mark(equal_sizes)}",
+            f"{'equal' if equal_sizes else 'differ'} {mark(equal_sizes)}",
         )
     return table

@@ -15,10 +15,11 @@ import ctypes.util
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
+
+from kpo_devenv.waiting import wait_until
 
 _PR_SET_PDEATHSIG = 1
 _LIBC_NAME = ctypes.util.find_library("c")
@@ -124,8 +125,8 @@ class ManagedProcess:
             ProcessStartError: the process exited, or was not ready within
                 ``timeout_s`` (it is then stopped). The message carries the log tail.
         """
-        deadline = time.monotonic() + timeout_s
-        while True:
+
+        def ready() -> bool | None:
             if self._popen is None:
                 raise ProcessStartError(f"{self.name} was never started")
             code = self._popen.poll()
@@ -133,15 +134,16 @@ class ManagedProcess:
                 self._discard()
                 raise ProcessStartError(self._failure(f"exited with code {code} while starting"))
             try:
-                if probe():
-                    return
+                return True if probe() else None
             except Exception:  # a failing probe means "not ready yet"
-                pass
-            if time.monotonic() > deadline:
-                message = self._failure(f"not ready after {timeout_s:.0f} s")
-                self.stop()
-                raise ProcessStartError(message)
-            time.sleep(interval_s)
+                return None
+
+        def not_ready() -> ProcessStartError:
+            message = self._failure(f"not ready after {timeout_s:.0f} s")
+            self.stop()
+            return ProcessStartError(message)
+
+        wait_until(ready, timeout_s, not_ready, interval_s)
 
     def _failure(self, what: str) -> str:
         return (

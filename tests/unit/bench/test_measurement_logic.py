@@ -3,9 +3,12 @@ from pathlib import Path
 import pytest
 
 from kpo_bench.catch_up import POLL_INTERVAL_S, CatchUpTimeline, partition_log_bytes
-from kpo_bench.cli import build_parser, workload_from
+from kpo_bench.cli import _cluster_factories, build_parser, workload_from
 from kpo_bench.failover import first_ack_after, pick_victim
+from kpo_bench.results import BASELINE, OURS
 from kpo_bench.settings import DEFAULT, MIB, QUICK
+from kpo_devenv.apache_kafka import ApacheKafkaCluster
+from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.tools import read_env_value
 
 
@@ -82,3 +85,18 @@ def test_workload_from_arguments() -> None:
     custom = workload_from(parser.parse_args(["--quick", "--produce-records", "7"]))
     assert custom.produce_records == 7
     assert custom.catch_up_records == QUICK.catch_up_records
+
+
+def test_each_system_gets_its_own_cluster_on_its_own_chroot(tmp_path: Path) -> None:
+    properties = {"num.partitions": "3"}
+    factories = _cluster_factories(None, "/nowhere/*", properties)
+    assert list(factories) == [OURS, BASELINE]  # kpo runs first
+    ours = factories[OURS](tmp_path / OURS, "127.0.0.1:2181/kpo")
+    theirs = factories[BASELINE](tmp_path / BASELINE, "127.0.0.1:2181/apache-kafka")
+    assert isinstance(ours, KafkaCluster) and not isinstance(ours, ApacheKafkaCluster)
+    assert isinstance(theirs, ApacheKafkaCluster)
+    for cluster, chroot in ((ours, "/kpo"), (theirs, "/apache-kafka")):
+        assert sorted(cluster.brokers) == [0, 1, 2]
+        for broker in cluster.brokers.values():
+            assert broker.properties["num.partitions"] == "3"
+            assert broker.properties["zookeeper.connect"] == f"127.0.0.1:2181{chroot}"

@@ -233,6 +233,22 @@ class ZkClientSecurity:
     set_acl: bool = False
     tls: ZkClientTls | None = None
 
+    def summary(self) -> str:
+        """Describe the settings without secrets, e.g. ``TLS (TLSv1.2), znode ACLs``."""
+        parts = []
+        if self.tls is None:
+            parts.append("plaintext")
+        else:
+            parts.append(f"TLS ({', '.join(self.tls.ssl.enabled_protocols)})")
+            if self.tls.client_auth:
+                parts.append("client certificate")
+            if not self.tls.ssl.endpoint_identification:
+                parts.append("no host name check")
+        if self.username is not None:
+            parts.append(f"SASL DIGEST-MD5 as {self.username}")
+        parts.append("znode ACLs" if self.set_acl else "open znodes")
+        return ", ".join(parts)
+
     def kazoo_handler(self) -> TlsConnectionHandler | None:
         """Return a new kazoo handler for one client: TLS when :attr:`tls` is set, else None.
 

@@ -239,10 +239,10 @@ class ZkClientSecurity:
         if self.tls is None:
             parts.append("plaintext")
         else:
-            parts.append(f"TLS ({', '.join(self.tls.ssl.enabled_protocols)})")
+            parts.append(f"TLS ({', '.join(self.tls.settings.enabled_protocols)})")
             if self.tls.client_auth:
                 parts.append("client certificate")
-            if not self.tls.ssl.endpoint_identification:
+            if not self.tls.settings.endpoint_identification:
                 parts.append("no host name check")
         if self.username is not None:
             parts.append(f"SASL DIGEST-MD5 as {self.username}")

@@ -133,16 +133,16 @@ class ZkClientTls:
     """The broker's TLS settings for ZooKeeper, resolved (see the module doc).
 
     Attributes:
-        ssl: the settings as the listeners' TLS code takes them (keystore with the key
-            password, truststore, protocols, cipher suites, host name check).
+        settings: the settings as the listeners' TLS code takes them (keystore with the
+            key password, truststore, protocols, cipher suites, host name check).
     """
 
-    ssl: SslSettings
+    settings: SslSettings
 
     @property
     def client_auth(self) -> bool:
         """Whether the broker presents a certificate (ZooKeeper's ``x509`` authentication)."""
-        return self.ssl.has_keystore
+        return self.settings.has_keystore
 
     def context(self) -> ssl.SSLContext:
         """Build the client-side TLS context.
@@ -152,7 +152,7 @@ class ZkClientTls:
                 unusable cipher suites (naming the ``zookeeper.ssl.*`` property).
         """
         try:
-            return client_context(self.ssl)
+            return client_context(self.settings)
         except TlsConfigError as exc:
             name = _PROPERTY_OF_LISTENER_PROPERTY.get(exc.property_name, exc.property_name)
             raise ConfigError(name, str(exc).split(": ", 1)[-1]) from None

@@ -43,8 +43,8 @@ def test_off_by_default_and_then_every_other_setting_is_ignored_as_in_kafka() ->
 def test_kafka_defaults_tls12_and_the_host_name_check() -> None:
     tls = resolve_zk_client_tls(_ON, {})
     assert tls is not None
-    assert tls.ssl.enabled_protocols == ("TLSv1.2",)
-    assert tls.ssl.endpoint_identification == "https"
+    assert tls.settings.enabled_protocols == ("TLSv1.2",)
+    assert tls.settings.endpoint_identification == "https"
     assert not tls.client_auth
     context = tls.context()
     assert context.check_hostname and context.verify_mode == ssl.CERT_REQUIRED
@@ -63,7 +63,7 @@ def test_enabled_protocols_default_to_the_protocol(
     extra: dict[str, str], protocols: tuple[str, ...]
 ) -> None:
     tls = resolve_zk_client_tls(_ON | extra, {})
-    assert tls is not None and tls.ssl.enabled_protocols == protocols
+    assert tls is not None and tls.settings.enabled_protocols == protocols
 
 
 def test_system_properties_are_the_fallback_and_broker_properties_win(pki: KafkaPki) -> None:
@@ -77,14 +77,14 @@ def test_system_properties_are_the_fallback_and_broker_properties_win(pki: Kafka
     }
     tls = resolve_zk_client_tls({}, system)
     assert tls is not None
-    assert tls.ssl.truststore_location == str(pki.ca.cert)
-    assert tls.ssl.enabled_protocols == ("TLSv1.3",)
-    assert tls.ssl.endpoint_identification == ""
+    assert tls.settings.truststore_location == str(pki.ca.cert)
+    assert tls.settings.enabled_protocols == ("TLSv1.3",)
+    assert tls.settings.endpoint_identification == ""
     assert resolve_zk_client_tls({"zookeeper.ssl.client.enable": "false"}, system) is None
     tls = resolve_zk_client_tls(
         {"zookeeper.ssl.endpoint.identification.algorithm": "HTTPS"}, system
     )
-    assert tls is not None and tls.ssl.endpoint_identification == "https"
+    assert tls is not None and tls.settings.endpoint_identification == "https"
 
 
 @pytest.mark.parametrize(

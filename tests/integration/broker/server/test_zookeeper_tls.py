@@ -8,9 +8,11 @@ accepts), presenting one client certificate shared by the brokers (Kafka's advic
 ``zookeeper.set.acl`` with TLS: the certificate subject is the brokers' ZooKeeper identity)
 and checking the server's host name. They register, elect a controller, create a topic,
 replicate and serve clients; their znodes carry Kafka's ACLs for the ``x509`` identity. A
-controller's crash elects another one over TLS. A broker trusting another CA does not
-start and says why; a plaintext client, or a TLS client without a certificate, gets
-nothing from the server.
+controller's crash elects another one over TLS. Apache Kafka 3.9's own broker, given the
+same properties, registers over the same server and its znodes carry the same ACLs. A
+broker trusting another CA, or presenting a certificate of another CA, does not start and
+says why; a plaintext client, or a TLS client without a certificate, gets nothing from the
+server.
 """
 
 from __future__ import annotations
@@ -29,10 +31,12 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kpo_broker.zk.security import resolve_zk_client_security
 from kpo_broker.zk.tls import NETTY_CLIENT_CNXN_SOCKET, SYSTEM_PROPERTY_OF
 from kpo_devenv import ZooKeeperServer
+from kpo_devenv.apache_kafka import ApacheBroker, KafkaNotInstalledError, kafka_classpath
 from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_devenv.kafka_security import pem_keystore
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
 from kpo_devenv.process import ProcessStartError
+from kpo_devenv.tools import pinned_version
 from kpo_devenv.zookeeper import ZooKeeperTls
 from tests.integration.broker.conftest import wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import create_topic, describe
@@ -160,6 +164,48 @@ def test_broker_trusting_another_ca_does_not_start_and_says_why(
         broker.start(timeout_s=60)
     log = (tmp_path / "wrong-ca" / "broker.log").read_text()
     assert "no ZooKeeper session within" in log
+    # A client certificate ZooKeeper does not trust: the server's alert, over TLS 1.2
+    # (Kafka's default zookeeper.ssl.protocol) during the handshake.
+    del properties["zookeeper.ssl.enabled.protocols"]
+    properties |= {
+        "zookeeper.ssl.truststore.location": zk_properties["zookeeper.ssl.truststore.location"],
+        "zookeeper.ssl.keystore.location": str(pem_keystore(other.client("stranger"))),
+    }
+    broker = BrokerProcess(
+        9, tmp_path / "stranger", f"{tls_zookeeper.connect_string}{CHROOT}", properties
+    )
+    with pytest.raises(
+        ProcessStartError, match="the last TLS handshake failed: .*ALERT_CERTIFICATE_UNKNOWN"
+    ):
+        broker.start(timeout_s=60)
+
+
+def test_apache_kafka_given_the_same_properties_gets_the_same_acls(
+    tls_zookeeper: ZooKeeperServer,
+    zk_properties: dict[str, str],
+    brokers_zk: Any,
+    tmp_path: Path,
+) -> None:
+    try:
+        classpath = kafka_classpath(pinned_version("KAFKA_VERSION"))
+    except KafkaNotInstalledError as exc:
+        pytest.fail(str(exc))
+    single = {"offsets.topic.replication.factor": "1", "zookeeper.set.acl": "true"}
+    broker = ApacheBroker(
+        0,
+        tmp_path / "apache",
+        f"{tls_zookeeper.connect_string}/apache",
+        classpath,
+        zk_properties | single,
+    )
+    broker.start(timeout_s=180)
+    try:
+        wait_for(lambda: brokers_zk.exists("/apache/controller") is not None, 90, "a controller")
+        for path in ("", "/brokers/ids/0", "/controller", "/cluster/id"):
+            assert _acls(brokers_zk, "/apache" + path) == OPEN, path
+        assert _acls(brokers_zk, "/apache/config/users") == SENSITIVE
+    finally:
+        broker.stop()
 
 
 def test_a_keystore_of_another_type_refuses_start_up(

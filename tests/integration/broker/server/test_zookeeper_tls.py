@@ -175,7 +175,7 @@ def test_broker_trusting_another_ca_does_not_start_and_says_why(
         9, tmp_path / "stranger", f"{tls_zookeeper.connect_string}{CHROOT}", properties
     )
     with pytest.raises(
-        ProcessStartError, match="the last TLS handshake failed: .*ALERT_CERTIFICATE_UNKNOWN"
+        ProcessStartError, match=r"the last TLS handshake failed: .*ALERT_CERTIFICATE_UNKNOWN"
     ):
         broker.start(timeout_s=60)
 

@@ -16,7 +16,8 @@ the processes for ``demo-down``.
 The fleet is secured as the chart's default install (:mod:`kpo_devenv.demo_security`):
 clients connect with SASL_SSL (SCRAM-SHA-512), brokers with mutual TLS, ``AclAuthorizer``
 allows the operator only what its calls need and the demo's clients only their topic and
-group, and brokers authenticate to ZooKeeper with SASL. ``plaintext`` (``--plaintext``,
+group, and brokers reach ZooKeeper over TLS only (KIP-515, client certificates) and
+authenticate there with SASL. ``plaintext`` (``--plaintext``,
 for development only) runs everything on PLAINTEXT without authorization, as before.
 """
 
@@ -180,6 +181,7 @@ class DemoStack:
             base / "zookeeper",
             runner=self.containers,
             sasl_users=security.zookeeper_users if security else None,
+            tls=security.zookeeper_tls(base / "zookeeper") if security else None,
         )
         self.plane = ControlPlane(base / "control-plane", crds_dir=options.crds_dir)
         brokers = base / "kafka"
@@ -348,7 +350,9 @@ def run_demo(options: DemoOptions, console: Console) -> DemoResult:
         produced = _produce(bootstrap, options.megabytes * 1024 * 1024, console, client)
         security_problems: list[str] = []
         if stack.security is not None:
-            refused, security_problems = stack.security.refusals(bootstrap, TOPIC)
+            refused, security_problems = stack.security.refusals(
+                bootstrap, TOPIC, stack.zookeeper.port
+            )
             for line in refused:
                 console.print(f"  ✓ refused: {escape(line)}")
             for problem in security_problems:

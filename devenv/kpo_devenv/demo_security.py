@@ -12,7 +12,10 @@
 - ``authorizer.class.name=kafka.security.authorizer.AclAuthorizer`` with the brokers'
   certificate subjects as ``super.users``: every other principal gets only what an ACL
   allows;
-- brokers log in to ZooKeeper with SASL DIGEST-MD5 (a JAAS ``Client`` section named by
+- brokers reach ZooKeeper over TLS only (KIP-515: ``zookeeper.ssl.client.enable``, the
+  Netty client socket, their own PEM keystore as client certificate, the run's CA as
+  truststore, the server's host name checked; the server has no plaintext port and needs
+  a client certificate), log in with SASL DIGEST-MD5 (a JAAS ``Client`` section named by
   ``KAFKA_OPTS``) and create their znodes with Kafka's ACLs (``zookeeper.set.acl=true``);
   the ZooKeeper server refuses unauthenticated sessions;
 - two SCRAM users with random passwords, created in ZooKeeper before the brokers start
@@ -52,13 +55,17 @@ from kpo_broker.security.acl import (
     kafka_name,
 )
 from kpo_broker.zk.security import ZkClientSecurity
+from kpo_broker.zk.tls import resolve_zk_client_tls
 from kpo_devenv.kafka_security import (
     add_acls,
     add_scram_user,
     pem_keystore,
     zookeeper_client_jaas,
+    zookeeper_tls_properties,
 )
+from kpo_devenv.net import LOOPBACK
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
+from kpo_devenv.zookeeper import ZooKeeperTls, four_letter_word
 from kpo_kafka.client_config import ClientSecurity, Secret
 
 __all__ = ["LISTENERS", "MECHANISM", "DemoSecurity", "Grant", "plaintext_answered"]
@@ -147,12 +154,15 @@ class DemoSecurity:
         passwords: SCRAM user -> password (random per run).
         zookeeper_password: the brokers' ZooKeeper SASL password (random per run).
         grants: SCRAM user -> its ACLs.
+        setup_keystore: the PEM keystore with which the set-up here reaches ZooKeeper
+            over TLS (``CN=kpo-demo-setup``).
     """
 
     pki: KafkaPki
     passwords: Mapping[str, str]
     zookeeper_password: str
     grants: Mapping[str, tuple[Grant, ...]]
+    setup_keystore: Path
 
     @classmethod
     def create(cls, workdir: Path, topic: str, group: str) -> DemoSecurity:
@@ -164,11 +174,13 @@ class DemoSecurity:
             group: the demo's consumer group.
         """
         grants = {OPERATOR_USER: operator_grants(topic), DEMO_USER: client_grants(topic, group)}
+        pki = generate_kafka_pki(workdir / "pki")
         return cls(
-            generate_kafka_pki(workdir / "pki"),
+            pki,
             {user: secrets.token_urlsafe(18) for user in grants},
             secrets.token_urlsafe(18),
             grants,
+            pem_keystore(pki.client("zookeeper-setup", "kpo-demo-setup")),
         )
 
     @property
@@ -178,8 +190,23 @@ class DemoSecurity:
 
     @property
     def zk_security(self) -> ZkClientSecurity:
-        """How the brokers (and the set-up here) authenticate to ZooKeeper."""
-        return ZkClientSecurity(ZOOKEEPER_USER, self.zookeeper_password, set_acl=True)
+        """How the set-up here reaches ZooKeeper: TLS, and SASL as the brokers' user."""
+        tls = resolve_zk_client_tls(
+            zookeeper_tls_properties(self.setup_keystore, self.pki.ca.cert), {}
+        )
+        return ZkClientSecurity(ZOOKEEPER_USER, self.zookeeper_password, set_acl=True, tls=tls)
+
+    def zookeeper_tls(self, zookeeper_dir: Path) -> ZooKeeperTls:
+        """Return the ZooKeeper server's TLS; issue its keystore into ``zookeeper_dir/tls``.
+
+        Its client port needs a client certificate signed by the run's CA
+        (``ssl.clientAuth=need``); the readiness check presents :attr:`setup_keystore`.
+        """
+        tls = zookeeper_dir / "tls"
+        tls.mkdir(parents=True, exist_ok=True)
+        keystore = pem_keystore(KafkaPki(tls, self.pki.ca).zookeeper())
+        truststore = Path(shutil.copy(self.pki.ca.cert, tls / "ca.crt"))
+        return ZooKeeperTls(keystore, truststore, probe_keystore=self.setup_keystore)
 
     def super_users(self, broker_ids: list[int]) -> str:
         """``super.users``: the brokers' certificate subjects (Kafka's default mapping)."""
@@ -208,6 +235,7 @@ class DemoSecurity:
             "ssl.keystore.location": str(keystore),
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(truststore),
+            **zookeeper_tls_properties(keystore, Path(truststore)),
             "zookeeper.set.acl": "true",
             "authorizer.class.name": AUTHORIZER,
             "super.users": self.super_users(list(range(brokers))),
@@ -282,18 +310,34 @@ class DemoSecurity:
             "KPO_KAFKA_SASL_PASSWORD_FILE": str(password),
         }
 
-    def refusals(self, bootstrap_servers: str, topic: str) -> tuple[list[str], list[str]]:
+    def refusals(
+        self, bootstrap_servers: str, topic: str, zookeeper_port: int | None = None
+    ) -> tuple[list[str], list[str]]:
         """Check that the fleet refuses what it must; return (what was refused, problems).
 
         A client without TLS gets no answer from the ``CLIENT`` listener of the first
-        broker, and ``kpo-operator`` may not read ``topic`` (it holds no Read ACL).
+        broker nor from ZooKeeper, and ``kpo-operator`` may not read ``topic`` (it holds
+        no Read ACL).
 
         Args:
             bootstrap_servers: the ``CLIENT`` listeners, ``host:port,...``.
             topic: an existing topic with records.
+            zookeeper_port: ZooKeeper's (TLS) client port on loopback, if it is checked.
         """
         host, _, port = bootstrap_servers.split(",")[0].rpartition(":")
         refused, problems = [], []
+        if zookeeper_port is not None:
+            try:
+                answer = four_letter_word(zookeeper_port, "ruok", timeout_s=10.0)
+            except OSError:
+                answer = ""
+            if answer:
+                problems.append(f"ZooKeeper answered {answer!r} to a client without TLS")
+            else:
+                refused.append(
+                    f"a client without TLS gets nothing from ZooKeeper at {LOOPBACK}:"
+                    f"{zookeeper_port}"
+                )
         if plaintext_answered(host, int(port)):
             problems.append(f"{host}:{port} answered a PLAINTEXT request")
         else:
@@ -309,7 +353,7 @@ class DemoSecurity:
         lines = [
             "listeners CLIENT (SASL_SSL, SCRAM-SHA-512) and INTERNAL (SSL, mutual TLS, "
             "inter-broker); AclAuthorizer, super users: the brokers' certificates; "
-            "ZooKeeper: SASL DIGEST-MD5, znode ACLs",
+            "ZooKeeper: TLS with client certificates, SASL DIGEST-MD5, znode ACLs",
         ]
         for user, grants in self.grants.items():
             lines.append(f"User:{user}: " + "; ".join(g.describe() for g in grants))

@@ -11,7 +11,9 @@ notification); :func:`add_acls` creates ACLs there as ``kafka-acls --authorizer-
 zookeeper.connect=... --add`` does (through the brokers' own ``AclAuthorizer`` store, with
 its ``/kafka-acl-changes`` notification). :func:`zookeeper_client_jaas` writes the JAAS file
 with which brokers (and these helpers, through a :class:`~kpo_broker.zk.security.ZkClientSecurity`)
-authenticate to a ZooKeeper with SASL, and returns the ``KAFKA_OPTS`` naming it.
+authenticate to a ZooKeeper with SASL, and returns the ``KAFKA_OPTS`` naming it;
+:func:`zookeeper_tls_properties` gives the ``zookeeper.ssl.*`` properties of TLS to
+ZooKeeper.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from kpo_broker.zk.security import (
     ZkClientSecurity,
     jaas_section,
 )
+from kpo_broker.zk.tls import NETTY_CLIENT_CNXN_SOCKET
 from kpo_devenv.pki import CertKeyPair, KafkaPki
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "broker_ssl_properties",
     "pem_keystore",
     "zookeeper_client_jaas",
+    "zookeeper_tls_properties",
 ]
 
 
@@ -58,6 +62,24 @@ def broker_ssl_properties(pki: KafkaPki, broker_id: int) -> dict[str, str]:
         "ssl.keystore.location": str(keystore),
         "ssl.truststore.type": "PEM",
         "ssl.truststore.location": str(pki.ca.cert),
+    }
+
+
+def zookeeper_tls_properties(keystore: Path, truststore: Path) -> dict[str, str]:
+    """Return Kafka's broker properties for TLS to ZooKeeper (KIP-515) with PEM stores.
+
+    Args:
+        keystore: PEM keystore (key and certificate chain): the client certificate, the
+            broker's ``x509`` identity in ZooKeeper.
+        truststore: PEM file of the CA that signed the ZooKeeper server's certificate.
+    """
+    return {
+        "zookeeper.ssl.client.enable": "true",
+        "zookeeper.clientCnxnSocket": NETTY_CLIENT_CNXN_SOCKET,
+        "zookeeper.ssl.keystore.type": "PEM",
+        "zookeeper.ssl.keystore.location": str(keystore),
+        "zookeeper.ssl.truststore.type": "PEM",
+        "zookeeper.ssl.truststore.location": str(truststore),
     }
 
 

@@ -245,6 +245,25 @@ class KafkaPki:
             ip_addresses=("127.0.0.1",),
         )
 
+    def zookeeper(self, host: str = "localhost") -> CertKeyPair:
+        """Issue the ZooKeeper server's certificate (its TLS client port, KIP-515).
+
+        Its subject is ``CN=zookeeper,O=kpo``; SANs ``host``, ``localhost`` and ``127.0.0.1``
+        (brokers check the host name by default). Usable as a client certificate too, e.g.
+        for the four-letter commands of a server that requires one.
+        """
+        return _issue(
+            self.directory,
+            "zookeeper",
+            self.ca,
+            "zookeeper",
+            ("kpo",),
+            client=True,
+            server=True,
+            dns_names=tuple(dict.fromkeys((host, "localhost"))),
+            ip_addresses=("127.0.0.1",),
+        )
+
     def client(self, name: str, common_name: str | None = None) -> CertKeyPair:
         """Issue a client certificate for mutual TLS; its subject is ``CN=<common_name>``.
 

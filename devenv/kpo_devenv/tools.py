@@ -13,10 +13,13 @@ import shutil
 from pathlib import Path
 
 #: Jars of Debian's zookeeper package; the main jar's manifest names its
-#: dependencies, and slf4j-simple sends the server's log to stderr.
+#: dependencies, and slf4j-simple sends the server's log to stderr. The manifest
+#: omits Netty's codec jar (from libnetty-java, a dependency of the package), without
+#: which the Netty connection factory of a TLS client port fails on each connection.
 ZOOKEEPER_JARS = (
     Path("/usr/share/java/zookeeper.jar"),
     Path("/usr/share/java/slf4j-simple.jar"),
+    Path("/usr/share/java/netty-codec.jar"),
 )
 
 

@@ -30,8 +30,7 @@ ZooKeeper-based authorizer) with ``super.users`` and ``allow.everyone.if.no.acl.
 (:func:`resolve_authorizer`); any other authorizer class refuses start-up rather than
 run unprotected.
 
-Security settings of features not implemented yet refuse start-up too:
-``zookeeper.ssl.client.enable=true``.
+TLS to ZooKeeper (``zookeeper.ssl.*``) is resolved in :mod:`kpo_broker.zk.tls`.
 
 Anything set that cannot be honoured refuses start-up with a :class:`ConfigError`
 naming the property (never quoting a JAAS value, which holds passwords).
@@ -80,9 +79,9 @@ _UNSUPPORTED_IF_SET = (
     "sasl.login.callback.handler.class",
     "principal.builder.class",
 )
-#: Boolean properties that may not be true (ZooKeeper TLS is not implemented yet; znode
-#: ACLs, ``zookeeper.set.acl``, are in :mod:`kpo_broker.zk.security`).
-_UNSUPPORTED_IF_TRUE = ("zookeeper.ssl.client.enable",)
+#: Boolean properties that may not be true (none left: ZooKeeper TLS and znode ACLs are
+#: in :mod:`kpo_broker.zk.tls` and :mod:`kpo_broker.zk.security`).
+_UNSUPPORTED_IF_TRUE: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -185,6 +185,7 @@ class KafkaServer:
         authorizer_settings = resolve_authorizer(c)
         self._connector = connector
         zk_security = resolve_zk_client_security(c.extra)
+        log.info("ZooKeeper client: %s", zk_security.summary())
         log_dirs = [Path(d) for d in (c.log_dirs or [c.log_dir])]
         quotas = self._new_replication_quotas()
         zk = KafkaZkClient(

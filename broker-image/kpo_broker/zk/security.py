@@ -25,7 +25,9 @@ ZooKeeper's ``auth`` scheme) plus read for anyone, except under the sensitive pa
 ``/delegation_token/tokens``), which only the creator may read; the old consumer path
 ``/consumers`` stays open. As in Kafka's ``KafkaZkClient.createZkClient``, the switch
 without an authenticated ZooKeeper client refuses start-up, and so does a JAAS
-``Client`` section while ``zookeeper.sasl.client=false``.
+``Client`` section while ``zookeeper.sasl.client=false``. A client certificate over TLS
+(:mod:`kpo_broker.zk.tls`, ``zookeeper.ssl.client.enable`` with a keystore) authenticates
+the broker too (ZooKeeper's ``x509`` scheme), with or without SASL.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from typing import Any
 from kazoo.security import CREATOR_ALL_ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE
 
 from kpo_broker.config import ConfigError
+from kpo_broker.zk.tls import TlsConnectionHandler, ZkClientTls, resolve_zk_client_tls
 from kpo_kafka.security import JaasEntry, JaasError, parse_jaas_config
 
 __all__ = [
@@ -222,11 +225,37 @@ class ZkClientSecurity:
         username: the SASL DIGEST-MD5 user, or None for an unauthenticated client.
         password: its password.
         set_acl: ``zookeeper.set.acl``: create znodes with :func:`default_acls`.
+        tls: TLS to ZooKeeper (``zookeeper.ssl.*``), or None for plaintext.
     """
 
     username: str | None = None
     password: str | None = field(default=None, repr=False)
     set_acl: bool = False
+    tls: ZkClientTls | None = None
+
+    def summary(self) -> str:
+        """Describe the settings without secrets, e.g. ``TLS (TLSv1.2), znode ACLs``."""
+        parts = []
+        if self.tls is None:
+            parts.append("plaintext")
+        else:
+            parts.append(f"TLS ({', '.join(self.tls.settings.enabled_protocols)})")
+            if self.tls.client_auth:
+                parts.append("client certificate")
+            if not self.tls.settings.endpoint_identification:
+                parts.append("no host name check")
+        if self.username is not None:
+            parts.append(f"SASL DIGEST-MD5 as {self.username}")
+        parts.append("znode ACLs" if self.set_acl else "open znodes")
+        return ", ".join(parts)
+
+    def kazoo_handler(self) -> TlsConnectionHandler | None:
+        """Return a new kazoo handler for one client: TLS when :attr:`tls` is set, else None.
+
+        Raises:
+            ConfigError: the TLS stores cannot be loaded (see :meth:`ZkClientTls.context`).
+        """
+        return self.tls.handler() if self.tls is not None else None
 
     @property
     def sasl_options(self) -> dict[str, str] | None:
@@ -257,18 +286,20 @@ def resolve_zk_client_security(
     """Resolve the broker's ZooKeeper client security (Kafka's ``KafkaZkClient.createZkClient``).
 
     Args:
-        properties: broker properties (``zookeeper.set.acl``).
+        properties: broker properties (``zookeeper.set.acl``, ``zookeeper.ssl.*``).
         system_properties: the JVM system properties; default those of ``KAFKA_OPTS``
             in the environment (:func:`jvm_system_properties`).
 
     Returns:
-        the credentials of the JAAS section (if any) and whether ACLs are set.
+        the credentials of the JAAS section (if any), whether ACLs are set and the TLS
+        settings (their stores loaded once here, so that a bad file stops start-up).
 
     Raises:
         ConfigError: an unreadable or malformed JAAS file, a section with a login module
             other than ``DigestLoginModule`` or without ``username``/``password``, a JAAS
             section while ``zookeeper.sasl.client=false``, ``zookeeper.set.acl=true``
-            without SASL, a malformed boolean.
+            without SASL or a TLS client certificate, a malformed boolean, TLS settings
+            that cannot be applied (:func:`~kpo_broker.zk.tls.resolve_zk_client_tls`).
     """
     if system_properties is None:
         try:
@@ -276,6 +307,9 @@ def resolve_zk_client_security(
         except ValueError as exc:
             raise ConfigError("KAFKA_OPTS", f"cannot be split into words: {exc}") from None
     set_acl = _parse_bool(ZK_SET_ACL, properties.get(ZK_SET_ACL, "false"))
+    tls = resolve_zk_client_tls(properties, system_properties)
+    if tls is not None:
+        tls.context()
     sasl_enabled = _parse_bool(ZK_SASL_CLIENT, system_properties.get(ZK_SASL_CLIENT, "true"))
     context = system_properties.get(ZK_LOGIN_CONTEXT_NAME_KEY, "Client")
     login_config = system_properties.get(JAVA_LOGIN_CONFIG_PARAM)
@@ -309,13 +343,15 @@ def resolve_zk_client_security(
             f"to false, which disables SASL in the ZooKeeper client {summary}",
         )
     if entries is None:
-        if set_acl:
+        if set_acl and (tls is None or not tls.client_auth):
             raise ConfigError(
                 ZK_SET_ACL,
-                "zookeeper.set.acl is true, but the verification of the JAAS login file failed "
-                f"{summary} (ZooKeeper TLS client authentication is not supported)",
+                "zookeeper.set.acl is true, but ZooKeeper client TLS configuration identifying "
+                "at least zookeeper.ssl.client.enable, zookeeper.clientCnxnSocket, and "
+                "zookeeper.ssl.keystore.location was not present and the verification of the "
+                f"JAAS login file failed {summary}",
             )
-        return ZkClientSecurity(set_acl=False)
+        return ZkClientSecurity(set_acl=set_acl, tls=tls)
     if len(entries) != 1 or entries[0].login_module != DIGEST_LOGIN_MODULE:
         raise ConfigError(
             JAVA_LOGIN_CONFIG_PARAM,
@@ -327,4 +363,4 @@ def resolve_zk_client_security(
         raise ConfigError(
             JAVA_LOGIN_CONFIG_PARAM, f"JAAS section {context} needs username and password"
         )
-    return ZkClientSecurity(options["username"], options["password"], set_acl)
+    return ZkClientSecurity(options["username"], options["password"], set_acl, tls)

@@ -261,8 +261,9 @@ class ZkSession:
         connection_timeout_ms: ``zookeeper.connection.timeout.ms``; defaults to the
             session timeout, as in Kafka.
         max_in_flight_requests: requests pipelined before waiting (see module docstring).
-        security: SASL credentials and znode ACLs (``zookeeper.set.acl``); default an
-            unauthenticated client creating open znodes. Every znode created through
+        security: SASL credentials, znode ACLs (``zookeeper.set.acl``) and TLS
+            (``zookeeper.ssl.*``); default an unauthenticated plaintext client creating
+            open znodes. Every znode created through
             this session, the chroot included, gets ``security.acls(path)``.
 
     Raises:
@@ -296,6 +297,7 @@ class ZkSession:
         """Return a kazoo client of ``hosts`` authenticating as :attr:`_security` says."""
         return KazooClient(
             hosts=hosts,
+            handler=self._security.kazoo_handler(),
             timeout=self._session_timeout_ms / 1000,
             connection_retry=dict(_RETRY_POLICY),
             command_retry=dict(_RETRY_POLICY),
@@ -343,7 +345,9 @@ class ZkSession:
             client.start(timeout=timeout_s)
         except KazooTimeoutError as exc:
             client.stop()
-            raise ZkConnectionLossError(f"no ZooKeeper session within {timeout_s} s") from exc
+            tls_error = getattr(client.handler, "last_tls_error", None)
+            why = f"; the last TLS handshake failed: {tls_error}" if tls_error else ""
+            raise ZkConnectionLossError(f"no ZooKeeper session within {timeout_s} s{why}") from exc
         if self._security.username is None:
             return
         try:

@@ -67,6 +67,7 @@ def test_demo_moves_verifies_and_stops_everything(tmp_path: Path) -> None:
     # were refused.
     assert result.security_problems == [], text
     assert "refused: a client without TLS and SASL gets nothing" in text
+    assert "refused: a client without TLS gets nothing from ZooKeeper" in text
     assert "refused: User:kpo-operator may not read orders: TOPIC_AUTHORIZATION_FAILED" in text
     full_log = (workdir / "operator" / "operator.log").read_text()
     assert "SASL_SSL, SCRAM-SHA-512 as kpo-operator" in full_log

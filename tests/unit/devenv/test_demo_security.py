@@ -21,8 +21,15 @@ def test_brokers_serve_clients_with_scram_and_each_other_with_mutual_tls(tmp_pat
     assert props["super.users"] == ";".join(f"User:CN=broker-{i},O=kpo" for i in range(3))
     assert props["zookeeper.set.acl"] == "true"
     # Every file the broker reads lives in its own folder (a container mounts only that).
-    for key in ("ssl.keystore.location", "ssl.truststore.location"):
+    for key in (
+        "ssl.keystore.location",
+        "ssl.truststore.location",
+        "zookeeper.ssl.keystore.location",
+        "zookeeper.ssl.truststore.location",
+    ):
         assert Path(props[key]).is_relative_to(tmp_path / "broker-1")
+    assert props["zookeeper.ssl.client.enable"] == "true"
+    assert props["zookeeper.clientCnxnSocket"] == "org.apache.zookeeper.ClientCnxnSocketNetty"
     keystore = Path(props["ssl.keystore.location"]).read_text()
     assert "PRIVATE KEY" in keystore and "CERTIFICATE" in keystore
     env = security.broker_env(tmp_path / "broker-1")
@@ -77,3 +84,16 @@ def test_the_operator_reads_its_settings_as_the_chart_gives_them(tmp_path: Path)
     assert read.describe() == "SASL_SSL, SCRAM-SHA-512 as kpo-operator, no client cert"
     tool = security.tool_properties(tmp_path / "tool.properties").read_text()
     assert 'username="kpo-demo"' in tool and "SASL_SSL" in tool
+
+
+def test_zookeeper_is_reached_over_tls_with_files_in_its_own_folder(tmp_path: Path) -> None:
+    security = DemoSecurity.create(tmp_path, "orders", "orders-readers")
+    tls = security.zookeeper_tls(tmp_path / "zookeeper")
+    settings = tls.settings()
+    assert settings["ssl.clientAuth"] == "need"
+    for key in ("ssl.keyStore.location", "ssl.trustStore.location"):
+        assert Path(settings[key]).is_relative_to(tmp_path / "zookeeper")
+    assert tls.probe_keystore == security.setup_keystore
+    zk = security.zk_security
+    assert zk.tls is not None and zk.tls.client_auth and zk.username == "kafka"
+    assert zk.summary() == "TLS (TLSv1.2), client certificate, SASL DIGEST-MD5 as kafka, znode ACLs"

@@ -111,7 +111,6 @@ _ONLY_SASL = {"listeners": "SASL_PLAINTEXT://:9092"}
         ),
         ({"ssl.engine.factory.class": "com.example.Factory"}, "ssl.engine.factory.class"),
         ({"connections.max.reauth.ms": "3600000"}, "connections.max.reauth.ms"),
-        ({"zookeeper.ssl.client.enable": "true"}, "zookeeper.ssl.client.enable"),
     ],
 )
 def test_what_cannot_be_applied_is_refused_naming_the_property(

@@ -17,7 +17,10 @@ from typing import Protocol
 #: bounds how fast the controller sees a killed broker (both run in ZooKeeper mode);
 #: the replica fetch settings are Kafka's defaults written out, except the shorter
 #: ``replica.fetch.wait.max.ms``/``replica.lag.time.max.ms`` the project's test
-#: clusters use.
+#: clusters use. ``group.initial.rebalance.delay.ms`` is 0 on both, as in the
+#: ``config/server.properties`` Kafka ships (and as :mod:`kpo_devenv.apache_kafka` gives its
+#: brokers): a new group's join time then measures the protocol and the client, not a
+#: configured wait (Kafka's broker default, 3000, would add 3 s to both).
 COMMON_BROKER_PROPERTIES: Mapping[str, str] = {
     "zookeeper.session.timeout.ms": "6000",
     "replica.lag.time.max.ms": "10000",
@@ -31,6 +34,7 @@ COMMON_BROKER_PROPERTIES: Mapping[str, str] = {
     "auto.create.topics.enable": "false",
     "num.partitions": "1",
     "default.replication.factor": "1",
+    "group.initial.rebalance.delay.ms": "0",
 }
 
 

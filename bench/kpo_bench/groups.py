@@ -5,7 +5,10 @@ Consume through a group: Kafka's own ``org.apache.kafka.tools.ConsumerPerformanc
 start: it finds its coordinator, joins the group, is assigned every partition and fetches.
 ``bench-warmup`` is read first, untimed, by a group of its own. The value is the tool's
 ``fetch.MB.sec`` (MiB/s of record payload over the fetch time; the join is reported apart
-as ``rebalance.time.ms``), the figure comparable with the group-less consume metric.
+as ``rebalance.time.ms``), the figure comparable with the group-less consume metric. Both
+systems run with ``group.initial.rebalance.delay.ms=0``
+(:data:`kpo_bench.clusters.COMMON_BROKER_PROPERTIES`), so the join time is the client's
+start, the coordinator lookup and the JoinGroup/SyncGroup round trips, no configured wait.
 
 Rebalance after kill -9: three members (:mod:`kpo_bench.group_member`, librdkafka, each its
 own process) subscribe to :data:`GROUP_TOPIC` (12 partitions, RF 3); once they own every

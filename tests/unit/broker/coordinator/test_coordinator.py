@@ -281,3 +281,110 @@ def test_group_max_size_and_session_timeout_bounds(loop: asyncio.AbstractEventLo
         await c.shutdown()
 
     loop.run_until_complete(scenario())
+
+
+# The join phase's timing (Kafka's InitialDelayedJoin and DelayedJoin). The delays are long
+# enough that a loaded machine's late timers stay far from the next bound; lower bounds are
+# exact (a timer never fires early), upper bounds are the next step a wrong timer would take.
+DELAY_S = 1.0
+
+
+async def _member_id(c: GroupCoordinator) -> str:
+    first = await join(c)
+    assert first.error == Errors.MEMBER_ID_REQUIRED  # KIP-394: answered at once
+    return first.member_id
+
+
+def test_initial_delay_answers_a_lone_member_once_the_delay_has_passed(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """An Empty group waits ``group.initial.rebalance.delay.ms`` once, not a step more."""
+
+    async def scenario() -> None:
+        c, _manager = make(
+            GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=int(DELAY_S * 1000))
+        )
+        member_id = await _member_id(c)
+        start = loop.time()
+        result = await asyncio.wait_for(join(c, member_id, rebalance_ms=60000), 10)
+        elapsed = loop.time() - start
+        assert result.error == 0 and result.generation_id == 1
+        assert DELAY_S <= elapsed + 0.01 < 2 * DELAY_S, elapsed
+        await c.shutdown()
+
+    loop.run_until_complete(scenario())
+
+
+def test_initial_delay_is_extended_by_a_member_joining_during_it(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """A member added during the delay extends it by one more delay (InitialDelayedJoin)."""
+
+    async def scenario() -> None:
+        c, _manager = make(
+            GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=int(DELAY_S * 1000))
+        )
+        a_id, b_id = await _member_id(c), await _member_id(c)
+        start = loop.time()
+        a = join(c, a_id, rebalance_ms=60000)
+        await asyncio.sleep(DELAY_S / 4)
+        b = join(c, b_id, rebalance_ms=60000)
+        results = [await asyncio.wait_for(f, 10) for f in (a, b)]
+        elapsed = loop.time() - start
+        assert [r.generation_id for r in results] == [1, 1]
+        assert {m.member_id for r in results for m in r.members} == {a_id, b_id}
+        assert 2 * DELAY_S <= elapsed + 0.01 < 3 * DELAY_S, elapsed
+        await c.shutdown()
+
+    loop.run_until_complete(scenario())
+
+
+def test_initial_delay_extension_stops_at_the_rebalance_timeout(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """The extension is min(delay, rebalance timeout - delay): the join ends at the timeout."""
+
+    async def scenario() -> None:
+        c, _manager = make(
+            GroupConfig(min_session_timeout_ms=10, initial_rebalance_delay_ms=int(DELAY_S * 1000))
+        )
+        rebalance_ms = int(DELAY_S * 1300)
+        a_id, b_id = await _member_id(c), await _member_id(c)
+        start = loop.time()
+        a = join(c, a_id, rebalance_ms=rebalance_ms)
+        b = join(c, b_id, rebalance_ms=rebalance_ms)
+        results = [await asyncio.wait_for(f, 10) for f in (a, b)]
+        elapsed = loop.time() - start
+        assert [r.generation_id for r in results] == [1, 1]
+        assert rebalance_ms / 1000 <= elapsed + 0.01 < 2 * DELAY_S, elapsed
+        await c.shutdown()
+
+    loop.run_until_complete(scenario())
+
+
+def test_rebalance_of_a_stable_group_completes_when_every_member_has_rejoined(
+    loop: asyncio.AbstractEventLoop,
+) -> None:
+    """A DelayedJoin completes on the last member's JoinGroup, not at the rebalance timeout."""
+
+    async def scenario() -> None:
+        c, manager = make()
+        a, b = await join_two(c)
+        leader = a if a.leader_id == a.member_id else b
+        other = b if leader is a else a
+        await sync(c, leader.member_id, 1, {leader.member_id: b"L", other.member_id: b"O"})
+        await sync(c, other.member_id, 1)
+        start = loop.time()
+        # New metadata from one member: a rebalance with a 60 s rebalance timeout.
+        b_again = join(c, other.member_id, [("range", b"new")], rebalance_ms=60000)
+        await asyncio.sleep(0.05)
+        group = manager.get_group("g")
+        assert group is not None and group.is_state(GroupState.PREPARING_REBALANCE)
+        assert not b_again.done()
+        a_again = join(c, leader.member_id, rebalance_ms=60000)
+        results = [await asyncio.wait_for(f, 5) for f in (a_again, b_again)]
+        assert [r.generation_id for r in results] == [2, 2]
+        assert loop.time() - start < 5
+        await c.shutdown()
+
+    loop.run_until_complete(scenario())

@@ -314,11 +314,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: a registration is not Kafka's format.
         """
         ids = self.get_live_broker_ids()
-        requests = [
-            self._session.request("get_async", path) for path in map(paths.broker_path, ids)
-        ]
+        results = self._session.get_many([paths.broker_path(i) for i in ids])
         brokers: dict[int, BrokerRegistration] = {}
-        for broker_id, result in zip(ids, self._session.handle_requests(requests), strict=True):
+        for broker_id, result in zip(ids, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
@@ -585,9 +583,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: an assignment is not Kafka's format.
         """
         names = sorted(set(topics))
-        requests = [self._session.request("get_async", p) for p in map(paths.topic_path, names)]
+        results = self._session.get_many([paths.topic_path(t) for t in names])
         assignments: dict[str, TopicAssignment] = {}
-        for topic, result in zip(names, self._session.handle_requests(requests), strict=True):
+        for topic, result in zip(names, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
@@ -813,9 +811,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: a state znode is not Kafka's format.
         """
         ordered = sorted(set(partitions))
-        requests = [self._session.request("get_async", p) for p in map(state_path, ordered)]
+        outcomes = self._session.get_many([state_path(tp) for tp in ordered])
         states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        for tp, outcome in zip(ordered, self._session.handle_requests(requests), strict=True):
+        for tp, outcome in zip(ordered, outcomes, strict=True):
             if isinstance(outcome, NoNodeError):
                 continue
             if isinstance(outcome, ZookeeperError):
@@ -959,7 +957,7 @@ class KafkaZkClient:
         partitions: set[TopicPartition] = set()
         for path, result in zip(
             znodes,
-            self._session.handle_requests([self._session.request("get_async", p) for p in znodes]),
+            self._session.get_many(znodes),
             strict=True,
         ):
             if isinstance(result, NoNodeError):
@@ -1025,7 +1023,7 @@ class KafkaZkClient:
         broker_ids: list[int] = []
         for path, result in zip(
             znodes,
-            self._session.handle_requests([self._session.request("get_async", p) for p in znodes]),
+            self._session.get_many(znodes),
             strict=True,
         ):
             if isinstance(result, NoNodeError):
@@ -1174,11 +1172,8 @@ class KafkaZkClient:
         """
         ordered = sorted(set(names))
         znodes = [paths.config_entity_path(entity_type, n) for n in ordered]
-        requests = [self._session.request("get_async", p) for p in znodes]
         configs: dict[str, EntityConfig] = {}
-        for name, path, result in zip(
-            ordered, znodes, self._session.handle_requests(requests), strict=True
-        ):
+        for name, path, result in zip(ordered, znodes, self._session.get_many(znodes), strict=True):
             if isinstance(result, NoNodeError):
                 configs[name] = EntityConfig({}, None)
             elif isinstance(result, ZookeeperError):
@@ -1283,10 +1278,9 @@ class KafkaZkClient:
             if name.startswith(prefix) and (seq := paths.sequence_number(name, prefix)) > since_seq
         )
         znodes = [paths.config_change_path(name) for _, name in seqs]
-        requests = [self._session.request("get_async", p) for p in znodes]
         changes: list[tuple[int, ConfigChange]] = []
         for (seq, _), path, result in zip(
-            seqs, znodes, self._session.handle_requests(requests), strict=True
+            seqs, znodes, self._session.get_many(znodes), strict=True
         ):
             if isinstance(result, NoNodeError):
                 continue
@@ -1557,9 +1551,7 @@ class KafkaZkClient:
             if (seq := paths.sequence_number(name, prefix)) > since_seq
         ]
         znodes = [f"{parent}/{name}" for _, name in names]
-        results = self._session.handle_requests(
-            [self._session.request("get_async", p) for p in znodes]
-        )
+        results = self._session.get_many(znodes)
         out: list[tuple[int, bytes, int]] = []
         for (seq, _), path, result in zip(names, znodes, results, strict=True):
             if isinstance(result, NoNodeError):

@@ -189,7 +189,8 @@ class KafkaZkClient:
         session_timeout_ms: ``zookeeper.session.timeout.ms`` (default 18000).
         connection_timeout_ms: ``zookeeper.connection.timeout.ms`` (default: the session
             timeout).
-        max_in_flight_requests: requests pipelined before waiting for responses.
+        max_in_flight_requests: ``zookeeper.max.in.flight.requests`` (default 10): the
+            most requests awaiting their answer at once (Kafka's ``ZooKeeperClient``).
         security: SASL credentials and znode ACLs (``zookeeper.set.acl``, see
             :mod:`kpo_broker.zk.security`); default unauthenticated with open znodes.
 

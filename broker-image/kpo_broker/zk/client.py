@@ -857,10 +857,12 @@ class KafkaZkClient:
         )[0]
 
     def update_isrs(self, updates: Sequence[IsrUpdate]) -> list[int | None]:
-        """Apply many :meth:`update_isr` compare-and-sets, pipelined (a leader's batch).
+        """Apply many :meth:`update_isr` compare-and-sets at once (a leader's batch).
 
-        The conflicting ones are then read, pipelined, to tell a lost response to our own
-        write from a real conflict.
+        The compare-and-sets share multis (:meth:`ZkSession.handle_multis`: one that a
+        conflict aborts is sent again one partition per multi, so each partition
+        succeeds or conflicts on its own). The conflicting ones are then read, to tell
+        a lost response to our own write from a real conflict.
 
         Returns:
             per update, in order: the new partition epoch, or None on a conflict.
@@ -869,29 +871,31 @@ class KafkaZkClient:
             ZkConnectionLossError: the session failed.
             ZkOperationError: ZooKeeper refused a write for another reason.
         """
-        requests = []
-        for update in updates:
-            wanted = LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
-            requests.append(
-                self._session.request(
-                    "set_async",
+        groups = [
+            [
+                SetDataOp(
                     state_path(update.tp),
-                    encode_partition_state(wanted),
+                    encode_partition_state(
+                        LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
+                    ),
                     update.expected_partition_epoch,
                 )
-            )
+            ]
+            for update in updates
+        ]
         versions: list[int | None] = []
         conflicts: list[int] = []
-        for i, (update, outcome) in enumerate(
-            zip(updates, self._session.handle_requests(requests), strict=True)
+        for i, (update, results) in enumerate(
+            zip(updates, self._session.handle_multis(groups), strict=True)
         ):
             versions.append(None)
-            if isinstance(outcome, BadVersionError):
+            error = multi_error(results)
+            if isinstance(error, BadVersionError):
                 conflicts.append(i)
-            elif isinstance(outcome, ZookeeperError) and not isinstance(outcome, NoNodeError):
-                raise _refused(state_path(update.tp), outcome)
-            elif not isinstance(outcome, ZookeeperError):
-                versions[i] = int(outcome.version)
+            elif error is not None and not isinstance(error, NoNodeError):
+                raise _refused(state_path(update.tp), error)
+            elif error is None:
+                versions[i] = int(results[0].version)
         if conflicts:
             current = self.get_partition_states(updates[i].tp for i in conflicts)
             for i in conflicts:

@@ -73,17 +73,32 @@ def test_max_in_flight_requests_bounds_the_window(
     # The partitions znode, then one multi holding the 100 partitions' creations.
     assert client.stats.round_trips - before.round_trips == 1 + 1
     created = client.stats
-    # A leader's 100 ISR writes, one request each, at most 10 in flight: 10 round trips.
+    # 100 topics queued for deletion, one create each, at most 10 in flight: 10 round trips.
+    client.mark_topics_for_deletion(f"gone-{i}" for i in range(100))
+    assert client.stats.requests - created.requests == 100
+    assert client.stats.round_trips - created.round_trips == 10
+    assert len(client.get_topics_marked_for_deletion()) == 100
+
+
+def test_a_leaders_isr_updates_share_multis(zk_client: KafkaZkClient) -> None:
+    epoch = elected(zk_client)
+    zk_client.create_topic("isr", {p: [0, 1] for p in range(100)}, {})
+    states = initial_states("isr", 100, epoch.epoch)
+    zk_client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    before = zk_client.stats
     shrunk = {
         tp: LeaderAndIsr(s.leader_and_isr.leader, 0, (s.leader_and_isr.leader,))
         for tp, s in states.items()
     }
-    versions = client.update_isrs(
+    versions = zk_client.update_isrs(
         [IsrUpdate(tp, lai, epoch.epoch, 0) for tp, lai in shrunk.items()]
     )
     assert versions == [1] * 100
-    assert client.stats.requests - created.requests == 100
-    assert client.stats.round_trips - created.round_trips == 10
+    assert zk_client.stats.requests - before.requests == 1
+    read = zk_client.get_partition_states(states)
+    assert {tp: s.leader_and_isr for tp, s in read.items()} == {
+        tp: lai.with_partition_epoch(1) for tp, lai in shrunk.items()
+    }
 
 
 def test_many_partition_states_are_read_with_multi_read_and_missing_ones_left_out(
@@ -205,8 +220,10 @@ def test_a_leaders_isr_updates_are_written_in_one_batch(
         ]
     )
     assert versions == [1, None, 1, None, 1]
-    # One pipelined round of writes, one of reads for the two conflicts.
-    assert leader.stats.round_trips - before.round_trips == 2
+    # One multi of the five writes (aborted by the conflicts), the five again one per
+    # multi, pipelined, then one multiRead of the two conflicting states.
+    assert leader.stats.requests - before.requests == 1 + 5 + 1
+    assert leader.stats.round_trips - before.round_trips == 3
     read = leader.get_partition_states(states)
     assert read[tp1].leader_and_isr == LeaderAndIsr(2, 1, (2, 3), 1)
     assert all(read[tp].leader_and_isr == shrunk.with_partition_epoch(1) for tp in (tp0, tp2, tp3))

@@ -124,6 +124,7 @@ from kpo_broker.zk.partition_states import (
     state_path,
     update_partition_state_op,
 )
+from kpo_broker.zk.pipeline import DEFAULT_MAX_IN_FLIGHT_REQUESTS
 from kpo_broker.zk.producer_ids import (
     PRODUCER_ID_BLOCK_SIZE,
     ProducerIdBlock,
@@ -133,7 +134,6 @@ from kpo_broker.zk.producer_ids import (
 )
 from kpo_broker.zk.security import ZkClientSecurity
 from kpo_broker.zk.session import (
-    DEFAULT_MAX_IN_FLIGHT_REQUESTS,
     DEFAULT_SESSION_TIMEOUT_MS,
     ZkRequestStats,
     ZkSession,

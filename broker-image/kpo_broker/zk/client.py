@@ -145,6 +145,9 @@ from kpo_kafka.topic_partition import TopicPartition
 
 #: Elections retried after losing the epoch compare-and-set while nobody holds ``/controller``.
 _ELECTION_ATTEMPTS = 3
+#: Topic assignments per multiRead: one of a topic with thousands of partitions holds tens
+#: of KiB, and the answer holds them all.
+_ASSIGNMENTS_PER_READ = 10
 #: Config writes retried while the config znode keeps appearing and vanishing.
 _CONFIG_WRITE_ATTEMPTS = 3
 #: Producer id block claims retried after losing the compare-and-set (each lost attempt
@@ -584,7 +587,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: an assignment is not Kafka's format.
         """
         names = sorted(set(topics))
-        results = self._session.get_many([paths.topic_path(t) for t in names])
+        results = self._session.get_many(
+            [paths.topic_path(t) for t in names], _ASSIGNMENTS_PER_READ
+        )
         assignments: dict[str, TopicAssignment] = {}
         for topic, result in zip(names, results, strict=True):
             if isinstance(result, NoNodeError):

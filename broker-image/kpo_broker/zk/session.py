@@ -459,12 +459,19 @@ class ZkSession:
             lambda request, pending: self._wait(pending, request[0]),
         )
 
-    def get_many(self, znode_paths: Sequence[str]) -> list[Any]:
-        """Read the data of many znodes, ``MAX_MULTI_READ_OPS`` (100) to a request.
+    def get_many(
+        self, znode_paths: Sequence[str], per_request: int = multi_read.MAX_MULTI_READ_OPS
+    ) -> list[Any]:
+        """Read the data of many znodes, ``per_request`` (default 100) to a request.
 
         Each request is a ``multiRead`` (:mod:`~kpo_broker.zk.multi_read`) and the
         requests are pipelined (:meth:`handle_requests`). A server without ``multiRead``
         (before ZooKeeper 3.6) is read one ``getData`` per znode from then on.
+
+        Args:
+            znode_paths: the znodes.
+            per_request: znodes per ``multiRead``; lower it for large znodes, whose data
+                share one answer.
 
         Returns:
             per znode, in order: ``(data, ZnodeStat)`` as kazoo's ``get`` returns it, or
@@ -473,7 +480,7 @@ class ZkSession:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        return self._read_many(znode_paths, multi_read.GET_DATA_TYPE, "get_async")
+        return self._read_many(znode_paths, multi_read.GET_DATA_TYPE, "get_async", per_request)
 
     def get_children_many(self, znode_paths: Sequence[str]) -> list[Any]:
         """List the children of many znodes, like :meth:`get_many` reads data.
@@ -485,11 +492,18 @@ class ZkSession:
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        return self._read_many(znode_paths, multi_read.GET_CHILDREN_TYPE, "get_children_async")
+        return self._read_many(
+            znode_paths,
+            multi_read.GET_CHILDREN_TYPE,
+            "get_children_async",
+            multi_read.MAX_MULTI_READ_OPS,
+        )
 
-    def _read_many(self, znode_paths: Sequence[str], op_type: int, method: str) -> list[Any]:
+    def _read_many(
+        self, znode_paths: Sequence[str], op_type: int, method: str, per_request: int
+    ) -> list[Any]:
         if len(znode_paths) > 1 and self._multi_read:
-            chunks = multi_read.chunk(list(znode_paths))
+            chunks = multi_read.chunk(list(znode_paths), per_request)
             answers = self.handle_requests(
                 [(part[0], self._multi_read_request(part, op_type)) for part in chunks]
             )

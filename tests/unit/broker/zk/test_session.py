@@ -476,3 +476,9 @@ def test_a_single_znode_is_read_with_a_plain_get(fake_kazoo: list[FakeKazoo]) ->
     kazoo.replies[("get_async", "/a")] = [(b"a", Stat(3))]
     assert zk.get_many(["/a"]) == [(b"a", Stat(3))]
     assert kazoo.multi_reads == []
+
+
+def test_get_many_reads_fewer_large_znodes_per_request(fake_kazoo: list[FakeKazoo]) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    zk.get_many([f"/t{i}" for i in range(25)], per_request=10)
+    assert [len(names) for _, names in kazoo.multi_reads] == [10, 10, 5]

@@ -155,6 +155,12 @@ class BrokerConfig(BaseModel):
     zookeeper_connection_timeout_ms: KafkaInt = _int(
         "zookeeper.connection.timeout.ms", None, f"Connect timeout, ms. {_H}: session.", ge=1
     )
+    zookeeper_max_in_flight_requests: KafkaInt = _int(
+        "zookeeper.max.in.flight.requests",
+        10,
+        f"ZooKeeper requests pipelined before blocking on their answers. {_H} 10.",
+        ge=1,
+    )
     # Topics.
     num_partitions: KafkaInt = _int("num.partitions", 1, f"Auto-topic partitions. {_H} 1.", ge=1)
     default_replication_factor: KafkaInt = _int(

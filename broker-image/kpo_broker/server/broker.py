@@ -192,6 +192,7 @@ class KafkaServer:
             c.zookeeper_connect,
             session_timeout_ms=c.zookeeper_session_timeout_ms,
             connection_timeout_ms=c.zookeeper_connection_timeout_ms,
+            max_in_flight_requests=c.zookeeper_max_in_flight_requests,
             security=zk_security,
         )
         self.zk = zk

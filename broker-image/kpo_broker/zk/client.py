@@ -124,6 +124,7 @@ from kpo_broker.zk.partition_states import (
     state_path,
     update_partition_state_op,
 )
+from kpo_broker.zk.pipeline import DEFAULT_MAX_IN_FLIGHT_REQUESTS
 from kpo_broker.zk.producer_ids import (
     PRODUCER_ID_BLOCK_SIZE,
     ProducerIdBlock,
@@ -133,7 +134,6 @@ from kpo_broker.zk.producer_ids import (
 )
 from kpo_broker.zk.security import ZkClientSecurity
 from kpo_broker.zk.session import (
-    DEFAULT_MAX_IN_FLIGHT_REQUESTS,
     DEFAULT_SESSION_TIMEOUT_MS,
     ZkRequestStats,
     ZkSession,
@@ -145,6 +145,9 @@ from kpo_kafka.topic_partition import TopicPartition
 
 #: Elections retried after losing the epoch compare-and-set while nobody holds ``/controller``.
 _ELECTION_ATTEMPTS = 3
+#: Topic assignments per multiRead: one of a topic with thousands of partitions holds tens
+#: of KiB, and the answer holds them all.
+_ASSIGNMENTS_PER_READ = 10
 #: Config writes retried while the config znode keeps appearing and vanishing.
 _CONFIG_WRITE_ATTEMPTS = 3
 #: Producer id block claims retried after losing the compare-and-set (each lost attempt
@@ -189,7 +192,8 @@ class KafkaZkClient:
         session_timeout_ms: ``zookeeper.session.timeout.ms`` (default 18000).
         connection_timeout_ms: ``zookeeper.connection.timeout.ms`` (default: the session
             timeout).
-        max_in_flight_requests: requests pipelined before waiting for responses.
+        max_in_flight_requests: ``zookeeper.max.in.flight.requests`` (default 10): the
+            most requests awaiting their answer at once (Kafka's ``ZooKeeperClient``).
         security: SASL credentials and znode ACLs (``zookeeper.set.acl``, see
             :mod:`kpo_broker.zk.security`); default unauthenticated with open znodes.
 
@@ -314,11 +318,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: a registration is not Kafka's format.
         """
         ids = self.get_live_broker_ids()
-        requests = [
-            self._session.request("get_async", path) for path in map(paths.broker_path, ids)
-        ]
+        results = self._session.get_many([paths.broker_path(i) for i in ids])
         brokers: dict[int, BrokerRegistration] = {}
-        for broker_id, result in zip(ids, self._session.handle_requests(requests), strict=True):
+        for broker_id, result in zip(ids, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
@@ -585,9 +587,11 @@ class KafkaZkClient:
             MalformedZNodeDataError: an assignment is not Kafka's format.
         """
         names = sorted(set(topics))
-        requests = [self._session.request("get_async", p) for p in map(paths.topic_path, names)]
+        results = self._session.get_many(
+            [paths.topic_path(t) for t in names], _ASSIGNMENTS_PER_READ
+        )
         assignments: dict[str, TopicAssignment] = {}
-        for topic, result in zip(names, self._session.handle_requests(requests), strict=True):
+        for topic, result in zip(names, results, strict=True):
             if isinstance(result, NoNodeError):
                 continue
             if isinstance(result, ZookeeperError):
@@ -813,9 +817,9 @@ class KafkaZkClient:
             MalformedZNodeDataError: a state znode is not Kafka's format.
         """
         ordered = sorted(set(partitions))
-        requests = [self._session.request("get_async", p) for p in map(state_path, ordered)]
+        outcomes = self._session.get_many([state_path(tp) for tp in ordered])
         states: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
-        for tp, outcome in zip(ordered, self._session.handle_requests(requests), strict=True):
+        for tp, outcome in zip(ordered, outcomes, strict=True):
             if isinstance(outcome, NoNodeError):
                 continue
             if isinstance(outcome, ZookeeperError):
@@ -858,10 +862,12 @@ class KafkaZkClient:
         )[0]
 
     def update_isrs(self, updates: Sequence[IsrUpdate]) -> list[int | None]:
-        """Apply many :meth:`update_isr` compare-and-sets, pipelined (a leader's batch).
+        """Apply many :meth:`update_isr` compare-and-sets at once (a leader's batch).
 
-        The conflicting ones are then read, pipelined, to tell a lost response to our own
-        write from a real conflict.
+        The compare-and-sets share multis (:meth:`ZkSession.handle_multis`: one that a
+        conflict aborts is sent again one partition per multi, so each partition
+        succeeds or conflicts on its own). The conflicting ones are then read, to tell
+        a lost response to our own write from a real conflict.
 
         Returns:
             per update, in order: the new partition epoch, or None on a conflict.
@@ -870,29 +876,31 @@ class KafkaZkClient:
             ZkConnectionLossError: the session failed.
             ZkOperationError: ZooKeeper refused a write for another reason.
         """
-        requests = []
-        for update in updates:
-            wanted = LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
-            requests.append(
-                self._session.request(
-                    "set_async",
+        groups = [
+            [
+                SetDataOp(
                     state_path(update.tp),
-                    encode_partition_state(wanted),
+                    encode_partition_state(
+                        LeaderIsrAndControllerEpoch(update.leader_and_isr, update.controller_epoch)
+                    ),
                     update.expected_partition_epoch,
                 )
-            )
+            ]
+            for update in updates
+        ]
         versions: list[int | None] = []
         conflicts: list[int] = []
-        for i, (update, outcome) in enumerate(
-            zip(updates, self._session.handle_requests(requests), strict=True)
+        for i, (update, results) in enumerate(
+            zip(updates, self._session.handle_multis(groups), strict=True)
         ):
             versions.append(None)
-            if isinstance(outcome, BadVersionError):
+            error = multi_error(results)
+            if isinstance(error, BadVersionError):
                 conflicts.append(i)
-            elif isinstance(outcome, ZookeeperError) and not isinstance(outcome, NoNodeError):
-                raise _refused(state_path(update.tp), outcome)
-            elif not isinstance(outcome, ZookeeperError):
-                versions[i] = int(outcome.version)
+            elif error is not None and not isinstance(error, NoNodeError):
+                raise _refused(state_path(update.tp), error)
+            elif error is None:
+                versions[i] = int(results[0].version)
         if conflicts:
             current = self.get_partition_states(updates[i].tp for i in conflicts)
             for i in conflicts:
@@ -959,7 +967,7 @@ class KafkaZkClient:
         partitions: set[TopicPartition] = set()
         for path, result in zip(
             znodes,
-            self._session.handle_requests([self._session.request("get_async", p) for p in znodes]),
+            self._session.get_many(znodes),
             strict=True,
         ):
             if isinstance(result, NoNodeError):
@@ -1025,7 +1033,7 @@ class KafkaZkClient:
         broker_ids: list[int] = []
         for path, result in zip(
             znodes,
-            self._session.handle_requests([self._session.request("get_async", p) for p in znodes]),
+            self._session.get_many(znodes),
             strict=True,
         ):
             if isinstance(result, NoNodeError):
@@ -1174,11 +1182,8 @@ class KafkaZkClient:
         """
         ordered = sorted(set(names))
         znodes = [paths.config_entity_path(entity_type, n) for n in ordered]
-        requests = [self._session.request("get_async", p) for p in znodes]
         configs: dict[str, EntityConfig] = {}
-        for name, path, result in zip(
-            ordered, znodes, self._session.handle_requests(requests), strict=True
-        ):
+        for name, path, result in zip(ordered, znodes, self._session.get_many(znodes), strict=True):
             if isinstance(result, NoNodeError):
                 configs[name] = EntityConfig({}, None)
             elif isinstance(result, ZookeeperError):
@@ -1283,10 +1288,9 @@ class KafkaZkClient:
             if name.startswith(prefix) and (seq := paths.sequence_number(name, prefix)) > since_seq
         )
         znodes = [paths.config_change_path(name) for _, name in seqs]
-        requests = [self._session.request("get_async", p) for p in znodes]
         changes: list[tuple[int, ConfigChange]] = []
         for (seq, _), path, result in zip(
-            seqs, znodes, self._session.handle_requests(requests), strict=True
+            seqs, znodes, self._session.get_many(znodes), strict=True
         ):
             if isinstance(result, NoNodeError):
                 continue
@@ -1557,9 +1561,7 @@ class KafkaZkClient:
             if (seq := paths.sequence_number(name, prefix)) > since_seq
         ]
         znodes = [f"{parent}/{name}" for _, name in names]
-        results = self._session.handle_requests(
-            [self._session.request("get_async", p) for p in znodes]
-        )
+        results = self._session.get_many(znodes)
         out: list[tuple[int, bytes, int]] = []
         for (seq, _), path, result in zip(names, znodes, results, strict=True):
             if isinstance(result, NoNodeError):

@@ -2,8 +2,9 @@
 
 Kafka's ``ZooKeeperClient``: :class:`~kpo_broker.zk.client.KafkaZkClient` holds one
 :class:`ZkSession` and sends every request through it. Requests for many znodes are
-pipelined: up to ``max_in_flight_requests`` asynchronous kazoo requests are sent before
-the first response is awaited (Kafka's ``handleRequests``), so N znodes cost about
+pipelined in a sliding window (:mod:`~kpo_broker.zk.pipeline`): a request is sent as soon
+as fewer than ``zookeeper.max.in.flight.requests`` asynchronous kazoo requests await their
+response (Kafka's ``handleRequests``, KAFKA-5642), so N znodes cost about
 N / max_in_flight_requests round trips instead of N. Kafka's controller design counts
 what the synchronous way costs: a broker failure moving the leaders of 10K partitions
 at 4 ms per ZooKeeper write takes 40 s. Controller writes are multis whose first
@@ -52,7 +53,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from kpo_broker.zk import paths
+from kpo_broker.zk import multi_read, paths
 from kpo_broker.zk.errors import (
     ControllerMovedError,
     ZkAuthFailedError,
@@ -60,17 +61,13 @@ from kpo_broker.zk.errors import (
     ZkOperationError,
 )
 from kpo_broker.zk.ops import CreateOp, DeleteOp, Op, SetDataOp, multi_error
+from kpo_broker.zk.pipeline import DEFAULT_MAX_IN_FLIGHT_REQUESTS, pipeline, round_trips
 from kpo_broker.zk.security import ZkClientSecurity
 
 _log = logging.getLogger(__name__)
 
 #: Kafka's default ``zookeeper.session.timeout.ms`` (2.5+).
 DEFAULT_SESSION_TIMEOUT_MS = 18_000
-#: Requests sent before the first response is awaited. Kafka's
-#: ``zookeeper.max.in.flight.requests`` bounds the same thing (default 10 there, with a
-#: sliding window); this client sends waves, so a larger default keeps round trips few
-#: while staying at ZooKeeper's ``globalOutstandingLimit`` (1000).
-DEFAULT_MAX_IN_FLIGHT_REQUESTS = 1000
 
 #: Longest pause between two connection attempts, s (before kazoo's +-40 % jitter). The
 #: Java client retries about every second; kazoo's default backoff doubles up to an
@@ -125,8 +122,9 @@ class ZkRequestStats:
     Attributes:
         requests: ZooKeeper requests sent (a multi counts as one, and so does kazoo's
             ``ensure_path``).
-        round_trips: times the caller waited for responses (one per wave of pipelined
-            requests, one per single request).
+        round_trips: round trips the caller waited for at least: per batch of pipelined
+            requests, their number divided by ``max_in_flight_requests``, rounded up
+            (one per single request).
     """
 
     requests: int = 0
@@ -260,7 +258,8 @@ class ZkSession:
         session_timeout_ms: ``zookeeper.session.timeout.ms``.
         connection_timeout_ms: ``zookeeper.connection.timeout.ms``; defaults to the
             session timeout, as in Kafka.
-        max_in_flight_requests: requests pipelined before waiting (see module docstring).
+        max_in_flight_requests: ``zookeeper.max.in.flight.requests``: the most requests
+            awaiting a response at once (see module docstring).
         security: SASL credentials, znode ACLs (``zookeeper.set.acl``) and TLS
             (``zookeeper.ssl.*``); default an unauthenticated plaintext client creating
             open znodes. Every znode created through
@@ -285,6 +284,9 @@ class ZkSession:
         self._session_timeout_ms = session_timeout_ms
         self._connection_timeout_ms = connection_timeout_ms or session_timeout_ms
         self._max_in_flight = max_in_flight_requests
+        #: Whether the server answers ``multiRead`` (ZooKeeper 3.6+); cleared at the first
+        #: UNIMPLEMENTED (or undecodable) answer, after which reads go one znode each.
+        self._multi_read = True
         self._stats = ZkRequestStats()
         self._stats_lock = threading.Lock()
         self._security = security or ZkClientSecurity()
@@ -436,10 +438,11 @@ class ZkSession:
             return exc
 
     def handle_requests(self, requests: Sequence[tuple[str, Request]]) -> list[Any]:
-        """Send requests pipelined, in waves of ``max_in_flight_requests``, and collect results.
+        """Send requests pipelined, at most ``max_in_flight_requests`` in flight; collect results.
 
-        Kafka's ``ZooKeeperClient.handleRequests``; each wave counts as one round trip
-        in :attr:`stats`.
+        Kafka's ``ZooKeeperClient.handleRequests`` (:func:`~kpo_broker.zk.pipeline.pipeline`);
+        :attr:`stats` counts the batch as ``len / max_in_flight_requests`` round trips,
+        rounded up.
 
         Args:
             requests: ``(path, send)`` pairs; ``send()`` issues one kazoo async request.
@@ -450,14 +453,90 @@ class ZkSession:
         Raises:
             ZkConnectionLossError: the session failed while requests were in flight.
         """
-        results: list[Any] = []
-        for start in range(0, len(requests), self._max_in_flight):
-            wave = [(path, send()) for path, send in requests[start : start + self._max_in_flight]]
-            with self._stats_lock:
-                self._stats.requests += len(wave)
-                self._stats.round_trips += 1
-            results.extend(self._wait(pending, path) for path, pending in wave)
-        return results
+        with self._stats_lock:
+            self._stats.requests += len(requests)
+            self._stats.round_trips += round_trips(len(requests), self._max_in_flight)
+        return pipeline(
+            requests,
+            self._max_in_flight,
+            lambda request: request[1](),
+            lambda request, pending: self._wait(pending, request[0]),
+        )
+
+    def get_many(
+        self, znode_paths: Sequence[str], per_request: int = multi_read.MAX_MULTI_READ_OPS
+    ) -> list[Any]:
+        """Read the data of many znodes, ``per_request`` (default 100) to a request.
+
+        Each request is a ``multiRead`` (:mod:`~kpo_broker.zk.multi_read`) and the
+        requests are pipelined (:meth:`handle_requests`). A server without ``multiRead``
+        (before ZooKeeper 3.6) is read one ``getData`` per znode from then on.
+
+        Args:
+            znode_paths: the znodes.
+            per_request: znodes per ``multiRead``; lower it for large znodes, whose data
+                share one answer.
+
+        Returns:
+            per znode, in order: ``(data, ZnodeStat)`` as kazoo's ``get`` returns it, or
+            the ``ZookeeperError`` its read failed with (``NoNodeError`` when absent).
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self._read_many(znode_paths, multi_read.GET_DATA_TYPE, "get_async", per_request)
+
+    def get_children_many(self, znode_paths: Sequence[str]) -> list[Any]:
+        """List the children of many znodes, like :meth:`get_many` reads data.
+
+        Returns:
+            per znode, in order: its children's names, or the ``ZookeeperError`` the
+            listing failed with (``NoNodeError`` when absent).
+
+        Raises:
+            ZkConnectionLossError: the session failed.
+        """
+        return self._read_many(
+            znode_paths,
+            multi_read.GET_CHILDREN_TYPE,
+            "get_children_async",
+            multi_read.MAX_MULTI_READ_OPS,
+        )
+
+    def _read_many(
+        self, znode_paths: Sequence[str], op_type: int, method: str, per_request: int
+    ) -> list[Any]:
+        if len(znode_paths) > 1 and self._multi_read:
+            chunks = multi_read.chunk(list(znode_paths), per_request)
+            answers = self.handle_requests(
+                [(part[0], self._multi_read_request(part, op_type)) for part in chunks]
+            )
+            unsupported = next((a for a in answers if multi_read.is_unsupported(a)), None)
+            if unsupported is None:
+                results: list[Any] = []
+                for part, answer in zip(chunks, answers, strict=True):
+                    # A request failing as a whole fails each of its reads.
+                    results.extend(answer if isinstance(answer, list) else [answer] * len(part))
+                return results
+            _log.warning(
+                "ZooKeeper does not answer multiRead (%s): reading one znode per request",
+                type(unsupported).__name__,
+            )
+            self._multi_read = False
+        return self.handle_requests([self.request(method, p) for p in znode_paths])
+
+    def _multi_read_request(self, znode_paths: Sequence[str], op_type: int) -> Request:
+        """Return a request sending one ``multiRead`` of ``znode_paths`` through kazoo."""
+        zk = self._zk
+        root = (zk.chroot or "").rstrip("/")
+        full = tuple(root + p if p != "/" else root or "/" for p in znode_paths)
+
+        def send() -> Any:
+            result = zk.handler.async_result()
+            zk._call(multi_read.MultiRead(full, op_type), result)
+            return result
+
+        return send
 
     def request(self, method: str, path: str, *args: Any, **kwargs: Any) -> tuple[str, Request]:
         """Return a ``(path, send)`` pair calling kazoo's async ``method(path, ...)``.
@@ -661,8 +740,9 @@ class ZkSession:
     def delete_recursive(self, roots: Sequence[str], fence_zk_version: int | None) -> None:
         """Delete znodes with their subtrees, children first, pipelined level by level.
 
-        Znodes that do not exist are skipped. With ``fence_zk_version`` every delete is a
-        multi checking the controller epoch first.
+        Znodes that do not exist are skipped. Children are listed with ``multiRead``
+        (:meth:`get_children_many`). With ``fence_zk_version`` the deletes go in multis
+        checking the controller epoch first, many to a multi (:meth:`handle_multis`).
 
         Raises:
             ControllerMovedError: the fence failed.
@@ -673,7 +753,7 @@ class ZkSession:
         level = list(roots)
         while level:
             levels.append(level)
-            listed = self.handle_requests([self.request("get_children_async", p) for p in level])
+            listed = self.get_children_many(level)
             below: list[str] = []
             for path, children in zip(level, listed, strict=True):
                 if isinstance(children, NoNodeError):
@@ -684,11 +764,11 @@ class ZkSession:
             level = below
         for level in reversed(levels):
             if fence_zk_version is None:
-                requests = [self.request("delete_async", p) for p in level]
+                results = self.handle_requests([self.request("delete_async", p) for p in level])
             else:
-                requests = [(p, self.multi_request([DeleteOp(p)], fence_zk_version)) for p in level]
-            for path, result in zip(level, self.handle_requests(requests), strict=True):
-                if fence_zk_version is not None:
-                    result = multi_error(multi_results(result, True, path))
+                # Fenced deletes share multis (each still succeeds or fails on its own).
+                groups = [[DeleteOp(p)] for p in level]
+                results = [multi_error(r) for r in self.handle_multis(groups, fence_zk_version)]
+            for path, result in zip(level, results, strict=True):
                 if isinstance(result, ZookeeperError) and not isinstance(result, NoNodeError):
                     raise ZkOperationError(path, type(result).__name__)

@@ -243,3 +243,11 @@ def test_direct_construction_by_field_name_and_frozen() -> None:
         config.broker_id = 3  # type: ignore[misc]
     with pytest.raises(ValidationError):
         BrokerConfig(zookeeper_connect="zk:2181", broker_id=True)
+
+
+def test_zookeeper_max_in_flight_requests_is_kafkas_with_its_default() -> None:
+    assert BrokerConfig.from_properties(ZK).zookeeper_max_in_flight_requests == 10
+    config = BrokerConfig.from_properties({**ZK, "zookeeper.max.in.flight.requests": "50"})
+    assert config.zookeeper_max_in_flight_requests == 50
+    with pytest.raises(ConfigError, match=r"zookeeper\.max\.in\.flight\.requests"):
+        BrokerConfig.from_properties({**ZK, "zookeeper.max.in.flight.requests": "0"})

@@ -7,6 +7,7 @@ import pytest
 
 from kpo_broker.zk.client import IsrUpdate, KafkaZkClient
 from kpo_broker.zk.model import ControllerEpoch, LeaderAndIsr, LeaderIsrAndControllerEpoch
+from kpo_broker.zk.multi_read import MAX_MULTI_READ_OPS
 from kpo_broker.zk.session import MAX_MULTI_OPS
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -50,6 +51,8 @@ def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
     assert after.round_trips - before.round_trips <= 3
 
     read = zk_client.get_partition_states(states)
+    # 2000 reads in multiReads of MAX_MULTI_READ_OPS, pipelined 10 at a time.
+    assert zk_client.stats.requests - after.requests == 2000 // MAX_MULTI_READ_OPS
     assert zk_client.stats.round_trips - after.round_trips <= 2
     assert read == {
         tp: LeaderIsrAndControllerEpoch(s.leader_and_isr.with_partition_epoch(0), epoch.epoch)
@@ -57,22 +60,68 @@ def test_2000_partition_states_are_created_and_read_in_a_few_round_trips(
     }
 
 
-def test_max_in_flight_requests_bounds_each_wave(new_client: Callable[..., KafkaZkClient]) -> None:
+def test_max_in_flight_requests_bounds_the_window(
+    new_client: Callable[..., KafkaZkClient],
+) -> None:
     client = new_client(max_in_flight_requests=10)
     epoch = elected(client)
     client.create_topic("small", {p: [0, 1] for p in range(100)}, {})
     before = client.stats
-    result = client.create_partition_states(
-        initial_states("small", 100, epoch.epoch), controller_epoch_zk_version=epoch.zk_version
-    )
+    states = initial_states("small", 100, epoch.epoch)
+    result = client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
     assert len(result.written) == 100
     # The partitions znode, then one multi holding the 100 partitions' creations.
     assert client.stats.round_trips - before.round_trips == 1 + 1
     created = client.stats
-    read = client.get_partition_states([TopicPartition("small", p) for p in range(100)])
-    assert len(read) == 100
-    # 100 reads, at most 10 in flight: 10 waves.
+    # 100 topics queued for deletion, one create each, at most 10 in flight: 10 round trips.
+    client.mark_topics_for_deletion(f"gone-{i}" for i in range(100))
+    assert client.stats.requests - created.requests == 100
     assert client.stats.round_trips - created.round_trips == 10
+    assert len(client.get_topics_marked_for_deletion()) == 100
+
+
+def test_a_leaders_isr_updates_share_multis(zk_client: KafkaZkClient) -> None:
+    epoch = elected(zk_client)
+    zk_client.create_topic("isr", {p: [0, 1] for p in range(100)}, {})
+    states = initial_states("isr", 100, epoch.epoch)
+    zk_client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    before = zk_client.stats
+    shrunk = {
+        tp: LeaderAndIsr(s.leader_and_isr.leader, 0, (s.leader_and_isr.leader,))
+        for tp, s in states.items()
+    }
+    versions = zk_client.update_isrs(
+        [IsrUpdate(tp, lai, epoch.epoch, 0) for tp, lai in shrunk.items()]
+    )
+    assert versions == [1] * 100
+    assert zk_client.stats.requests - before.requests == 1
+    read = zk_client.get_partition_states(states)
+    assert {tp: s.leader_and_isr for tp, s in read.items()} == {
+        tp: lai.with_partition_epoch(1) for tp, lai in shrunk.items()
+    }
+
+
+def test_many_partition_states_are_read_with_multi_read_and_missing_ones_left_out(
+    new_client: Callable[..., KafkaZkClient],
+) -> None:
+    client = new_client()
+    epoch = elected(client)
+    client.create_topic("multi", {p: [0, 1] for p in range(250)}, {})
+    states = initial_states("multi", 250, epoch.epoch)
+    client.create_partition_states(states, controller_epoch_zk_version=epoch.zk_version)
+    before = client.stats
+    wanted = [*states, TopicPartition("multi", 250), TopicPartition("nope", 0)]
+
+    read = client.get_partition_states(wanted)
+
+    assert client.stats.requests - before.requests == 3  # 252 znodes, 100 per multiRead
+    assert read == {
+        tp: LeaderIsrAndControllerEpoch(s.leader_and_isr.with_partition_epoch(0), epoch.epoch)
+        for tp, s in states.items()
+    }
+    # The same answers as one getData per znode.
+    one_by_one = {tp: client.get_partition_states([tp]) for tp in wanted}
+    assert {tp: r[tp] for tp, r in one_by_one.items() if r} == read
 
 
 def test_version_conflicts_are_reported_per_partition(zk_client: KafkaZkClient) -> None:
@@ -171,8 +220,10 @@ def test_a_leaders_isr_updates_are_written_in_one_batch(
         ]
     )
     assert versions == [1, None, 1, None, 1]
-    # One pipelined round of writes, one of reads for the two conflicts.
-    assert leader.stats.round_trips - before.round_trips == 2
+    # One multi of the five writes (aborted by the conflicts), the five again one per
+    # multi, pipelined, then one multiRead of the two conflicting states.
+    assert leader.stats.requests - before.requests == 1 + 5 + 1
+    assert leader.stats.round_trips - before.round_trips == 3
     read = leader.get_partition_states(states)
     assert read[tp1].leader_and_isr == LeaderAndIsr(2, 1, (2, 3), 1)
     assert all(read[tp].leader_and_isr == shrunk.with_partition_epoch(1) for tp in (tp0, tp2, tp3))

@@ -15,12 +15,14 @@ from kazoo.exceptions import (
     NoNodeError,
     RolledBackError,
     SessionExpiredError,
+    UnimplementedError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
 
 from kpo_broker.zk import paths, session
 from kpo_broker.zk.errors import ControllerMovedError, ZkConnectionLossError, ZkOperationError
+from kpo_broker.zk.multi_read import GET_DATA_TYPE, MultiRead
 from kpo_broker.zk.ops import CheckOp, CreateOp, DeleteOp, SetDataOp
 from kpo_broker.zk.session import ZkSession, ZkSessionState, multi_results
 
@@ -35,6 +37,9 @@ class FakeAsyncResult:
 
     def __init__(self, kazoo: FakeKazoo, label: str, value: object) -> None:
         self._kazoo, self._label, self._value = kazoo, label, value
+
+    def set(self, value: object) -> None:
+        self._value = value
 
     def get(self, timeout: float) -> object:
         self._kazoo.log.append(("wait", self._label))
@@ -78,6 +83,7 @@ class FakeKazoo:
         self.log: list[tuple[str, str]] = []
         self.replies: dict[tuple[str, str], list[object]] = {}
         self.transactions: list[list[tuple[Any, ...]]] = []
+        self.multi_reads: list[tuple[str, list[str]]] = []
         self.listeners: list[Callable[[KazooState], None]] = []
 
     def reply(self, method: str, path: str, default: object) -> object:
@@ -97,6 +103,29 @@ class FakeKazoo:
 
     def transaction(self) -> FakeTransaction:
         return FakeTransaction(self)
+
+    # multiRead goes through kazoo's request queue (handler.async_result + _call).
+    chroot = "/kafka"
+    multi_read_unsupported = False
+
+    @property
+    def handler(self) -> FakeKazoo:
+        return self
+
+    def async_result(self) -> FakeAsyncResult:
+        return FakeAsyncResult(self, "", None)
+
+    def _call(self, request: MultiRead, result: FakeAsyncResult) -> None:
+        names = [path.removeprefix(self.chroot) for path in request.paths]
+        method = "get_async" if request.op_type == GET_DATA_TYPE else "get_children_async"
+        default: object = (b"", Stat(1)) if method == "get_async" else []
+        self.multi_reads.append((method, names))
+        result._label = f"multiRead {names[0]}"
+        self.log.append(("send", result._label))
+        if self.multi_read_unsupported:
+            result.set(UnimplementedError())
+        else:
+            result.set([self.reply(method, name, default) for name in names])
 
     def add_listener(self, listener: Callable[[KazooState], None]) -> None:
         self.listeners.append(listener)
@@ -119,7 +148,9 @@ def new_session(fake_kazoo: list[FakeKazoo], **kwargs: Any) -> tuple[ZkSession, 
     return zk, fake_kazoo[-1]
 
 
-def test_requests_are_pipelined_in_waves_of_max_in_flight(fake_kazoo: list[FakeKazoo]) -> None:
+def test_requests_are_pipelined_in_a_sliding_window_of_max_in_flight(
+    fake_kazoo: list[FakeKazoo],
+) -> None:
     zk, kazoo = new_session(fake_kazoo, max_in_flight_requests=3)
     znodes = [f"/n{i}" for i in range(7)]
     for i, path in enumerate(znodes):
@@ -128,13 +159,23 @@ def test_requests_are_pipelined_in_waves_of_max_in_flight(fake_kazoo: list[FakeK
     results = zk.handle_requests([zk.request("get_async", p) for p in znodes])
 
     assert [stat.version for _, stat in results] == list(range(7))
-    waves = [[0, 1, 2], [3, 4, 5], [6]]
-    expected = [
-        (kind, f"get_async /n{i}") for wave in waves for kind in ("send", "wait") for i in wave
-    ]
-    assert kazoo.log == expected
+    # Three sent at once; then each answer awaited lets the next one go.
+    order = ["s0", "s1", "s2", "w0", "s3", "w1", "s4", "w2", "s5", "w3", "s6", "w4", "w5", "w6"]
+    kinds = {"s": "send", "w": "wait"}
+    assert kazoo.log == [(kinds[o[0]], f"get_async /n{o[1]}") for o in order]
     assert zk.stats.requests == 7
     assert zk.stats.round_trips == 3
+
+
+def test_the_default_window_is_kafkas_zookeeper_max_in_flight_requests(
+    fake_kazoo: list[FakeKazoo],
+) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    zk.handle_requests([zk.request("get_async", f"/n{i}") for i in range(11)])
+
+    assert kazoo.log[:11] == [("send", f"get_async /n{i}") for i in range(10)] + [
+        ("wait", "get_async /n0")
+    ]
 
 
 def test_stats_is_a_snapshot(fake_kazoo: list[FakeKazoo]) -> None:
@@ -383,3 +424,61 @@ def test_fenced_delete_recursive_reports_a_moved_controller(fake_kazoo: list[Fak
     kazoo.replies[("multi", "/a")] = [[BadVersionError(), RolledBackError()]]
     with pytest.raises(ControllerMovedError):
         zk.delete_recursive(["/a"], 9)
+
+
+def test_get_many_reads_a_hundred_znodes_per_multi_read_under_the_chroot(
+    fake_kazoo: list[FakeKazoo],
+) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    znodes = [f"/n{i}" for i in range(250)]
+    kazoo.replies[("get_async", "/n7")] = [NoNodeError()]
+    kazoo.replies[("get_async", "/n200")] = [(b"x", Stat(5))]
+
+    results = zk.get_many(znodes)
+
+    assert [names for _, names in kazoo.multi_reads] == [
+        znodes[:100],
+        znodes[100:200],
+        znodes[200:],
+    ]
+    assert len(results) == 250
+    assert isinstance(results[7], NoNodeError)
+    assert results[200] == (b"x", Stat(5))
+    assert results[0] == (b"", Stat(1))
+    assert (zk.stats.requests, zk.stats.round_trips) == (3, 1)
+
+
+def test_get_children_many_lists_through_multi_read(fake_kazoo: list[FakeKazoo]) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    kazoo.replies[("get_children_async", "/a")] = [["b", "c"]]
+    assert zk.get_children_many(["/a", "/d"]) == [["b", "c"], []]
+    assert kazoo.multi_reads == [("get_children_async", ["/a", "/d"])]
+
+
+def test_a_server_without_multi_read_is_read_one_znode_per_request(
+    fake_kazoo: list[FakeKazoo],
+) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    kazoo.multi_read_unsupported = True
+    for version, name in enumerate("abcd"):
+        kazoo.replies[("get_async", f"/{name}")] = [(name.encode(), Stat(version))]
+
+    assert zk.get_many(["/a", "/b"]) == [(b"a", Stat(0)), (b"b", Stat(1))]
+    assert zk.get_many(["/c", "/d"]) == [(b"c", Stat(2)), (b"d", Stat(3))]
+
+    assert len(kazoo.multi_reads) == 1  # never tried again
+    sent = [label for kind, label in kazoo.log if kind == "send"]
+    assert sent[1:] == ["get_async /a", "get_async /b", "get_async /c", "get_async /d"]
+
+
+def test_a_single_znode_is_read_with_a_plain_get(fake_kazoo: list[FakeKazoo]) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    kazoo.replies[("get_async", "/a")] = [(b"a", Stat(3))]
+    assert zk.get_many(["/a"]) == [(b"a", Stat(3))]
+    assert kazoo.multi_reads == []
+
+
+def test_get_many_reads_fewer_large_znodes_per_request(fake_kazoo: list[FakeKazoo]) -> None:
+    zk, kazoo = new_session(fake_kazoo)
+    zk.get_many([f"/t{i}" for i in range(25)], per_request=10)
+    assert [len(names) for _, names in kazoo.multi_reads] == [10, 10, 5]

@@ -22,6 +22,7 @@ class FaultKind(enum.Enum):
     ZOOKEEPER_RESTART = "ZooKeeper restart"
     FULL_LOG_DIR = "a full log dir"
     REASSIGNMENT = "reassignment reordering a partition's replicas"
+    NETWORK_PARTITION = "network partition of a leader (or the controller) past the session timeout"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,10 @@ on their own ZooKeeper; an idempotent acks=all librdkafka producer writes to eve
 partition throughout. A seeded schedule (:mod:`.schedule`) injects, one after the other:
 kill -9 of a partition leader and of the controller, SIGSTOP of a leader for twice the
 session timeout, a ZooKeeper restart, a full log dir (the tmpfs filled to ENOSPC; repaired
-and the broker restarted afterwards) and a reassignment reordering a partition's replicas.
+and the broker restarted afterwards), a reassignment reordering a partition's replicas and
+a network partition cutting a leader (for one partition in three: the controller) off from
+the other brokers and ZooKeeper for twice the session timeout (:mod:`.partition`: nftables
+rules in a table of its own, matched by port and cgroup; clients still reach it).
 After each fault the suite waits until every partition has acknowledged a write again
 (the recovery time, reported per fault kind) and until every broker is registered and
 every ISR full. At the end: every acknowledged record is present exactly once and in
@@ -34,6 +37,7 @@ from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
+from tests.integration.broker.faults.partition import NetworkPartition, require_tools
 from tests.integration.broker.faults.schedule import Fault, FaultKind, build_schedule
 from tests.integration.broker.server.acked_writes import (
     EPOCH_BUMP_MARK,
@@ -185,6 +189,21 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         finally:
             os.kill(pid, signal.SIGCONT)
         _wait_writes_resumed(producer, started)
+    elif fault.kind is FaultKind.NETWORK_PARTITION:
+        isolated = _partition_target(cluster, fault)
+        peers = [b for b in cluster.brokers.values() if b is not isolated]
+        pid = isolated.process.pid
+        assert pid is not None and all(p.process.pid is not None for p in peers)
+        print(f"  isolating broker {isolated.broker_id}")
+        with NetworkPartition(
+            pid,
+            isolated.port,
+            [p.process.pid for p in peers if p.process.pid is not None],
+            [p.port for p in peers],
+            env.zookeeper.port,
+        ):
+            time.sleep(2 * SESSION_TIMEOUT_S)
+        _wait_writes_resumed(producer, started)
     elif fault.kind is FaultKind.ZOOKEEPER_RESTART:
         env.zookeeper.stop()
         time.sleep(1.0)
@@ -250,6 +269,20 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         for line in _broker_lines(cluster, gap_start, gap_start + gaps[worst][0], worst):
             print(f"    {line}")
     return gaps[worst][0]
+
+
+def _partition_target(cluster: KafkaCluster, fault: Fault) -> BrokerProcess:
+    """The broker a network partition isolates: the controller for partitions 0 and 3, else
+    the fault's partition's leader (often the controller too)."""
+    if fault.partition % 3 == 0:
+        zk = zk_client(cluster)
+        try:
+            controller = zk.get_controller_id()
+        finally:
+            zk.close()
+        if controller in BROKERS:
+            return cluster.brokers[controller]
+    return cluster.brokers[_leader(cluster, fault.partition)]
 
 
 def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: int) -> list[str]:
@@ -376,6 +409,8 @@ def _locate_duplicates(cluster: KafkaCluster, got: dict[int, list[bytes]]) -> No
 
 
 def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None:
+    missing = require_tools()
+    assert missing is None, f"the fault suite's network partitions: {missing}"
     count = int(os.environ.get("KPO_FAULT_COUNT", str(len(FaultKind))))
     seed = int(os.environ.get("KPO_FAULT_SEED", "16"))
     schedule = build_schedule(seed, count, PARTITIONS)

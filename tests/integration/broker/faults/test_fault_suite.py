@@ -15,7 +15,8 @@ every ISR full. At the end: every acknowledged record is present exactly once an
 order, no record that was never sent, and every partition's replicas have the same size.
 
 ``make test`` runs one round (every kind once, a few minutes); ``make soak`` runs
-``KPO_FAULT_COUNT`` faults (100 by default there) with ``KPO_FAULT_SEED``.
+``KPO_FAULT_COUNT`` faults (100 by default there) with ``KPO_FAULT_SEED``;
+``KPO_FAULT_KINDS`` (comma-separated :class:`.FaultKind` names) limits the kinds.
 """
 
 from __future__ import annotations
@@ -413,7 +414,13 @@ def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None
     assert missing is None, f"the fault suite's network partitions: {missing}"
     count = int(os.environ.get("KPO_FAULT_COUNT", str(len(FaultKind))))
     seed = int(os.environ.get("KPO_FAULT_SEED", "16"))
-    schedule = build_schedule(seed, count, PARTITIONS)
+    only = os.environ.get("KPO_FAULT_KINDS")  # e.g. NETWORK_PARTITION,KILL_LEADER
+    schedule = build_schedule(
+        seed,
+        count,
+        PARTITIONS,
+        frozenset(FaultKind[k.strip()] for k in only.split(",")) if only else None,
+    )
     cluster = env.cluster
     create_topic(cluster, TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})
     producer = AckedWriteProducer(cluster, TOPIC, PARTITIONS, pause_s=0.005).start()

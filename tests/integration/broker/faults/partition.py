@@ -201,6 +201,8 @@ class NetworkPartition:
         self._mount = cgroup2_mount()
         self._group = self._mount / name
         self._active = False
+        #: pid -> the cgroup v2 group it was in (``/proc/<pid>/cgroup``'s ``0::`` line).
+        self._origins: dict[int, Path] = {}
 
     def _nft_path(self, group: Path) -> str:
         return str(group.relative_to(NFT_CGROUP_ROOT))
@@ -212,9 +214,11 @@ class NetworkPartition:
         peers.mkdir()
         self._active = True
         try:
-            (isolated / "cgroup.procs").write_text(str(self.isolated_pid))
-            for pid in self.peer_pids:
-                (peers / "cgroup.procs").write_text(str(pid))
+            for pid, group in [(self.isolated_pid, isolated)] + [
+                (p, peers) for p in self.peer_pids
+            ]:
+                self._origins[pid] = self._cgroup_of(pid)
+                (group / "cgroup.procs").write_text(str(pid))
             crossing = [
                 c
                 for c in tcp_connections(self.isolated_pid)
@@ -238,8 +242,16 @@ class NetworkPartition:
             raise
         return self
 
+    def _cgroup_of(self, pid: int) -> Path:
+        """The cgroup v2 group of process ``pid`` (the root when it cannot be read)."""
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
+                if line.startswith("0::"):
+                    return self._mount / line[3:].lstrip("/")
+        return self._mount
+
     def heal(self) -> None:
-        """Delete the table, put the processes back in the root cgroup, remove the groups.
+        """Delete the table, put the processes back in their cgroups, remove the groups.
 
         Idempotent; processes that exited meanwhile are skipped.
         """
@@ -247,15 +259,15 @@ class NetworkPartition:
             return
         self._active = False
         subprocess.run(["nft", "delete", "table", "inet", self.table], capture_output=True)
-        root_procs = self._mount / "cgroup.procs"
         for group in (self._group / "isolated", self._group / "peers"):
             try:
                 pids = (group / "cgroup.procs").read_text().split()
             except OSError:
                 pids = []
             for pid in pids:
+                origin = self._origins.get(int(pid), self._mount)
                 with contextlib.suppress(OSError):  # exited meanwhile
-                    root_procs.write_text(pid)
+                    (origin / "cgroup.procs").write_text(pid)
             with contextlib.suppress(OSError):
                 group.rmdir()
         with contextlib.suppress(OSError):

@@ -263,6 +263,12 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
     bumps = producer.writes.events_between(started, time.monotonic(), EPOCH_BUMP_MARK)
     if bumps:
         print(f"  librdkafka bumped its producer epoch: {bumps}")
+        # What led to it (the error that made it drain and renumber), for a duplicate's cause.
+        events = producer.writes.events_between(started - 2.0, time.monotonic())
+        bump_at = next(i for i, line in enumerate(events) if EPOCH_BUMP_MARK in line)
+        print(
+            f"  librdkafka idempotence events before it: {events[max(0, bump_at - 15) : bump_at]}"
+        )
     if gaps[worst][0] > RECOVERY_GOAL_S:
         gap_start = started + gaps[worst][1]
         events = producer.writes.events_between(gap_start, gap_start + gaps[worst][0])

@@ -378,9 +378,16 @@ def _report(
     present = {v for values in got.values() for v in values}
     acked = [v for values in writes.acked.values() for v in values]
     duplicated = sum(len(values) - len(set(values)) for values in got.values())
+    # Partitions whose acked records (first copies) are not in the order they were acked.
+    reordered = 0
+    for partition, values in writes.acked.items():
+        wanted = set(values)
+        first_copies = [v for v in dict.fromkeys(got.get(partition, [])) if v in wanted]
+        reordered += first_copies != values
     print(
         f"\nfault suite (seed {seed}): {faults} faults, {writes.total} acked records, "
         f"{sum(v not in present for v in acked)} lost, {duplicated} duplicated, "
+        f"{reordered} partitions out of order, "
         f"{writes.epoch_bumps()} producer epoch bumps by librdkafka"
     )
     for kind, times in recoveries.items():

@@ -58,15 +58,15 @@ PARTITIONS = 6
 BROKERS = (0, 1, 2)
 #: ``zookeeper.session.timeout.ms`` of the devenv brokers, s.
 SESSION_TIMEOUT_S = 6.0
-#: Goal for the longest time without acks after a fault (issue 16): the session timeout (a
-#: dead or paused broker's leaderships move when it expires) plus 5 s. Every fault of the
-#: last 30-fault soak met it (see the README's figures); the ~30 s stalls seen before came
-#: from LeaderAndIsr requests hung on a fetcher that ran on after its cancellation. On a
-#: shared host the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints how
-#: many faults missed the goal.
+#: Bound on the longest time without acks after a fault (issue 16's goal): the session
+#: timeout (a dead, paused or partitioned broker's leaderships move when it expires) plus
+#: 5 s. Asserted for every fault: a 100-fault soak (seed 2316, every kind, load average
+#: 13-32 on 2 cores) stayed at 7.5 s or below, as every earlier run since the ~30 s stalls
+#: were fixed (LeaderAndIsr requests hung on a fetcher that ran on after its cancellation).
 RECOVERY_GOAL_S = SESSION_TIMEOUT_S + 5.0
-STALL_BOUND_S = 60.0
-RECOVERY_BOUND_S = STALL_BOUND_S
+#: How long the suite waits for acks to resume before failing the fault (so the run goes on
+#: to report its figures when the goal is missed), s.
+RECOVERY_BOUND_S = 60.0
 TMPFS_SIZE = "24m"
 
 
@@ -460,6 +460,10 @@ def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None
         60,
         "every partition's replicas of equal size",
     )
-    worst = {kind.name: max(times) for kind, times in recoveries.items()}
-    assert all(t < STALL_BOUND_S for t in worst.values()), worst
+    over = {
+        kind.name: [round(t, 1) for t in times if t > RECOVERY_GOAL_S]
+        for kind, times in recoveries.items()
+        if any(t > RECOVERY_GOAL_S for t in times)
+    }
+    assert over == {}, f"faults over {RECOVERY_GOAL_S:.0f} s without acks: {over}"
     assert env.unclean_stops == [], "\n".join(env.unclean_stops)

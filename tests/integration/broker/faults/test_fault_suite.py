@@ -203,7 +203,13 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
             [p.port for p in peers],
             env.zookeeper.port,
         ):
-            time.sleep(2 * SESSION_TIMEOUT_S)
+            # The partition is real: the broker's session expires and it leads nothing.
+            wait_for(
+                lambda: _cut_off(cluster, isolated.broker_id),
+                2 * SESSION_TIMEOUT_S + 20,
+                f"broker {isolated.broker_id} out of /brokers/ids and leading nothing",
+            )
+            time.sleep(max(0.0, started + 2 * SESSION_TIMEOUT_S - time.monotonic()))
         _wait_writes_resumed(producer, started)
     elif fault.kind is FaultKind.ZOOKEEPER_RESTART:
         env.zookeeper.stop()
@@ -276,6 +282,16 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         for line in _broker_lines(cluster, gap_start, gap_start + gaps[worst][0], worst):
             print(f"    {line}")
     return gaps[worst][0]
+
+
+def _cut_off(cluster: KafkaCluster, broker_id: int) -> bool:
+    """Whether ``broker_id`` is out of ``/brokers/ids`` and leads no partition (ZooKeeper)."""
+    zk = zk_client(cluster)
+    try:
+        registered = broker_id in zk.get_live_broker_ids()
+    finally:
+        zk.close()
+    return not registered and all(leader != broker_id for leader, _ in _states(cluster).values())
 
 
 def _partition_target(cluster: KafkaCluster, fault: Fault) -> BrokerProcess:

@@ -12,7 +12,8 @@ rules in a table of its own, matched by port and cgroup; clients still reach it)
 After each fault the suite waits until every partition has acknowledged a write again
 (the recovery time, reported per fault kind) and until every broker is registered and
 every ISR full. At the end: every acknowledged record is present exactly once and in
-order, no record that was never sent, and every partition's replicas have the same size.
+order, no record that was never sent, every partition's replicas have the same size, and
+no fault left a partition without acks for longer than :data:`RECOVERY_GOAL_S`.
 
 ``make test`` runs one round (every kind once, a few minutes); ``make soak`` runs
 ``KPO_FAULT_COUNT`` faults (100 by default there) with ``KPO_FAULT_SEED``;

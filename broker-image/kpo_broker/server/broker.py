@@ -34,6 +34,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.config import BrokerConfig, ConfigError
 from kpo_broker.coordinator.group.coordinator import GroupConfig, GroupCoordinator
 from kpo_broker.coordinator.group.metadata_manager import GroupMetadataManager, OffsetConfig
@@ -703,10 +704,7 @@ class KafkaServer:
             with contextlib.suppress(Exception):
                 await request_controlled_shutdown(components, self.config)
         for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+            await cancel_and_wait(task)
         self._tasks = []
         if self.log_dir_failure_handler is not None:
             await self.log_dir_failure_handler.stop()

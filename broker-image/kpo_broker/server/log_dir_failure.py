@@ -20,11 +20,11 @@ Dirs that failed while the logs were loading are handled as soon as the handler 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.log.dir_failure import LogDirFailureChannel
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server.fetcher import ReplicaFetcherManager
@@ -90,9 +90,7 @@ class LogDirFailureHandler:
         """Stop handling failures (shutdown: the log manager's shutdown skips offline dirs)."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     async def _run(self) -> None:
         while True:

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.log.epoch import UNDEFINED_EPOCH
 from kpo_broker.log.errors import UnexpectedAppendOffsetError
 from kpo_broker.log.log import Log
@@ -181,9 +182,7 @@ class LogDirMover:
         """Cancel the copier task and wait for it; future logs stay for the next start."""
         task, self._task = self._task, None
         if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await cancel_and_wait(task)
 
     def run_once(self, now_s: float) -> float:
         """Make one step on every movable future log; swap the caught-up ones.

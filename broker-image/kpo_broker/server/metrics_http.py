@@ -19,6 +19,7 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, PlatformCollector, ProcessCollector
 from prometheus_client.exposition import generate_latest
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.security.authorizer import AuthorizationStats
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.metrics import AuthenticationStats, BrokerState, RequestStats
@@ -149,10 +150,9 @@ class MetricsHttpServer:
         if server is None:
             return
         server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        connections = list(self._connections)
+        if connections:
+            await asyncio.gather(*(cancel_and_wait(task) for task in connections))
         with contextlib.suppress(Exception):
             await server.wait_closed()
 

@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.protocol import framing
 from kpo_broker.protocol.api import api_spec
 from kpo_broker.security.channel import AuthenticationFailedError, ListenerAuthenticator
@@ -141,16 +142,20 @@ class SocketServer:
         return dict(self.bound_ports)
 
     async def stop(self) -> None:
-        """Stop accepting, close every connection and wait for their tasks."""
+        """Stop accepting, close every connection and wait for their tasks.
+
+        Each connection is cancelled until it ends (:func:`cancel_and_wait`): one whose
+        purgatory wait completed as it was cancelled would otherwise answer and read on
+        (Python 3.11's ``wait_for``), holding the broker's shutdown until its client left.
+        """
         for server in self._servers:
             server.close()
-        for task in list(self._connections):
-            task.cancel()
+        connections = list(self._connections)
         for server in self._servers:
             with contextlib.suppress(Exception):
                 await server.wait_closed()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        if connections:
+            await asyncio.gather(*(cancel_and_wait(task) for task in connections))
         self._servers.clear()
 
     async def _accept(

@@ -22,6 +22,7 @@ class FaultKind(enum.Enum):
     ZOOKEEPER_RESTART = "ZooKeeper restart"
     FULL_LOG_DIR = "a full log dir"
     REASSIGNMENT = "reassignment reordering a partition's replicas"
+    NETWORK_PARTITION = "network partition of a leader (or the controller) past the session timeout"
 
 
 @dataclass(frozen=True)
@@ -41,18 +42,28 @@ class Fault:
     pause_s: float
 
 
-def build_schedule(seed: int, count: int, partitions: int) -> list[Fault]:
+def build_schedule(
+    seed: int, count: int, partitions: int, only: frozenset[FaultKind] | None = None
+) -> list[Fault]:
     """Return ``count`` faults for a topic of ``partitions`` partitions, from ``seed``.
 
+    Args:
+        seed: the random seed.
+        count: number of faults.
+        partitions: the topic's partition count.
+        only: the kinds to use (every kind when None), to replay or study some.
+
     Raises:
-        ValueError: ``count`` is negative or ``partitions`` is not positive.
+        ValueError: ``count`` is negative, ``partitions`` is not positive or ``only`` empty.
     """
     if count < 0 or partitions <= 0:
         raise ValueError(f"count {count} and partitions {partitions} must be >= 0 and > 0")
+    if only is not None and not only:
+        raise ValueError("no fault kind to schedule")
     rng = random.Random(seed)
     kinds: list[FaultKind] = []
     while len(kinds) < count:
-        round_ = list(FaultKind)
+        round_ = [k for k in FaultKind if only is None or k in only]
         rng.shuffle(round_)
         kinds.extend(round_)
     return [

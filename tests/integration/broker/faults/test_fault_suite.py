@@ -5,14 +5,19 @@ on their own ZooKeeper; an idempotent acks=all librdkafka producer writes to eve
 partition throughout. A seeded schedule (:mod:`.schedule`) injects, one after the other:
 kill -9 of a partition leader and of the controller, SIGSTOP of a leader for twice the
 session timeout, a ZooKeeper restart, a full log dir (the tmpfs filled to ENOSPC; repaired
-and the broker restarted afterwards) and a reassignment reordering a partition's replicas.
+and the broker restarted afterwards), a reassignment reordering a partition's replicas and
+a network partition cutting a leader (for one partition in three: the controller) off from
+the other brokers and ZooKeeper for twice the session timeout (:mod:`.partition`: nftables
+rules in a table of its own, matched by port and cgroup; clients still reach it).
 After each fault the suite waits until every partition has acknowledged a write again
 (the recovery time, reported per fault kind) and until every broker is registered and
 every ISR full. At the end: every acknowledged record is present exactly once and in
-order, no record that was never sent, and every partition's replicas have the same size.
+order, no record that was never sent, every partition's replicas have the same size, and
+no fault left a partition without acks for longer than :data:`RECOVERY_GOAL_S`.
 
 ``make test`` runs one round (every kind once, a few minutes); ``make soak`` runs
-``KPO_FAULT_COUNT`` faults (100 by default there) with ``KPO_FAULT_SEED``.
+``KPO_FAULT_COUNT`` faults (100 by default there) with ``KPO_FAULT_SEED``;
+``KPO_FAULT_KINDS`` (comma-separated :class:`.FaultKind` names) limits the kinds.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_kafka.topic_partition import TopicPartition
 from tests.integration.broker.conftest import admin_client, wait_cluster_ready, wait_for
+from tests.integration.broker.faults.partition import NetworkPartition, require_tools
 from tests.integration.broker.faults.schedule import Fault, FaultKind, build_schedule
 from tests.integration.broker.server.acked_writes import (
     EPOCH_BUMP_MARK,
@@ -53,16 +59,21 @@ PARTITIONS = 6
 BROKERS = (0, 1, 2)
 #: ``zookeeper.session.timeout.ms`` of the devenv brokers, s.
 SESSION_TIMEOUT_S = 6.0
-#: Goal for the longest time without acks after a fault (issue 16): the session timeout (a
-#: dead or paused broker's leaderships move when it expires) plus 5 s. Every fault of the
-#: last 30-fault soak met it (see the README's figures); the ~30 s stalls seen before came
-#: from LeaderAndIsr requests hung on a fetcher that ran on after its cancellation. On a
-#: shared host the suite fails only on a stall beyond :data:`STALL_BOUND_S` and prints how
-#: many faults missed the goal.
+#: Bound on the longest time without acks after a fault (issue 16's goal): the session
+#: timeout (a dead, paused or partitioned broker's leaderships move when it expires) plus
+#: 5 s. Asserted for every fault: a 100-fault soak (seed 2316, every kind, load average
+#: 13-32 on 2 cores) stayed at 7.5 s or below, as every earlier run since the ~30 s stalls
+#: were fixed (LeaderAndIsr requests hung on a fetcher that ran on after its cancellation).
 RECOVERY_GOAL_S = SESSION_TIMEOUT_S + 5.0
-STALL_BOUND_S = 60.0
-RECOVERY_BOUND_S = STALL_BOUND_S
+#: How long the suite waits for acks to resume before failing the fault (so the run goes on
+#: to report its figures when the goal is missed), s.
+RECOVERY_BOUND_S = 60.0
 TMPFS_SIZE = "24m"
+#: Kafka's default leader imbalance check (the devenv's 5 s would add a preferred-leader
+#: election after most faults): a leadership move while a written batch waits for acks=all
+#: is answered NOT_LEADER_OR_FOLLOWER, as in Kafka, and when librdkafka then bumps its
+#: producer epoch it renumbers that batch and writes it again (see the README's figures).
+BROKER_PROPERTIES = {"leader.imbalance.check.interval.seconds": "300"}
 
 
 @dataclass
@@ -81,7 +92,11 @@ def env(tmp_path: Path) -> Iterator[FaultEnv]:
     zookeeper.start()
     chroot = f"kafka-{uuid.uuid4().hex[:8]}"
     cluster = KafkaCluster(
-        tmp_path / chroot, f"{zookeeper.connect_string}/{chroot}", len(BROKERS), log_dir_count=2
+        tmp_path / chroot,
+        f"{zookeeper.connect_string}/{chroot}",
+        len(BROKERS),
+        log_dir_count=2,
+        properties=BROKER_PROPERTIES,
     )
     mounted: list[Path] = []
     holder = FaultEnv(zookeeper, cluster)
@@ -185,6 +200,27 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         finally:
             os.kill(pid, signal.SIGCONT)
         _wait_writes_resumed(producer, started)
+    elif fault.kind is FaultKind.NETWORK_PARTITION:
+        isolated = _partition_target(cluster, fault)
+        peers = [b for b in cluster.brokers.values() if b is not isolated]
+        pid = isolated.process.pid
+        assert pid is not None and all(p.process.pid is not None for p in peers)
+        print(f"  isolating broker {isolated.broker_id}")
+        with NetworkPartition(
+            pid,
+            isolated.port,
+            [p.process.pid for p in peers if p.process.pid is not None],
+            [p.port for p in peers],
+            env.zookeeper.port,
+        ):
+            # The partition is real: the broker's session expires and it leads nothing.
+            wait_for(
+                lambda: _cut_off(cluster, isolated.broker_id),
+                2 * SESSION_TIMEOUT_S + 20,
+                f"broker {isolated.broker_id} out of /brokers/ids and leading nothing",
+            )
+            time.sleep(max(0.0, started + 2 * SESSION_TIMEOUT_S - time.monotonic()))
+        _wait_writes_resumed(producer, started)
     elif fault.kind is FaultKind.ZOOKEEPER_RESTART:
         env.zookeeper.stop()
         time.sleep(1.0)
@@ -243,6 +279,12 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
     bumps = producer.writes.events_between(started, time.monotonic(), EPOCH_BUMP_MARK)
     if bumps:
         print(f"  librdkafka bumped its producer epoch: {bumps}")
+        # What led to it (the error that made it drain and renumber), for a duplicate's cause.
+        events = producer.writes.events_between(started - 2.0, time.monotonic())
+        bump_at = next(i for i, line in enumerate(events) if EPOCH_BUMP_MARK in line)
+        print(
+            f"  librdkafka idempotence events before it: {events[max(0, bump_at - 15) : bump_at]}"
+        )
     if gaps[worst][0] > RECOVERY_GOAL_S:
         gap_start = started + gaps[worst][1]
         events = producer.writes.events_between(gap_start, gap_start + gaps[worst][0])
@@ -250,6 +292,30 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         for line in _broker_lines(cluster, gap_start, gap_start + gaps[worst][0], worst):
             print(f"    {line}")
     return gaps[worst][0]
+
+
+def _cut_off(cluster: KafkaCluster, broker_id: int) -> bool:
+    """Whether ``broker_id`` is out of ``/brokers/ids`` and leads no partition (ZooKeeper)."""
+    zk = zk_client(cluster)
+    try:
+        registered = broker_id in zk.get_live_broker_ids()
+    finally:
+        zk.close()
+    return not registered and all(leader != broker_id for leader, _ in _states(cluster).values())
+
+
+def _partition_target(cluster: KafkaCluster, fault: Fault) -> BrokerProcess:
+    """The broker a network partition isolates: the controller for partitions 0 and 3, else
+    the fault's partition's leader (often the controller too)."""
+    if fault.partition % 3 == 0:
+        zk = zk_client(cluster)
+        try:
+            controller = zk.get_controller_id()
+        finally:
+            zk.close()
+        if controller in BROKERS:
+            return cluster.brokers[controller]
+    return cluster.brokers[_leader(cluster, fault.partition)]
 
 
 def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: int) -> list[str]:
@@ -338,9 +404,16 @@ def _report(
     present = {v for values in got.values() for v in values}
     acked = [v for values in writes.acked.values() for v in values]
     duplicated = sum(len(values) - len(set(values)) for values in got.values())
+    # Partitions whose acked records (first copies) are not in the order they were acked.
+    reordered = 0
+    for partition, values in writes.acked.items():
+        wanted = set(values)
+        first_copies = [v for v in dict.fromkeys(got.get(partition, [])) if v in wanted]
+        reordered += first_copies != values
     print(
         f"\nfault suite (seed {seed}): {faults} faults, {writes.total} acked records, "
         f"{sum(v not in present for v in acked)} lost, {duplicated} duplicated, "
+        f"{reordered} partitions out of order, "
         f"{writes.epoch_bumps()} producer epoch bumps by librdkafka"
     )
     for kind, times in recoveries.items():
@@ -376,9 +449,17 @@ def _locate_duplicates(cluster: KafkaCluster, got: dict[int, list[bytes]]) -> No
 
 
 def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None:
+    missing = require_tools()
+    assert missing is None, f"the fault suite's network partitions: {missing}"
     count = int(os.environ.get("KPO_FAULT_COUNT", str(len(FaultKind))))
     seed = int(os.environ.get("KPO_FAULT_SEED", "16"))
-    schedule = build_schedule(seed, count, PARTITIONS)
+    only = os.environ.get("KPO_FAULT_KINDS")  # e.g. NETWORK_PARTITION,KILL_LEADER
+    schedule = build_schedule(
+        seed,
+        count,
+        PARTITIONS,
+        frozenset(FaultKind[k.strip()] for k in only.split(",")) if only else None,
+    )
     cluster = env.cluster
     create_topic(cluster, TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": "2"})
     producer = AckedWriteProducer(cluster, TOPIC, PARTITIONS, pause_s=0.005).start()
@@ -405,6 +486,10 @@ def test_acked_writes_survive_a_seeded_schedule_of_faults(env: FaultEnv) -> None
         60,
         "every partition's replicas of equal size",
     )
-    worst = {kind.name: max(times) for kind, times in recoveries.items()}
-    assert all(t < STALL_BOUND_S for t in worst.values()), worst
+    over = {
+        kind.name: [round(t, 1) for t in times if t > RECOVERY_GOAL_S]
+        for kind, times in recoveries.items()
+        if any(t > RECOVERY_GOAL_S for t in times)
+    }
+    assert over == {}, f"faults over {RECOVERY_GOAL_S:.0f} s without acks: {over}"
     assert env.unclean_stops == [], "\n".join(env.unclean_stops)

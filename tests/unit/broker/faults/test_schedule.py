@@ -28,3 +28,5 @@ def test_bad_arguments_are_refused() -> None:
         build_schedule(1, -1, 3)
     with pytest.raises(ValueError):
         build_schedule(1, 3, 0)
+    with pytest.raises(ValueError):
+        build_schedule(1, 3, 3, frozenset())

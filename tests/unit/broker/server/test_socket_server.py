@@ -26,6 +26,7 @@ from kpo_broker.log.filerecords import FileRecords
 from kpo_broker.log.info import FileSlice
 from kpo_broker.protocol.framing import decode_response, read_frame
 from kpo_broker.server.components import RequestContext
+from kpo_broker.server.delayed import PartitionWatchers
 from kpo_broker.server.socket_server import Listener, RequestHandler, SocketServer
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
@@ -530,3 +531,42 @@ def test_transaction_apis_are_not_advertised_and_a_txn_offset_commit_closes_the_
             assert recorder.seen == []
 
     asyncio.run(scenario())
+
+
+def test_stop_ends_a_connection_whose_delayed_answer_completes_as_it_is_cancelled() -> None:
+    """Stop must not wait on a connection that ran on after its cancellation.
+
+    A produce with ``acks=all`` waits in the purgatory (``asyncio.wait_for``); on Python
+    3.11, a cancellation arriving in the loop iteration where its wait completes is lost
+    (CPython gh-86296), the answer is written and the connection reads on, so a single
+    ``cancel()`` left the broker's shutdown waiting on a producer's open connection (a
+    clean stop seen hanging past 60 s in the fault suite). Every yield count between the
+    completion and the stop is tried, so one of them lands in that iteration.
+    """
+
+    async def scenario(yields: int) -> None:
+        watchers = PartitionWatchers()
+        waiting = asyncio.Event()
+
+        async def handle(ctx: RequestContext, body: Any) -> Any:
+            waiting.set()
+            await watchers.wait(["ledger-0"], 30)
+            return _metadata_response()
+
+        server = SocketServer([Listener("INTERNAL", "127.0.0.1", 0)], handle, SUPPORTED)
+        ports = await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", ports["INTERNAL"])
+        writer.write(_metadata_request(1))
+        await asyncio.wait_for(waiting.wait(), 2)
+        watchers.notify("ledger-0")  # the HW passes the produce's offsets...
+        for _ in range(yields):
+            await asyncio.sleep(0)
+        stop = asyncio.ensure_future(server.stop())  # ...as the broker shuts down
+        done, _ = await asyncio.wait({stop}, timeout=2)
+        assert stop in done, f"stop still waiting after 2 s ({yields} yields)"
+        await asyncio.wait_for(reader.read(), 2)  # the answer, if it was written, then EOF
+        assert reader.at_eof()
+        writer.close()
+
+    for yields in range(6):
+        asyncio.run(scenario(yields))

@@ -16,7 +16,9 @@ BIN="$TOOLS_DIR/bin"
 STAMPS="$TOOLS_DIR/stamps"
 SRC="$TOOLS_DIR/src"
 mkdir -p "$BIN" "$STAMPS" "$SRC"
-export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+# -gcflags=all=-dwarf=false: the compiler skips debug info that `-ldflags -w` drops at link
+# anyway (same code and pclntab; ~11% less compile CPU on Kubernetes, README "Tools").
+export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -gcflags=all=-dwarf=false" CGO_ENABLED=0
 
 log() { printf '[tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
@@ -93,6 +95,8 @@ GO
     [[ -n "$commit" ]] && ld+=" -X $pkg.gitCommit=$commit"
   done
   for b in "${bins[@]}"; do
+    # Installed already at this version (e.g. kubectl from its release, or by `make demo`).
+    [[ -x "$BIN/$b" ]] && stamp_ok "kubernetes-$b" "$want" && continue
     log "  go build $b"
     (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
     mv "$BIN/$b.tmp" "$BIN/$b"
@@ -216,6 +220,7 @@ case "$want" in
     install_zookeeper
     build_etcd
     go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+    install_kubectl_release || true
     build_kubernetes
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
     ;;

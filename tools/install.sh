@@ -3,7 +3,8 @@
 # outside the checkout ($KPO_TOOLS_DIR, default ~/.cache/kpo-tools):
 #   bin/etcd, bin/kube-apiserver, bin/kube-controller-manager,
 #   bin/kube-scheduler, bin/kubectl, bin/helm, bin/kwok  (built with `go`
-#   from the Go module proxy) and ZooKeeper from Debian's `zookeeper` package;
+#   from the Go module proxy), ZooKeeper from Debian's `zookeeper` package and `nft`
+#   (Debian's nftables, for the fault suite's network partitions);
 #   `node` adds a real node's kubelet, kube-proxy, coredns and Debian's containerd.
 # Each tool is rebuilt only when its pinned version (tools/versions.env)
 # changes; a warm run only checks stamps.
@@ -197,6 +198,15 @@ install_zookeeper() {
   stamp_set zookeeper "$v"
 }
 
+# --- nftables from Debian: the fault suite's network partitions (tests/integration/broker/faults).
+install_nftables() {
+  command -v nft >/dev/null && return 0
+  log "nftables: apt-get install nftables"
+  local sudo=""; [[ $(id -u) == 0 ]] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends nftables >/dev/null
+}
+
 # --- A real node (kpo_devenv.real_node): containerd and the CNI plugins from Debian,
 # the kubelet and kube-proxy built like the control plane, CoreDNS from the proxy.
 install_node() {
@@ -218,6 +228,7 @@ want="${1:-all}"
 case "$want" in
   all)
     install_zookeeper
+    install_nftables
     build_etcd
     go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
     install_kubectl_release || true
@@ -232,11 +243,12 @@ case "$want" in
     if install_kubectl_release; then build_kubernetes kube-apiserver; else build_kubernetes kube-apiserver kubectl; fi
     ;;
   zookeeper) install_zookeeper ;;
+  nftables) install_nftables ;;
   etcd) build_etcd ;;
   kubernetes) build_kubernetes ;;
   helm) go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" ;;
   kwok) go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
   node) install_node ;;
-  *) echo "usage: $0 [all|demo|zookeeper|etcd|kubernetes|helm|kwok|node]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|demo|zookeeper|nftables|etcd|kubernetes|helm|kwok|node]" >&2; exit 2 ;;
 esac
 log "tools ready in $BIN"

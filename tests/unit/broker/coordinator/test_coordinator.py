@@ -116,6 +116,16 @@ async def join_two(c: GroupCoordinator) -> tuple[JoinResult, JoinResult]:
     return await asyncio.wait_for(a, 2), await asyncio.wait_for(b, 2)
 
 
+async def stable_two(c: GroupCoordinator) -> tuple[JoinResult, JoinResult]:
+    """Join two members and sync generation 1; their (leader, follower) join results."""
+    a, b = await join_two(c)
+    leader = a if a.leader_id == a.member_id else b
+    other = b if leader is a else a
+    await sync(c, leader.member_id, 1, {leader.member_id: b"L", other.member_id: b"O"})
+    await sync(c, other.member_id, 1)
+    return leader, other
+
+
 def test_two_members_join_sync_and_get_their_assignments(loop: asyncio.AbstractEventLoop) -> None:
     async def scenario() -> None:
         c, manager = make()
@@ -171,11 +181,7 @@ def test_session_timeout_removes_a_silent_member_and_rebalances(
 ) -> None:
     async def scenario() -> None:
         c, manager = make()
-        a, b = await join_two(c)
-        leader = a if a.leader_id == a.member_id else b
-        other = b if leader is a else a
-        await sync(c, leader.member_id, 1, {leader.member_id: b"L", other.member_id: b"O"})
-        await sync(c, other.member_id, 1)
+        leader, other = await stable_two(c)
         group = manager.get_group("g")
         assert group is not None
         # The leader heartbeats; the other member stays silent past its session.
@@ -369,11 +375,7 @@ def test_rebalance_of_a_stable_group_completes_when_every_member_has_rejoined(
 
     async def scenario() -> None:
         c, manager = make()
-        a, b = await join_two(c)
-        leader = a if a.leader_id == a.member_id else b
-        other = b if leader is a else a
-        await sync(c, leader.member_id, 1, {leader.member_id: b"L", other.member_id: b"O"})
-        await sync(c, other.member_id, 1)
+        leader, other = await stable_two(c)
         start = loop.time()
         # New metadata from one member: a rebalance with a 60 s rebalance timeout.
         b_again = join(c, other.member_id, [("range", b"new")], rebalance_ms=60000)

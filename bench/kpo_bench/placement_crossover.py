@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from kpo_placement import goals
+from kpo_placement.aggregate import spark_session
 from kpo_placement.replica_rounds import REPLICA_WEIGHTS, balance_candidates, build_problem
 from kpo_placement.scoring import BestMoves, NumpyScorer, RoundProblem
 from kpo_placement.state import PlanState
@@ -84,8 +85,6 @@ def run_crossover_bench(workdir: Any) -> list[str]:
     The standalone cluster is :class:`kpo_devenv.spark_standalone.SparkStandaloneCluster`
     (processes on this machine, logs in ``workdir``); returns the lines printed.
     """
-    from pyspark.sql import SparkSession
-
     from kpo_devenv.spark_standalone import SparkStandaloneCluster
 
     lines: list[str] = []
@@ -95,20 +94,17 @@ def run_crossover_bench(workdir: Any) -> list[str]:
         lines.append(line)
 
     def session(master: str) -> Any:
-        spark = (
-            SparkSession.builder.master(master)
-            .appName("kpo-placement-crossover")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "2")
-            .config("spark.driver.memory", "2g")
-            .config("spark.driver.host", "127.0.0.1")
-            .config("spark.executor.memory", "1g")
-            .config("spark.cores.max", "2")
-            .getOrCreate()
+        return spark_session(
+            master,
+            {
+                "spark.sql.shuffle.partitions": "2",
+                "spark.driver.memory": "2g",
+                "spark.driver.host": "127.0.0.1",
+                "spark.executor.memory": "1g",
+                "spark.cores.max": "2",
+            },
+            app_name="kpo-placement-crossover",
         )
-        spark.sparkContext.setLogLevel("ERROR")
-        return spark
 
     spark = session("local[2]")
     try:

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from kpo_devenv.spark_standalone import SparkStandaloneCluster
+from kpo_placement.aggregate import spark_session
 from kpo_placement.planner import PlanOptions, plan
 from kpo_placement.spark_scorer import SparkScorer
 from kpo_placement.synthetic import SyntheticSpec, synthetic_cluster
@@ -35,22 +36,13 @@ EXECUTOR_WAIT_S = 120.0
 
 def session(master: str, **conf: str) -> Any:
     """Return a new SparkSession on ``master`` (any earlier one must be stopped)."""
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master(master)
-        .appName("kpo-spark-standalone-test")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-    )
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+    settings = {
+        "spark.sql.shuffle.partitions": "2",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        **conf,
+    }
+    return spark_session(master, settings, app_name="kpo-spark-standalone-test")
 
 
 def executors(spark: Any) -> int:

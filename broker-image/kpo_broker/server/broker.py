@@ -60,6 +60,7 @@ from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions
 from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.auth_helper import AuthHelper
+from kpo_broker.server.change_notifications import NotificationProcessor
 from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
@@ -117,7 +118,8 @@ class KafkaServer:
         self._tasks: list[asyncio.Task[None]] = []
         self._config_watch: object | None = None
         self._last_config_change = -1
-        self._config_lock = asyncio.Lock()
+        self._broker_configs_changed = False
+        self._notification_processors: list[NotificationProcessor] = []
         self.shutdown_requested = asyncio.Event()
         self.request_stats = RequestStats()
         self.authentication_stats = AuthenticationStats()
@@ -320,7 +322,10 @@ class KafkaServer:
             components.log_dir_mover.start()
         if log_manager.cleaner is not None:
             log_manager.cleaner.startup()
-        self._config_watch = zk.watch_config_changes(self._on_config_change_event)
+        config_changes = self._start_notifications("config", self._apply_config_changes)
+        self._config_watch = zk.watch_config_changes(
+            lambda _event: config_changes.trigger_threadsafe()
+        )
         self._tasks = [
             self._every(
                 c.replica_lag_time_max_ms / 2000, replica_manager.shrink_isrs, "isr-shrink"
@@ -371,18 +376,12 @@ class KafkaServer:
             settings.super_users, settings.allow_everyone_if_no_acl_found
         )
         store = AclStore(zk, self.authorizer)
-        loop = asyncio.get_running_loop()
 
         async def process() -> None:
-            try:
-                await asyncio.to_thread(store.process_notifications)
-            except Exception:
-                log.exception("broker %d: ACL change notifications failed", self.broker_id)
+            await asyncio.to_thread(store.process_notifications)
 
-        def on_change() -> None:
-            loop.call_soon_threadsafe(lambda: asyncio.ensure_future(process()))
-
-        await asyncio.to_thread(store.start, on_change)
+        acl_changes = self._start_notifications("ACL", process)
+        await asyncio.to_thread(store.start, acl_changes.trigger_threadsafe)
         log.info(
             "broker %d: ACL authorizer on, %d super users, allow.everyone.if.no.acl.found=%s",
             self.broker_id,
@@ -483,6 +482,10 @@ class KafkaServer:
                     await asyncio.sleep(REGISTRATION_RETRY_BACKOFF_S)
             components.broker_epoch = epoch
             log.info("broker %d registered again with epoch %d", self.broker_id, epoch)
+            # Kafka's ZkNodeChangeNotificationListener re-reads its notifications on a
+            # new session: changes made while this broker was out are applied now.
+            for processor in self._notification_processors:
+                processor.trigger()
 
     def _start_controller(self, components: BrokerComponents) -> object:
         from kpo_broker.controller.controller import KafkaController
@@ -649,21 +652,27 @@ class KafkaServer:
         quotas.apply_broker_rates(rates)
         log.info("broker %d replication throttle rates: %s", self.broker_id, rates)
 
-    def _on_config_change_event(self, _event: object) -> None:
-        loop = self._loop
-        loop.call_soon_threadsafe(lambda: asyncio.ensure_future(self._apply_config_changes()))
+    def _start_notifications(
+        self, name: str, process: Callable[[], Awaitable[None]]
+    ) -> NotificationProcessor:
+        """Start a :class:`NotificationProcessor` that :meth:`shutdown` stops."""
+        processor = NotificationProcessor(f"broker {self.broker_id}: {name}", process)
+        processor.start()
+        self._notification_processors.append(processor)
+        return processor
 
     async def _apply_config_changes(self) -> None:
-        """Apply the ``/config/changes`` notifications not seen yet, one pass at a time."""
-        async with self._config_lock:
-            await self._apply_config_changes_locked()
+        """Apply the ``/config/changes`` notifications not seen yet (one pass).
 
-    async def _apply_config_changes_locked(self) -> None:
+        Run by a :class:`NotificationProcessor`, one pass at a time; a pass that raises
+        is run again, from the first notification not applied yet.
+
+        Raises:
+            ZkConnectionLossError: the ZooKeeper session failed meanwhile.
+        """
         assert self.zk is not None and self.components is not None
         changes = await asyncio.to_thread(self.zk.get_config_changes, self._last_config_change)
-        rates_changed = False
         for seq, change in changes:
-            self._last_config_change = max(self._last_config_change, seq)
             if change.entity_type == "topics":
                 entity = await asyncio.to_thread(
                     self.zk.get_entity_config, "topics", change.entity_name
@@ -679,12 +688,15 @@ class KafkaServer:
                 str(self.broker_id),
                 DEFAULT_BROKER_ENTITY,
             ):
-                rates_changed = True
-        quotas = self.components.replication_quotas
-        if rates_changed and quotas is not None:
-            await asyncio.to_thread(self._load_throttle_rates, quotas)
-        if rates_changed:
+                # Kept across passes: a pass failing below re-reads the broker configs.
+                self._broker_configs_changed = True
+            self._last_config_change = max(self._last_config_change, seq)
+        if self._broker_configs_changed:
+            quotas = self.components.replication_quotas
+            if quotas is not None:
+                await asyncio.to_thread(self._load_throttle_rates, quotas)
             await self._apply_dynamic_broker_configs()
+            self._broker_configs_changed = False
         await asyncio.to_thread(self._load_credentials)
 
     # ------------------------------------------------------------ lifecycle
@@ -706,6 +718,9 @@ class KafkaServer:
         for task in self._tasks:
             await cancel_and_wait(task)
         self._tasks = []
+        for processor in self._notification_processors:
+            await processor.stop()
+        self._notification_processors = []
         if self.log_dir_failure_handler is not None:
             await self.log_dir_failure_handler.stop()
         if self.metrics_server is not None:

@@ -163,7 +163,7 @@ def _now_ms() -> int:
 
 def _refused(path: str, result: object) -> ZkOperationError:
     """Return the error for a request on ``path`` that failed with ``result``."""
-    return _refused(path, result)
+    return ZkOperationError(path, type(result).__name__)
 
 
 @dataclass(frozen=True)

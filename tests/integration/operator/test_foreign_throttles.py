@@ -165,10 +165,18 @@ def test_kafka_tool_throttle_beside_quota_and_reassignment(
     plan.write_text(json.dumps({"version": 1, "partitions": [moves]}))
     started = time.monotonic()
     _reassign_tool(stack, plan, "--execute", "--throttle", str(TOOL_THROTTLE))
-    tool = _configs(stack, ["outside"])
     rate = str(TOOL_THROTTLE)
-    assert tool["0"] == tool["1"] == {THROTTLE_KEYS[0]: rate, THROTTLE_KEYS[1]: rate}
-    assert tool["outside"] == {LIST_KEYS[0]: "0:0", LIST_KEYS[1]: "0:1"}
+    tool_rates = {THROTTLE_KEYS[0]: rate, THROTTLE_KEYS[1]: rate}
+    tool_lists = {LIST_KEYS[0]: "0:0", LIST_KEYS[1]: "0:1"}
+
+    def tool_throttle_visible() -> bool:
+        # With KRaft the tool's IncrementalAlterConfigs reaches the brokers through the
+        # metadata log, so a describe right after the tool returns may not see it yet.
+        tool = _configs(stack, ["outside"])
+        return tool["0"] == tool["1"] == tool_rates and tool["outside"] == tool_lists
+
+    wait_for(tool_throttle_visible, 30, "the tool's throttle on brokers 0, 1 and outside-0")
+    tool = _configs(stack, ["outside"])
     samples = [(time.monotonic(), _replica_size(stack, 1, "outside"))]
 
     # Meanwhile: a quota on every broker for another topic, and a reassignment of a third.

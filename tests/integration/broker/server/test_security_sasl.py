@@ -21,8 +21,20 @@ from kafka.protocol.sasl import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from kazoo.client import KazooClient
+from kazoo.security import OPEN_ACL_UNSAFE, make_digest_acl
 
-from kpo_broker.security.scram import MECHANISMS, salted_password
+from kpo_broker.security.scram import (
+    MECHANISMS,
+    credential_to_string,
+    generate_credential,
+    salted_password,
+)
+from kpo_broker.zk.data import (
+    ConfigChange,
+    encode_config_change_notification,
+    encode_entity_config,
+)
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.kafka_cluster import BrokerProcess, KafkaCluster
 from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties
@@ -291,6 +303,50 @@ def test_user_scram_credentials_api_alters_and_describes(
             30,
             f"bob authenticated by broker {broker.broker_id}",
         )
+
+
+def test_a_user_change_whose_read_failed_is_applied_once_zookeeper_answers(
+    kafka_cluster_factory: ClusterFactory, zookeeper: ZooKeeperServer, pki: KafkaPki
+) -> None:
+    """A failed config-change pass is retried without waiting for another notification.
+
+    ``carol``'s config znode is written, with its ``/config/changes`` notification, under an
+    ACL the broker may not read (NoAuth, standing in for any failed ZooKeeper read).
+    Once the ACL opens, the broker must let carol in although nothing else changes.
+    """
+    cluster = _scram_cluster(kafka_cluster_factory, zookeeper, pki, size=1)
+    (broker,) = cluster.brokers.values()
+    credential = generate_credential(MECHANISMS["SCRAM-SHA-512"], "carol-secret", 4096)
+    owner = KazooClient(
+        hosts=cluster.zookeeper_connect, auth_data=[("digest", "intruder:pw")], timeout=10
+    )
+    owner.start(timeout=15)
+    try:
+        owner.create(
+            "/config/users/carol",
+            encode_entity_config({"SCRAM-SHA-512": credential_to_string(credential)}),
+            acl=[make_digest_acl("intruder", "pw", all=True)],
+        )
+        owner.create(
+            "/config/changes/config_change_",
+            encode_config_change_notification(ConfigChange("users", "carol")),
+            sequence=True,
+        )
+        wait_for(
+            lambda: "change notifications: pass failed" in broker.process.log_tail(2000),
+            30,
+            "the broker failing to read carol's config",
+        )
+        assert not _authenticates(pki, broker, "carol", "carol-secret")
+        owner.set_acls("/config/users/carol", OPEN_ACL_UNSAFE)
+    finally:
+        owner.stop()
+        owner.close()
+    wait_for(
+        lambda: _authenticates(pki, broker, "carol", "carol-secret"),
+        30,
+        "carol authenticated once her config is readable",
+    )
 
 
 def _is_controller(cluster: KafkaCluster, broker_id: int) -> bool:

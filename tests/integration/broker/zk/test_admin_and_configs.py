@@ -3,6 +3,8 @@
 from collections.abc import Callable
 
 import pytest
+from kazoo.client import KazooClient
+from kazoo.security import make_digest_acl
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.data import ConfigChange
@@ -10,6 +12,7 @@ from kpo_broker.zk.errors import (
     ControllerMovedError,
     PreferredReplicaElectionInProgressError,
     ReassignmentInProgressError,
+    ZkOperationError,
 )
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -111,3 +114,25 @@ def test_config_compare_and_set_leaves_no_notification_on_conflict(
     assert zk_client.set_entity_config("topics", "new", {"a": "3"}, expected_version=0) is None
     assert len(zk_client.get_config_changes()) == notifications
     assert zk_client.get_entity_config("topics", "t").config == {"a": "2"}
+
+
+def test_a_refused_read_raises_zk_operation_error_naming_the_znode_and_reason(
+    zk_connect: str, zk_client: KafkaZkClient
+) -> None:
+    """NoAuth on a config znode: ZkOperationError (not a crash), as for any refused request."""
+    other = KazooClient(hosts=zk_connect, auth_data=[("digest", "someone:pw")], timeout=10)
+    other.start(timeout=15)
+    try:
+        other.create(
+            "/config/users/carol",
+            b'{"version":1,"config":{}}',
+            acl=[make_digest_acl("someone", "pw", all=True)],
+            makepath=True,
+        )
+    finally:
+        other.stop()
+        other.close()
+    with pytest.raises(ZkOperationError) as refused:
+        zk_client.get_entity_config("users", "carol")
+    assert (refused.value.path, refused.value.reason) == ("/config/users/carol", "NoAuthError")
+    assert zk_client.get_entity_names("users") == {"carol"}  # the listing is not protected

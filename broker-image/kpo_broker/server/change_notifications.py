@@ -6,8 +6,11 @@ thread processes the notifications not seen yet. A pass that fails (a lost ZooKe
 connection, a request timed out on a loaded server) must not leave the broker stale until
 the next notification happens to arrive, which may be never: a SCRAM user created once
 would stay unknown to that broker and its clients would get SASL_AUTHENTICATION_FAILED
-for good. So a failed pass is retried after a backoff until it succeeds, and watch
-firings that arrive during a pass coalesce into one more pass.
+for good. So a failed pass is retried until it succeeds, after a backoff that doubles
+from :data:`NOTIFICATION_RETRY_BACKOFF_S` up to :data:`NOTIFICATION_RETRY_BACKOFF_MAX_S`
+(a lasting failure, such as a znode ACL that refuses the broker, is retried without
+flooding the log), and watch firings that arrive during a pass coalesce into one more
+pass.
 """
 
 from __future__ import annotations
@@ -19,12 +22,18 @@ from collections.abc import Awaitable, Callable
 
 from kpo_broker.cancellation import cancel_and_wait
 
-__all__ = ["NOTIFICATION_RETRY_BACKOFF_S", "NotificationProcessor"]
+__all__ = [
+    "NOTIFICATION_RETRY_BACKOFF_MAX_S",
+    "NOTIFICATION_RETRY_BACKOFF_S",
+    "NotificationProcessor",
+]
 
 log = logging.getLogger(__name__)
 
-#: Seconds between attempts of a pass that failed.
+#: Seconds before the first retry of a pass that failed (doubled after each failure).
 NOTIFICATION_RETRY_BACKOFF_S = 1.0
+#: The most seconds between two attempts of a failing pass.
+NOTIFICATION_RETRY_BACKOFF_MAX_S = 30.0
 
 
 class NotificationProcessor:
@@ -35,7 +44,9 @@ class NotificationProcessor:
         process: one pass over the notifications not processed yet. It must be
             idempotent (a failed pass runs again from where the last successful one ended)
             and raise on failure.
-        retry_backoff_s: seconds to wait before running a failed pass again.
+        retry_backoff_s: seconds to wait before running a failed pass again; doubled
+            after each further failure, up to ``retry_backoff_max_s``.
+        retry_backoff_max_s: the longest wait between two attempts.
 
     Use :meth:`start` on the event loop, :meth:`trigger` from the loop or
     :meth:`trigger_threadsafe` from ZooKeeper's threads, and :meth:`stop` at shutdown.
@@ -46,10 +57,12 @@ class NotificationProcessor:
         name: str,
         process: Callable[[], Awaitable[None]],
         retry_backoff_s: float = NOTIFICATION_RETRY_BACKOFF_S,
+        retry_backoff_max_s: float = NOTIFICATION_RETRY_BACKOFF_MAX_S,
     ) -> None:
         self.name = name
         self._process = process
         self._retry_backoff_s = retry_backoff_s
+        self._retry_backoff_max_s = max(retry_backoff_max_s, retry_backoff_s)
         self._pending = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
@@ -82,6 +95,7 @@ class NotificationProcessor:
             await cancel_and_wait(task)
 
     async def _run(self) -> None:
+        backoff_s = self._retry_backoff_s
         while True:
             await self._pending.wait()
             self._pending.clear()
@@ -89,15 +103,19 @@ class NotificationProcessor:
                 await self._process()
             except asyncio.CancelledError:
                 raise
-            except Exception:
+            except Exception as exc:
                 self.failures += 1
+                # The first failure in a row with its traceback, the later ones in a line.
                 log.warning(
-                    "%s change notifications: pass failed; retrying in %.1f s",
+                    "%s change notifications: pass failed (%s); retrying in %.1f s",
                     self.name,
-                    self._retry_backoff_s,
-                    exc_info=True,
+                    exc,
+                    backoff_s,
+                    exc_info=backoff_s == self._retry_backoff_s,
                 )
                 self._pending.set()
-                await asyncio.sleep(self._retry_backoff_s)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, self._retry_backoff_max_s)
             else:
                 self.passes += 1
+                backoff_s = self._retry_backoff_s

@@ -62,6 +62,7 @@ run on kazoo's threads and must not block.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -102,6 +103,7 @@ from kpo_broker.zk.data import (
 from kpo_broker.zk.errors import (
     BrokerIdAlreadyRegisteredError,
     ControllerMovedError,
+    MalformedZNodeDataError,
     PreferredReplicaElectionInProgressError,
     ReassignmentInProgressError,
     TopicAlreadyExistsError,
@@ -142,6 +144,8 @@ from kpo_broker.zk.session import (
 )
 from kpo_broker.zk.watches import WatchCallback, ZkWatch, children_watcher, data_watcher
 from kpo_kafka.topic_partition import TopicPartition
+
+log = logging.getLogger(__name__)
 
 #: Elections retried after losing the epoch compare-and-set while nobody holds ``/controller``.
 _ELECTION_ATTEMPTS = 3
@@ -1270,11 +1274,12 @@ class KafkaZkClient:
 
         Returns:
             ``(sequence number, change)`` pairs, oldest first; notifications purged
-            meanwhile are skipped.
+            meanwhile are skipped, and so are those not in Kafka's format (with a
+            warning), so that one bad znode does not block every later change.
 
         Raises:
             ZkConnectionLossError: the session failed.
-            MalformedZNodeDataError: a notification is not Kafka's format.
+            ZkOperationError: ZooKeeper refused a read.
         """
         parent, prefix = paths.CONFIG_CHANGES, paths.CONFIG_CHANGE_PREFIX
         listed = self._session.handle_request("get_children_async", parent)
@@ -1296,7 +1301,10 @@ class KafkaZkClient:
                 continue
             if isinstance(result, ZookeeperError):
                 raise _refused(path, result)
-            changes.append((seq, decode_config_change_notification(result[0])))
+            try:
+                changes.append((seq, decode_config_change_notification(result[0])))
+            except MalformedZNodeDataError as exc:
+                log.warning("ignoring config change notification %s: %s", path, exc)
         return changes
 
     def delete_config_changes(self, up_to_seq: int) -> None:

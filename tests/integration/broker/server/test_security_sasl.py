@@ -310,9 +310,10 @@ def test_a_user_change_whose_read_failed_is_applied_once_zookeeper_answers(
 ) -> None:
     """A failed config-change pass is retried without waiting for another notification.
 
-    ``carol``'s config znode is written, with its ``/config/changes`` notification, under an
-    ACL the broker may not read (NoAuth, standing in for any failed ZooKeeper read).
-    Once the ACL opens, the broker must let carol in although nothing else changes.
+    ``carol``'s config znode is written, with its ``/config/changes`` notification (after a
+    malformed one), under an ACL the broker may not read (NoAuth, standing in for any
+    failed ZooKeeper read). Once the ACL opens, the broker must let carol in although
+    nothing else changes.
     """
     cluster = _scram_cluster(kafka_cluster_factory, zookeeper, pki, size=1)
     (broker,) = cluster.brokers.values()
@@ -327,6 +328,8 @@ def test_a_user_change_whose_read_failed_is_applied_once_zookeeper_answers(
             encode_entity_config({"SCRAM-SHA-512": credential_to_string(credential)}),
             acl=[make_digest_acl("intruder", "pw", all=True)],
         )
+        # A malformed notification before carol's is skipped, not blocking hers.
+        owner.create("/config/changes/config_change_", b"not json", sequence=True)
         owner.create(
             "/config/changes/config_change_",
             encode_config_change_notification(ConfigChange("users", "carol")),

@@ -136,3 +136,20 @@ def test_a_refused_read_raises_zk_operation_error_naming_the_znode_and_reason(
         zk_client.get_entity_config("users", "carol")
     assert (refused.value.path, refused.value.reason) == ("/config/users/carol", "NoAuthError")
     assert zk_client.get_entity_names("users") == {"carol"}  # the listing is not protected
+
+
+def test_a_malformed_config_change_notification_is_skipped_not_blocking(
+    zk_connect: str, zk_client: KafkaZkClient
+) -> None:
+    zk_client.set_entity_config("topics", "before", {"retention.ms": "1"})
+    raw = KazooClient(hosts=zk_connect, timeout=10)
+    raw.start(timeout=15)
+    try:
+        raw.create("/config/changes/config_change_", b"not json", sequence=True)
+        raw.create("/config/changes/config_change_", b'{"version":2}', sequence=True)
+    finally:
+        raw.stop()
+        raw.close()
+    zk_client.set_entity_config("topics", "after", {"retention.ms": "2"})
+    changes = [change for _, change in zk_client.get_config_changes()]
+    assert changes == [ConfigChange("topics", "before"), ConfigChange("topics", "after")]

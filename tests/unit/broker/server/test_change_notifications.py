@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 
 from kpo_broker.server.change_notifications import NotificationProcessor
@@ -35,6 +36,30 @@ def test_a_failed_pass_runs_again_without_another_trigger() -> None:
         assert (len(calls), processor.failures, processor.passes) == (3, 2, 1)
 
     asyncio.run(main())
+
+
+def test_the_retry_backoff_doubles_up_to_its_maximum() -> None:
+    times: list[float] = []
+
+    async def process() -> None:
+        times.append(asyncio.get_running_loop().time())
+        if len(times) <= 4:
+            raise ConnectionError("lost")
+
+    async def main() -> None:
+        processor = NotificationProcessor(
+            "test", process, retry_backoff_s=0.02, retry_backoff_max_s=0.08
+        )
+        processor.start()
+        processor.trigger()
+        await _until(lambda: processor.passes == 1)
+        await processor.stop()
+
+    asyncio.run(main())
+    gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
+    assert len(gaps) == 4
+    for gap, least in zip(gaps, (0.02, 0.04, 0.08, 0.08), strict=True):
+        assert gap >= least * 0.95, gaps
 
 
 def test_triggers_during_a_pass_coalesce_into_one_more_pass() -> None:

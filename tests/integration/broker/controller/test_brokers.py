@@ -181,7 +181,7 @@ def test_auto_leader_rebalance_moves_leadership_back_to_the_preferred_replica(
     rejoin_isr_of_t0(cluster)
 
     # 1 of broker 2's 1 preferred partitions is led elsewhere: 100% > 10%.
-    wait_for(lambda: state(cluster, T0).leader == 2, what="auto rebalance")
+    wait_for(lambda: state(cluster, T0).leader == 2, 60, what="auto rebalance")
     assert state(cluster, T0).leader_epoch == 2
     assert state(cluster, T1).leader == 3
 

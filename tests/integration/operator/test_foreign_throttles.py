@@ -215,29 +215,36 @@ def test_kafka_tool_throttle_beside_quota_and_reassignment(
     assert "ForeignThrottle" in _reasons(stack, "quota")
     # Broker 0 receives the reassignment's new replica: its foreign rate is reported there too.
     wait_for(lambda: "ForeignThrottle" in _reasons(stack, "move"), 30, "ForeignThrottle on move")
-    restart: threading.Thread | None = None
+    # The outside replica's size is sampled in the background, so that the samples go on
+    # while a loaded machine restarts the operator (from this thread: the operator dies
+    # with the thread that started it, PR_SET_PDEATHSIG).
+    sampling = threading.Event()
 
-    def restart_operator() -> None:
-        stack.operator.stop()  # what the operator owns survives a restart
-        stack.operator.start()
+    def sample() -> None:
+        while not sampling.wait(0.5):
+            samples.append((time.monotonic(), _replica_size(stack, 1, "outside")))
 
-    while _moving(stack, "outside"):
-        configs = _configs(stack, ["outside", "quotaed"])
-        assert configs["outside"] == tool["outside"], configs
-        for broker in ("0", "1"):
-            assert configs[broker][THROTTLE_KEYS[0]] == rate, configs
-            assert configs[broker][THROTTLE_KEYS[1]] == rate, configs
-        assert configs["quotaed"] == {LIST_KEYS[0]: "0:1", LIST_KEYS[1]: "0:2"}
-        samples.append((time.monotonic(), _replica_size(stack, 1, "outside")))
-        if restart is None and samples[-1][0] - started > 5:
-            # In the background: sampling goes on while a loaded machine restarts it.
-            restart = threading.Thread(target=restart_operator, name="operator-restart")
-            restart.start()
-        time.sleep(0.5)
-    finished = time.monotonic()
-    assert restart is not None, f"the outside move ended before the operator restart: {samples}"
-    restart.join(120)
-    assert not restart.is_alive(), "the operator did not restart within 120 s"
+    sampler = threading.Thread(target=sample, name="outside-sampler", daemon=True)
+    sampler.start()
+    restarted = False
+    try:
+        while _moving(stack, "outside"):
+            configs = _configs(stack, ["outside", "quotaed"])
+            assert configs["outside"] == tool["outside"], configs
+            for broker in ("0", "1"):
+                assert configs[broker][THROTTLE_KEYS[0]] == rate, configs
+                assert configs[broker][THROTTLE_KEYS[1]] == rate, configs
+            assert configs["quotaed"] == {LIST_KEYS[0]: "0:1", LIST_KEYS[1]: "0:2"}
+            if not restarted and time.monotonic() - started > 5:
+                stack.operator.stop()  # what the operator owns survives a restart
+                stack.operator.start()
+                restarted = True
+            time.sleep(0.5)
+    finally:
+        finished = time.monotonic()
+        sampling.set()
+        sampler.join(30)
+    assert restarted, f"the outside move ended before the operator restart: {samples}"
     stack.wait_phase("move", "Completed", 120)
 
     # The outside move ran at its own throttle: once Kafka's quota window has filled,

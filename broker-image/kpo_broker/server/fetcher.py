@@ -170,7 +170,9 @@ class ReplicaFetcher:
         while True:
             now = loop.time()
             ready = [tp for tp, st in self.partitions.items() if st.delayed_until <= now]
-            if not ready:
+            # With nothing ready, a session still holding partitions is sent their
+            # removal (as Kafka's buildFetch does for an empty round).
+            if not ready and not self.session.session_partitions:
                 self._wakeup.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), self.settings.backoff_ms / 1000)

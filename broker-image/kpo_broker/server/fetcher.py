@@ -9,6 +9,12 @@ alone; then it fetches from its LEO. Each fetched batch is appended with the lea
 offsets, and the follower's HW becomes min(its LEO, the leader's HW) (Kafka's
 ``ReplicaFetcherThread.processPartitionData``).
 
+Fetch sessions (KIP-227, :mod:`kpo_broker.server.fetch_session_handler`): each fetcher
+keeps one session with its leader; after a full fetch its requests name only the partitions
+whose fetch offset, log start offset or leader epoch changed, and list the ones it left out
+as forgotten. A session error, a failed request or a new connection makes the next request
+a full fetch again.
+
 Replication quotas (KIP-73, Kafka's ``ReplicaFetcherThread.shouldFollowerThrottle``): a
 partition is left out of the Fetch request while the follower is out of sync, the partition
 is throttled on the follower side and the follower quota is exceeded; the bytes received for

@@ -96,8 +96,10 @@ def _record_throttled_bytes(
         return
     sent = 0
     for tp, result in results.items():
+        if result.records is None or not result.records.slices:
+            continue
         partition = rm.get_partition(tp)
-        if result.records is None or partition is None:
+        if partition is None:
             continue
         if quota.is_throttled(tp[0], tp[1], partition.local_broker_id):
             sent += result.records.size_in_bytes

@@ -32,7 +32,7 @@ from kpo_devenv.apache_kafka import KafkaNotInstalledError, java_command, kafka_
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
-from tests.integration.broker.server.helpers import create_topic, describe
+from tests.integration.broker.server.helpers import create_topic, describe, leaders
 
 pytestmark = pytest.mark.integration
 
@@ -190,7 +190,7 @@ def test_session_protocol_epochs_errors_and_a_restart(
     cluster.brokers[0].stop()
     cluster.brokers[0].start()
     wait_cluster_ready(cluster)
-    wait_for(lambda: len(describe(cluster, "s")) == 3, 30, "partitions online")
+    wait_for(lambda: len(leaders(cluster, "s")) == 3, 30, "partitions led again")
     lost = asyncio.run(_fetch(port, (sid, 4), {}))
     assert (lost.error_code, lost.session_id, _answered(lost)) == (
         FETCH_SESSION_ID_NOT_FOUND,
@@ -266,6 +266,7 @@ def test_java_and_confluent_consumers_read_across_sessions_and_a_leader_restart(
             cluster.brokers[0].stop()
             cluster.brokers[0].start()
             wait_cluster_ready(cluster)
+            wait_for(lambda: len(leaders(cluster, "events")) == 4, 60, "partitions led again")
             second = [f"b{i}".encode() for i in range(100)]
             for p in range(4):
                 produce(cluster, "events", second[p::4], partition=p)

@@ -200,6 +200,11 @@ class BrokerConfig(BaseModel):
     num_replica_fetchers: KafkaInt = _int(
         "num.replica.fetchers", 1, f"Fetchers per source broker. {_H} 1.", ge=1
     )
+    max_incremental_fetch_session_cache_slots: KafkaInt = _int(
+        "max.incremental.fetch.session.cache.slots",
+        1000,
+        f"Incremental fetch sessions cached (KIP-227). {_H} 1000.",
+    )
     replica_high_watermark_checkpoint_interval_ms: KafkaInt = _long(
         "replica.high.watermark.checkpoint.interval.ms", 5000, f"HW checkpoint, ms. {_H} 5000."
     )

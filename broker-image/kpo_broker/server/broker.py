@@ -66,6 +66,7 @@ from kpo_broker.server.config_admin import DEFAULT_BROKER_ENTITY
 from kpo_broker.server.controlled_shutdown import request_controlled_shutdown
 from kpo_broker.server.dynamic_broker_config import DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TopicConfigs
+from kpo_broker.server.fetch_session import new_fetch_manager
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.isr_writer import ZkIsrWriter
 from kpo_broker.server.log_dir_failure import LogDirFailureHandler
@@ -270,6 +271,7 @@ class KafkaServer:
             ),
             inter_broker_connector=connector,
             credentials=self.credentials,
+            fetch_manager=new_fetch_manager(c.max_incremental_fetch_session_cache_slots),
         )
         self.log_dir_failure_handler = LogDirFailureHandler(
             self.broker_id,

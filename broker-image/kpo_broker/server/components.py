@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kpo_broker.security.credentials import CredentialCache
     from kpo_broker.server.apis.groups import OffsetsTopicCreator
     from kpo_broker.server.dynamic_config import TopicConfigs
+    from kpo_broker.server.fetch_session import FetchManager
     from kpo_broker.server.fetcher import ReplicaFetcherManager
     from kpo_broker.server.log_dir_mover import LogDirMover
     from kpo_broker.server.metadata_cache import MetadataCache
@@ -77,6 +78,8 @@ class BrokerComponents:
         group_coordinator: the consumer group coordinator (None until started).
         offsets_topic_creator: creates ``__consumer_offsets`` on the first FindCoordinator.
         auth: the authorization checks (``authorizer.class.name``; none = all allowed).
+        fetch_manager: the incremental fetch sessions (KIP-227); None serves every
+            Fetch sessionless.
     """
 
     config: BrokerConfig
@@ -99,3 +102,4 @@ class BrokerComponents:
     group_coordinator: GroupCoordinator | None = None
     offsets_topic_creator: OffsetsTopicCreator | None = None
     auth: AuthHelper = field(default_factory=AuthHelper)
+    fetch_manager: FetchManager | None = None

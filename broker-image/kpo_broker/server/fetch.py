@@ -96,8 +96,10 @@ def _record_throttled_bytes(
         return
     sent = 0
     for tp, result in results.items():
+        if result.records is None or not result.records.slices:
+            continue
         partition = rm.get_partition(tp)
-        if result.records is None or partition is None:
+        if partition is None:
             continue
         if quota.is_throttled(tp[0], tp[1], partition.local_broker_id):
             sent += result.records.size_in_bytes
@@ -120,6 +122,21 @@ def _read_once(
             if _leader_throttled(quota, partition, replica_id):
                 results[request.tp] = FetchPartitionResult(
                     0, partition.high_watermark, partition.log.log_start_offset, None
+                )
+                continue
+            plog = partition.log
+            if request.fetch_offset == plog.log_end_offset or (
+                replica_id < 0
+                and request.fetch_offset == partition.high_watermark
+                and plog.log_start_offset <= request.fetch_offset
+            ):
+                # Nothing to read (the common case of an idle partition): what
+                # ``Log.read`` answers, without its I/O guard.
+                results[request.tp] = FetchPartitionResult(
+                    0,
+                    partition.high_watermark,
+                    plog.log_start_offset,
+                    FetchDataInfo(request.fetch_offset),
                 )
                 continue
             limit = min(request.partition_max_bytes, max(max_bytes - total, 0))
@@ -160,8 +177,9 @@ async def fetch_messages(
         min_bytes: answer as soon as this many bytes are available.
         max_bytes: response size limit in bytes (soft for the first batch, KIP-74).
         partitions: the partitions in request order.
-        on_follower_caught_up: called for each partition after a replica fetch updated
-            the follower's state (the replica manager's ISR expansion hook).
+        on_follower_caught_up: called for each partition whose ISR lacks the follower
+            after a replica fetch updated the follower's state (the replica manager's
+            ISR expansion hook; an ISR member needs no expansion).
         leader_quota: the leader-side replication quota (KIP-73); None never throttles.
 
     Returns:
@@ -232,7 +250,7 @@ async def _record_follower_fetch(
                 rm.watchers.notify(request.tp)
         except NotLeaderOrFollowerError:  # not (or no longer) a replica: nothing to record
             continue
-        if on_follower_caught_up is not None:
+        if on_follower_caught_up is not None and replica_id not in partition.isr:
             caught_up.append(on_follower_caught_up(request.tp, partition, replica_id))
     # The partitions' ISR expansions run together (their ZooKeeper writes are batched),
     # not one after another: a follower back on thousands of partitions rejoins at once.

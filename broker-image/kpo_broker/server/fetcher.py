@@ -9,6 +9,12 @@ alone; then it fetches from its LEO. Each fetched batch is appended with the lea
 offsets, and the follower's HW becomes min(its LEO, the leader's HW) (Kafka's
 ``ReplicaFetcherThread.processPartitionData``).
 
+Fetch sessions (KIP-227, :mod:`kpo_broker.server.fetch_session_handler`): each fetcher
+keeps one session with its leader; after a full fetch its requests name only the partitions
+whose fetch offset, log start offset or leader epoch changed, and list the ones it left out
+as forgotten. A session error, a failed request or a new connection makes the next request
+a full fetch again.
+
 Replication quotas (KIP-73, Kafka's ``ReplicaFetcherThread.shouldFollowerThrottle``): a
 partition is left out of the Fetch request while the follower is out of sync, the partition
 is throttled on the follower side and the follower quota is exceeded; the bytes received for
@@ -32,6 +38,7 @@ from kpo_broker.cancellation import cancel_and_wait
 from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.errors import OffsetOutOfRangeError
 from kpo_broker.protocol.client import BrokerClient, StreamConnector
+from kpo_broker.server.fetch_session_handler import FetchSessionHandler, PartitionData
 from kpo_broker.server.partition import Partition
 from kpo_broker.server.replica_manager import ReplicaManager
 from kpo_broker.server.replication_quota import ReplicationQuotaManager
@@ -121,6 +128,8 @@ class ReplicaFetcher:
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._client: BrokerClient | None = None
+        #: The incremental fetch session with the leader (KIP-227).
+        self.session = FetchSessionHandler(leader_id)
 
     def add_partitions(self, epochs: dict[TopicPartition, int]) -> None:
         """Start following these partitions at the given leader epochs (truncating first)."""
@@ -143,6 +152,7 @@ class ReplicaFetcher:
         await self._close_client()
 
     async def _close_client(self) -> None:
+        self.session.handle_error()  # a new connection starts a new session
         if self._client is not None:
             with contextlib.suppress(Exception):
                 await self._client.close()
@@ -166,7 +176,9 @@ class ReplicaFetcher:
         while True:
             now = loop.time()
             ready = [tp for tp, st in self.partitions.items() if st.delayed_until <= now]
-            if not ready:
+            # With nothing ready, a session still holding partitions is sent their
+            # removal (as Kafka's buildFetch does for an empty round).
+            if not ready and not self.session.session_partitions:
                 self._wakeup.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wakeup.wait(), self.settings.backoff_ms / 1000)
@@ -277,8 +289,16 @@ class ReplicaFetcher:
         return self.quota.should_throttle(tp[0], tp[1], self.broker_id, in_sync)
 
     async def _fetch(self, tps: list[TopicPartition]) -> bool:
-        """Send one Fetch for the unthrottled partitions; False if none was sent."""
-        topics: dict[str, list[Any]] = {}
+        """Send one Fetch for the unthrottled partitions; False if none was sent.
+
+        As Kafka's ``ReplicaFetcherThread.buildFetch``: the partitions to fetch go through
+        the fetch session (KIP-227), so an incremental request names only those whose
+        fetch offset, log start offset or leader epoch changed. A partition left out this
+        round (throttled, delayed after an error, truncating, removed) is forgotten by the
+        session; its fetch state stays here and it is named again when it comes back. No
+        request is sent when the session is empty and nothing is to be forgotten.
+        """
+        builder = self.session.new_builder()
         for tp in tps:
             partition = self.rm.get_partition(tp)
             if partition is None:
@@ -288,16 +308,17 @@ class ReplicaFetcher:
             if self._should_throttle(tp, partition, state):
                 continue
             state.fetch_offset = partition.log.log_end_offset
-            topics.setdefault(tp[0], []).append(
-                FetchRequest.FetchTopic.FetchPartition(
-                    partition=tp[1],
-                    current_leader_epoch=state.leader_epoch,
-                    fetch_offset=state.fetch_offset,
-                    log_start_offset=partition.log.log_start_offset,
-                    partition_max_bytes=self.settings.max_bytes,
-                )
+            builder.add(
+                tp,
+                PartitionData(
+                    state.fetch_offset,
+                    partition.log.log_start_offset,
+                    self.settings.max_bytes,
+                    state.leader_epoch,
+                ),
             )
-        if not topics:
+        fetch = builder.build()
+        if not fetch.session_partitions and not fetch.to_forget:
             return False
         request = FetchRequest(
             replica_id=self.broker_id,
@@ -305,14 +326,25 @@ class ReplicaFetcher:
             min_bytes=self.settings.min_bytes,
             max_bytes=self.settings.response_max_bytes,
             isolation_level=0,
-            session_id=0,
-            session_epoch=-1,
-            topics=[FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in topics.items()],
-            forgotten_topics_data=[],
+            session_id=fetch.metadata.session_id,
+            session_epoch=fetch.metadata.epoch,
+            topics=_fetch_topics(fetch.to_send),
+            forgotten_topics_data=_forgotten_topics(fetch.to_forget),
             rack_id="",
         )
-        client = await self._connection()
-        response = await client.send(request, FETCH_VERSION)
+        try:
+            client = await self._connection()
+            response = await client.send(request, FETCH_VERSION)
+        except Exception:
+            self.session.handle_error()
+            raise
+        received = [
+            TopicPartition(topic.topic, data.partition_index)
+            for topic in response.responses
+            for data in topic.partitions
+        ]
+        if not self.session.handle_response(response.error_code, response.session_id, received):
+            return True  # the next round is a full fetch
         out_of_range: list[TopicPartition] = []
         for topic in response.responses:
             for data in topic.partitions:
@@ -432,6 +464,30 @@ class ReplicaFetcher:
             for result in topic.partitions
             if result.error_code == 0
         }
+
+
+def _fetch_topics(partitions: dict[TopicPartition, PartitionData]) -> list[Any]:
+    """Build the ``topics`` of a Fetch request naming ``partitions``, grouped by topic."""
+    topics: dict[str, list[Any]] = {}
+    for (topic, index), data in partitions.items():
+        topics.setdefault(topic, []).append(
+            FetchRequest.FetchTopic.FetchPartition(
+                partition=index,
+                current_leader_epoch=data.current_leader_epoch,
+                fetch_offset=data.fetch_offset,
+                log_start_offset=data.log_start_offset,
+                partition_max_bytes=data.max_bytes,
+            )
+        )
+    return [FetchRequest.FetchTopic(topic=t, partitions=p) for t, p in topics.items()]
+
+
+def _forgotten_topics(partitions: list[TopicPartition]) -> list[Any]:
+    """Build the ``forgotten_topics_data`` of a Fetch request dropping ``partitions``."""
+    topics: dict[str, list[int]] = {}
+    for topic, index in partitions:
+        topics.setdefault(topic, []).append(index)
+    return [FetchRequest.ForgottenTopic(topic=t, partitions=p) for t, p in topics.items()]
 
 
 class ReplicaFetcherManager:

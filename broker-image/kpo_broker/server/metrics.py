@@ -346,6 +346,25 @@ class QuotaView(Protocol):
         ...
 
 
+class FetchSessionCacheView(Protocol):
+    """What the collector reads of a :class:`FetchSessionCache` (KIP-227)."""
+
+    @property
+    def size(self) -> int:
+        """Sessions cached."""
+        ...
+
+    @property
+    def total_partitions(self) -> int:
+        """Partitions over every cached session."""
+        ...
+
+    @property
+    def evictions(self) -> int:
+        """Sessions evicted since start."""
+        ...
+
+
 @dataclass(frozen=True)
 class BrokerState:
     """A broker's state as the collector sees it at one scrape.
@@ -364,6 +383,7 @@ class BrokerState:
         group_coordinator: the consumer group coordinator, None when there is none.
         offline_replica_count: hosted partitions in offline log dirs.
         offline_log_dir_count: log dirs taken offline by an I/O error.
+        fetch_sessions: the incremental fetch session cache, None when there is none.
     """
 
     logs: Sequence[LogView]
@@ -378,6 +398,7 @@ class BrokerState:
     group_coordinator: GroupCoordinatorView | None = None
     offline_replica_count: int = 0
     offline_log_dir_count: int = 0
+    fetch_sessions: FetchSessionCacheView | None = None
 
 
 class AuthenticationStats:

@@ -36,6 +36,7 @@ from kpo_broker.server.metrics import (
     BrokerState,
     BrokerTopicStats,
     ControllerView,
+    FetchSessionCacheView,
     GroupCoordinatorView,
     LogCleanerView,
     LogView,
@@ -257,6 +258,25 @@ def _fetcher_families(lags: Iterable[int]) -> Iterator[Metric]:
     yield family
 
 
+def _fetch_session_families(cache: FetchSessionCacheView | None) -> Iterator[Metric]:
+    prefix = "kafka_server_fetchsessioncache_"
+    yield GaugeMetricFamily(
+        prefix + "numincrementalfetchsessions",
+        "Incremental fetch sessions cached (KIP-227).",
+        value=cache.size if cache is not None else 0,
+    )
+    yield GaugeMetricFamily(
+        prefix + "numincrementalfetchpartitionscached",
+        "Partitions over every cached incremental fetch session.",
+        value=cache.total_partitions if cache is not None else 0,
+    )
+    yield CounterMetricFamily(
+        prefix + "incrementalfetchsessionevictions",
+        "Incremental fetch sessions evicted to make room for new ones.",
+        value=cache.evictions if cache is not None else 0,
+    )
+
+
 def _request_families(stats: RequestStats) -> Iterator[Metric]:
     requests = CounterMetricFamily(
         "kafka_network_requestmetrics_requests",
@@ -403,5 +423,6 @@ class BrokerMetricsCollector(Collector):
         yield from _controller_families(state.controller)
         yield from _quota_families(state)
         yield from _fetcher_families(state.fetcher_lags)
+        yield from _fetch_session_families(state.fetch_sessions)
         yield from _log_cleaner_families(state.log_cleaner)
         yield from _group_coordinator_families(state.group_coordinator)

@@ -92,6 +92,7 @@ def broker_state(components: BrokerComponents | None) -> BrokerState | None:
         group_coordinator=components.group_coordinator,
         offline_replica_count=len(rm.offline_partitions),
         offline_log_dir_count=len(components.log_manager.failure_channel.offline_dirs),
+        fetch_sessions=components.fetch_manager.cache if components.fetch_manager else None,
     )
 
 

@@ -16,6 +16,8 @@ from kpo_broker.server import fetch as fetch_module
 from kpo_broker.server import offsets, produce
 from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.fetch import FetchPartition
+from kpo_broker.server.fetch_metadata import FetchMetadata
+from kpo_broker.server.fetch_session import FetchContext, SessionlessFetchContext
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 from kpo_kafka.topic_partition import TopicPartition
 
@@ -104,13 +106,17 @@ async def handle_produce(
 async def handle_fetch(
     broker: BrokerComponents, ctx: RequestContext, request: Any
 ) -> ZeroCopyResponse:
-    """Serve consumer and replica fetches (sessionless: session id 0, KIP-227).
+    """Serve consumer and replica fetches, in incremental fetch sessions (KIP-227).
 
-    Record data is sent from the segment files with ``sendfile`` (see
-    :mod:`kpo_broker.server.zero_copy`).
+    Kafka's ``handleFetchRequest``: the fetch manager turns the request into a context
+    (sessionless, full, incremental or a session error; see
+    :mod:`kpo_broker.server.fetch_session`); its partitions are read, and the context
+    keeps only what the response must carry. Fetch v4-v6 has no session fields and is
+    served sessionless. Record data is sent from the segment files with ``sendfile``
+    (see :mod:`kpo_broker.server.zero_copy`).
     """
-    partitions = [
-        FetchPartition(
+    fetch_data = {
+        TopicPartition(topic.topic, part.partition): FetchPartition(
             TopicPartition(topic.topic, part.partition),
             part.fetch_offset,
             part.partition_max_bytes,
@@ -119,8 +125,10 @@ async def handle_fetch(
         )
         for topic in request.topics
         for part in topic.partitions
-    ]
+    }
     replica_id = request.replica_id if request.replica_id is not None else -1
+    context = _fetch_context(broker, ctx, request, replica_id, fetch_data)
+    partitions = context.partitions()
     # Kafka's handleFetchRequest: followers need ClusterAction on the cluster, consumers
     # Read on each topic; refused partitions answer TOPIC_AUTHORIZATION_FAILED.
     if replica_id >= 0:
@@ -146,9 +154,10 @@ async def handle_fetch(
     for p in partitions:
         if p.tp.topic not in allowed:
             results[p.tp] = fetch_module.FetchPartitionResult(_TOPIC_AUTHORIZATION_FAILED)
+    session = context.response(results)
     response = ZeroCopyResponse(None)
     by_topic: dict[str, list[Any]] = {}
-    for (topic, index), result in results.items():
+    for (topic, index), result in session.partitions.items():
         data = result.records
         records = response.placeholder(data.slices) if data and data.slices else b""
         by_topic.setdefault(topic, []).append(
@@ -165,11 +174,30 @@ async def handle_fetch(
         )
     response.message = FetchResponse(
         throttle_time_ms=0,
-        error_code=0,
-        session_id=0,
+        error_code=session.error_code,
+        session_id=session.session_id,
         responses=[_FetchTopic(topic=t, partitions=p) for t, p in by_topic.items()],
     )
     return response
+
+
+def _fetch_context(
+    broker: BrokerComponents,
+    ctx: RequestContext,
+    request: Any,
+    replica_id: int,
+    fetch_data: dict[TopicPartition, FetchPartition],
+) -> FetchContext:
+    """Build the request's fetch context; sessionless before Fetch v7 or without a fetch manager."""
+    if ctx.api_version < 7 or broker.fetch_manager is None:
+        return SessionlessFetchContext(fetch_data)
+    to_forget = [
+        TopicPartition(topic.topic, index)
+        for topic in request.forgotten_topics_data or ()
+        for index in topic.partitions
+    ]
+    metadata = FetchMetadata(request.session_id, request.session_epoch)
+    return broker.fetch_manager.new_context(metadata, replica_id >= 0, fetch_data, to_forget)
 
 
 async def handle_list_offsets(

@@ -19,6 +19,8 @@ from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest, OffsetForL
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.server.fetch import FetchPartition, fetch_messages
+from kpo_broker.server.fetch_metadata import FetchMetadata
+from kpo_broker.server.fetch_session import FetchManager, SessionResponse, new_fetch_manager
 from kpo_broker.server.offsets import list_offset, offset_for_leader_epoch
 from kpo_broker.server.partition import IsrChange, LeaderAndIsrState, Partition
 from kpo_broker.server.replica_manager import ReplicaManager
@@ -119,6 +121,8 @@ class InProcessLeaders:
         unreachable: addresses whose connections are refused.
         connections: every connection opened, in order.
         leader_quota: the leaders' leader-side replication quota (KIP-73), if any.
+        fetch_managers: address -> the leader's fetch sessions (KIP-227), as its broker has.
+        fetches: every Fetch served: (address, request, the session response).
     """
 
     def __init__(self) -> None:
@@ -126,11 +130,14 @@ class InProcessLeaders:
         self.unreachable: set[tuple[str, int]] = set()
         self.connections: list[LeaderConnection] = []
         self.leader_quota: ReplicationQuotaManager | None = None
+        self.fetch_managers: dict[tuple[str, int], FetchManager] = {}
+        self.fetches: list[tuple[tuple[str, int], Any, SessionResponse]] = []
 
     def add(self, rm: ReplicaManager) -> tuple[str, int]:
-        """Serve ``rm``; return its address."""
+        """Serve ``rm`` (with a fresh fetch session cache); return its address."""
         address = (f"broker-{rm.broker_id}", 9092)
         self.leaders[address] = rm
+        self.fetch_managers[address] = new_fetch_manager(1000)
         return address
 
     def connect_to(
@@ -179,8 +186,8 @@ class LeaderConnection:
         raise AssertionError(f"unexpected request {type(request).__name__}")
 
     async def _fetch(self, leader: ReplicaManager, request: Any) -> Any:
-        partitions = [
-            FetchPartition(
+        fetch_data = {
+            TopicPartition(topic.topic, p.partition): FetchPartition(
                 TopicPartition(topic.topic, p.partition),
                 p.fetch_offset,
                 p.partition_max_bytes,
@@ -188,19 +195,32 @@ class LeaderConnection:
             )
             for topic in request.topics
             for p in topic.partitions
+        }
+        to_forget = [
+            TopicPartition(topic.topic, index)
+            for topic in request.forgotten_topics_data or ()
+            for index in topic.partitions
         ]
+        context = self.network.fetch_managers[self.address].new_context(
+            FetchMetadata(request.session_id, request.session_epoch),
+            request.replica_id >= 0,
+            fetch_data,
+            to_forget,
+        )
         results = await fetch_messages(
             leader,
             request.replica_id,
             request.max_wait_ms,
             request.min_bytes,
             request.max_bytes,
-            partitions,
+            context.partitions(),
             leader.maybe_expand_isr,
             self.network.leader_quota,
         )
+        session = context.response(results)
+        self.network.fetches.append((self.address, request, session))
         by_topic: dict[str, list[SimpleNamespace]] = {}
-        for (topic, index), result in results.items():
+        for (topic, index), result in session.partitions.items():
             records = result.records.to_bytes() if result.records is not None else b""
             by_topic.setdefault(topic, []).append(
                 SimpleNamespace(
@@ -212,7 +232,9 @@ class LeaderConnection:
                 )
             )
         return SimpleNamespace(
-            responses=[SimpleNamespace(topic=t, partitions=p) for t, p in by_topic.items()]
+            error_code=session.error_code,
+            session_id=session.session_id,
+            responses=[SimpleNamespace(topic=t, partitions=p) for t, p in by_topic.items()],
         )
 
     def _offset_for_leader_epoch(self, leader: ReplicaManager, request: Any) -> Any:

@@ -103,9 +103,24 @@ def test_a_replica_fetch_reports_the_follower_leo_and_moves_the_high_watermark(
     # The second fetch's offset is follower 1's LEO: the ISR (0, 1) has all five records.
     assert hosted(rm, TP).high_watermark == 5
     assert second.high_watermark == 5  # the response carries the HW it caused
-    assert caught_up == [(TP, 1), (TP, 1)]
+    assert caught_up == []  # follower 1 is in the ISR: no expansion to consider
     consumer = _fetch(rm, CONSUMER_REPLICA_ID, [FetchPartition(TP, 0, MAX)])[TP]
     assert _offsets(consumer) == [0, 1, 2, 3, 4]
+
+
+def test_a_replica_fetch_from_a_follower_outside_the_isr_calls_the_expansion_hook(
+    open_broker: OpenBroker,
+) -> None:
+    rm = _leader(open_broker, isr=(0,))
+    _append(rm, TP, 3)
+    caught_up: list[tuple[TopicPartition, int]] = []
+
+    async def hook(tp: TopicPartition, partition: Partition, follower: int) -> None:
+        caught_up.append((tp, follower))
+
+    _fetch(rm, 1, [FetchPartition(TP, 0, MAX)], on_follower_caught_up=hook)
+    _fetch(rm, 1, [FetchPartition(TP, 3, MAX)], on_follower_caught_up=hook)
+    assert caught_up == [(TP, 1), (TP, 1)]
 
 
 def test_a_fetch_from_a_broker_that_is_not_a_replica_records_nothing(

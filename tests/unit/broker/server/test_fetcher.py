@@ -366,3 +366,101 @@ def test_a_follower_behind_the_leader_log_start_restarts_there(
     asyncio.run(scenario())
     assert hosted(follower, TP).log.log_start_offset == 4
     assert _records(follower, TP) == _records(leader, TP)
+
+
+def _named(request: object) -> set[TopicPartition]:
+    """The partitions a Fetch request names."""
+    return {
+        TopicPartition(topic.topic, p.partition)
+        for topic in request.topics  # type: ignore[attr-defined]
+        for p in topic.partitions
+    }
+
+
+def _forgotten(request: object) -> set[TopicPartition]:
+    return {
+        TopicPartition(topic.topic, index)
+        for topic in request.forgotten_topics_data  # type: ignore[attr-defined]
+        for index in topic.partitions
+    }
+
+
+def test_an_idle_follower_fetches_incrementally_naming_nothing(
+    open_broker: OpenBroker, network: InProcessLeaders
+) -> None:
+    """KIP-227: after a full fetch, only a partition that moved is named again."""
+    leader = open_broker(0)
+    follower = open_broker(1)
+    state = leader_and_isr(0, (0, 1), leader_epoch=1)
+    leader.become_leader_or_follower(1, {TP: state, OTHER: state})
+    follower.become_leader_or_follower(1, {TP: state, OTHER: state})
+    address = network.add(leader)
+
+    async def scenario() -> None:
+        manager = ReplicaFetcherManager(1, follower, SETTINGS)
+        try:
+            _follow(manager, address, 0, 1, TP, OTHER)
+            await eventually(lambda: len(network.fetches) >= 5)
+            first, *rest = network.fetches
+            assert (first[1].session_id, first[1].session_epoch) == (0, 0)
+            assert _named(first[1]) == {TP, OTHER}
+            session_id = first[2].session_id
+            assert session_id != 0
+            for epoch, (_, request, response) in enumerate(rest[:4], start=1):
+                assert (request.session_id, request.session_epoch) == (session_id, epoch)
+                assert _named(request) == set() and _forgotten(request) == set()
+                assert response.partitions == {}
+            # New records on one partition: the leader answers it alone, and the follower's
+            # next fetch names it alone, at its new fetch offset.
+            seen = len(network.fetches)
+            _produce(leader, TP, 2)
+            await eventually(lambda: hosted(follower, TP).log_end_offset == 2)
+            await eventually(lambda: any(_named(f[1]) for f in network.fetches[seen:]))
+            named = [f[1] for f in network.fetches[seen:] if _named(f[1])]
+            assert _named(named[0]) == {TP}
+            assert [p.fetch_offset for t in named[0].topics for p in t.partitions] == [2]
+            await eventually(lambda: hosted(leader, TP).high_watermark == 2)
+        finally:
+            await manager.shutdown()
+
+    asyncio.run(scenario())
+
+
+def test_a_throttled_partition_is_forgotten_then_named_again_from_its_offset(
+    open_broker: OpenBroker, network: InProcessLeaders
+) -> None:
+    """As Kafka's buildFetch: a partition left out by the quota leaves the session only."""
+    leader = open_broker(0)
+    follower = open_broker(1)
+    state = leader_and_isr(0, (0, 1), isr=(0,), leader_epoch=1)
+    leader.become_leader_or_follower(1, {TP: state, OTHER: state})
+    follower.become_leader_or_follower(1, {TP: state, OTHER: state})
+    for tag in (0, 10, 20):  # three batches; a fetch returns one (max_bytes 1, KIP-74)
+        _produce(leader, TP, 2, tag=tag)
+    address = network.add(leader)
+    # 1 byte/s: the first batch fetched for the throttled orders-0 exceeds the quota.
+    quota = ReplicationQuotaManager(quota_bytes_per_second=1)
+    quota.mark_throttled("orders", ThrottledReplicas(replicas=frozenset({(0, 1)})))
+    settings = FetcherSettings(max_wait_ms=20, backoff_ms=20, max_bytes=1)
+
+    async def scenario() -> None:
+        manager = ReplicaFetcherManager(1, follower, settings, quota=quota)
+        try:
+            _follow(manager, address, 0, 1, TP, OTHER)
+            await eventually(lambda: any(TP in _forgotten(f[1]) for f in network.fetches))
+            assert _named(network.fetches[0][1]) == {TP, OTHER}
+            held = hosted(follower, TP).log_end_offset
+            assert held == 2
+            seen = len(network.fetches)
+            await asyncio.sleep(0.1)
+            assert all(TP not in _named(f[1]) for f in network.fetches[seen:])
+            assert hosted(follower, TP).log_end_offset == held
+            quota.update_quota(1 << 30)  # under quota: orders-0 is fetched again
+            await eventually(lambda: hosted(follower, TP).log_end_offset == 6)
+            back = next(f[1] for f in network.fetches[seen:] if TP in _named(f[1]))
+            offsets = [p.fetch_offset for t in back.topics for p in t.partitions]
+            assert offsets == [held]  # named again from where it stopped
+        finally:
+            await manager.shutdown()
+
+    asyncio.run(scenario())

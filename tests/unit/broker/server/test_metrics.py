@@ -18,6 +18,8 @@ from kpo_broker.controller.states import PartitionState as ControllerPartitionSt
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import fetch, produce
+from kpo_broker.server.fetch import FetchPartition, FetchPartitionResult
+from kpo_broker.server.fetch_session import FetchSessionCache, FullFetchContext
 from kpo_broker.server.metrics import (
     REQUEST_TIME_BUCKETS_S,
     AuthenticationStats,
@@ -412,3 +414,22 @@ def test_offline_replicas_and_log_dirs_are_counted(replica_manager: ReplicaManag
     assert value(samples, "kafka_server_replicamanager_offlinereplicacount") == len(offline)
     assert value(samples, "kafka_log_logmanager_offlinelogdirectorycount") == 1
     assert value(samples, "kafka_server_replicamanager_partitioncount") == 0
+
+
+def test_fetch_session_cache_gauges(replica_manager: ReplicaManager) -> None:
+    """Kafka's FetchSessionCache MBeans: sessions, cached partitions, evictions (KIP-227)."""
+    cache = FetchSessionCache(1, 0)
+    tps = [ORDERS_0, ORDERS_1]
+    for follower in (False, True):  # the follower's session evicts the consumer's
+        context = FullFetchContext(
+            cache, {tp: FetchPartition(tp, 0, 1024) for tp in tps}, follower, lambda: 1000
+        )
+        context.response({tp: FetchPartitionResult(0, 0, 0) for tp in tps})
+    state = BrokerState(
+        logs=[], partitions=[], topic_stats=replica_manager.topic_stats, fetch_sessions=cache
+    )
+    samples = scrape(registry_of(BrokerMetricsCollector(lambda: state, RequestStats())))
+    prefix = "kafka_server_fetchsessioncache_"
+    assert value(samples, prefix + "numincrementalfetchsessions") == 1
+    assert value(samples, prefix + "numincrementalfetchpartitionscached") == 2
+    assert value(samples, prefix + "incrementalfetchsessionevictions_total") == 1

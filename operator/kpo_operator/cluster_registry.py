@@ -65,9 +65,11 @@ class ScopedStore:
         self._store = store
         self.key = key
 
-    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+    def get(
+        self, kind: ResourceKind, namespace: str, name: str, known: Object | None = None
+    ) -> Object | None:
         """See :meth:`ObjectStore.get` (any object: the caller chose it)."""
-        return self._store.get(kind, namespace, name)
+        return self._store.get(kind, namespace, name, known)
 
     def list(self, kind: ResourceKind) -> list[Object]:
         """Every object of ``kind`` that acts on this cluster."""

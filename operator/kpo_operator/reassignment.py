@@ -224,9 +224,14 @@ class ReassignmentReconciler:
 
     # -- entry points -------------------------------------------------------------------
 
-    def reconcile(self, namespace: str, name: str) -> str | None:
-        """Take one step for the object; return its phase afterwards (``None``: gone)."""
-        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
+    def reconcile(self, namespace: str, name: str, known: Object | None = None) -> str | None:
+        """Take one step for the object; return its phase afterwards (``None``: gone).
+
+        ``known`` is the object as the caller holds it (kopf's body, a plain copy); the
+        store returns it instead of reading when it is the latest version it has seen
+        (:meth:`~kpo_operator.store.ObjectStore.get`).
+        """
+        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name, known)
         if obj is None:
             return None
         try:

@@ -519,7 +519,8 @@ class ReassignmentReconciler:
         entries = tracked.entries
         if tracked.unsubmitted:
             entries = self._submit(ctx, entries, tracked.unsubmitted)
-        move_log_dirs(self.admin, [a.as_target() for a in ctx.accepted.values()], ctx.snapshot)
+        with_dirs = [a.as_target() for a in ctx.accepted.values() if a.target_log_dirs]
+        move_log_dirs(self.admin, with_dirs, ctx.snapshot)
         if any(e.state in ACTIVE_STATES for e in entries):
             return self._report_progress(ctx, tracked.parts, entries, rejected)
         return self._finish(ctx, tracked.parts, entries, rejected)

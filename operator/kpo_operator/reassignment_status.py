@@ -73,12 +73,16 @@ class PartitionStatus:
         return TopicPartition(self.topic, self.partition)
 
     def as_target(self) -> PartitionTarget:
-        """Return the entry as a spec entry (RAR and log dirs)."""
-        return PartitionTarget(
+        """Return the entry as a spec entry (RAR and log dirs).
+
+        Not validated again (``model_construct``): the target was validated when it was
+        accepted, and a step turns each of up to 2,000 entries into one.
+        """
+        return PartitionTarget.model_construct(
             topic=self.topic,
             partition=self.partition,
             replicas=list(self.target_replicas),
-            logDirs=list(self.target_log_dirs) if self.target_log_dirs else None,
+            log_dirs=list(self.target_log_dirs) if self.target_log_dirs else None,
         )
 
     @classmethod

@@ -8,7 +8,9 @@ grow with the objects and the bytes with their square. :class:`InFlightOwners` l
 most once per ``max_age_s`` for all steps, and each status the operator writes replaces its
 object's entry at once (write-through), so an object's own acceptance is never missed by
 the next step of another object on this operator (the operator is the only writer of these
-statuses). Objects deleted meanwhile leave the index at the next list. While one step lists,
+statuses), and each step records its own object as read (:meth:`InFlightOwners.seen`), so the
+list itself is needed only for objects no step of this process has seen yet (after a restart)
+and can be rare. Objects deleted meanwhile leave the index at the next list. While one step lists,
 the others use the index as it is (up to ``serve_stale_s`` old) instead of waiting for the
 list: the steps' pace is then not bound by how fast the API server answers a large list.
 """
@@ -88,6 +90,14 @@ class InFlightOwners:
                     self._listing.release()
         with self._lock:
             return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
+
+    def seen(self, obj: Mapping[str, Any]) -> None:
+        """Record ``obj`` as a step read it (its latest version): what it holds in flight.
+
+        Every moving object steps once per poll interval, so the steps themselves keep
+        the index current between lists.
+        """
+        self.written(obj)
 
     def written(self, obj: Mapping[str, Any]) -> None:
         """Record the status just written for ``obj`` (write-through)."""

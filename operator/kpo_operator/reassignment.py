@@ -317,6 +317,7 @@ class ReassignmentReconciler:
         dirs = {b for t in wanted if t.log_dirs for b in t.replicas}
         snapshot = self.reader.read(sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
+        self.owners.seen(obj)
         owners = self.owners.owners(exclude=key)
         owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
         with_owners(snapshot.view, owners)

@@ -133,7 +133,10 @@ class ClusterRuntime:
         if metrics is not None:
             counter, label = metrics.cluster_reads, cluster_label(key)
             observe = lambda source: counter.labels(label, source).inc()  # noqa: E731
-        self.reader = SharedClusterReader(admin, share_s, observe=observe)
+        # While a read is in flight the last one is shared for as long as a read may take
+        # (the request timeout): waiting made every worker wait for slow brokers.
+        stale_s = max(4 * share_s, settings.request_timeout_ms / 1000)
+        self.reader = SharedClusterReader(admin, share_s, observe=observe, serve_stale_s=stale_s)
         self.owners = InFlightOwners(self.store, max(share_s, OWNERS_RELIST_S))
         self.reassignments = ReassignmentReconciler(
             admin,

@@ -91,13 +91,15 @@ class InFlightOwners:
         with self._lock:
             return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
 
-    def seen(self, obj: Mapping[str, Any]) -> None:
-        """Record ``obj`` as a step read it (its latest version): what it holds in flight.
+    def seen(self, key: str, held: frozenset[TopicPartition]) -> None:
+        """Record what object ``key`` holds in flight, as a step just read it (latest version).
 
         Every moving object steps once per poll interval, so the steps themselves keep
-        the index current between lists.
+        the index current between lists. ``held``: :func:`active_partitions` of its status.
         """
-        self.written(obj)
+        with self._lock:
+            self._held[key] = held
+            self._written[key] = self.clock()
 
     def written(self, obj: Mapping[str, Any]) -> None:
         """Record the status just written for ``obj`` (write-through)."""

@@ -392,3 +392,12 @@ def test_a_step_uses_the_callers_copy_when_it_is_the_latest_version() -> None:
     assert reconciler.reconcile(NS, "m", known=stale) == "Moving"
     assert store.known_used == 1
     assert set(kafka.list_partition_reassignments()) == {TopicPartition("t0", 0)}
+
+
+def test_replica_sizes_read_through_the_snapshot_without_a_copy() -> None:
+    reader = SharedClusterReader(_kafka(), 60.0, clock=Clock())
+    snapshot = reader.read(["t0"], replica_sizes=True)
+    sizes = snapshot.sizes
+    assert dict(sizes) == {k: v.size_bytes for k, v in snapshot.replicas.items()}
+    assert len(sizes) == len(snapshot.replicas) > 0
+    assert sizes.get((9, "t0", 0)) is None

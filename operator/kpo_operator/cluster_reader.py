@@ -14,7 +14,8 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
   every worker thread wait for the brokers' answer, so steps per second were bounded by
   the read's latency (workers / latency), not by the operator's CPU;
 - otherwise a caller waits for a read in flight that covers its topics, or reads: the
-  union of the topics asked for in the last :data:`INTEREST_READS` read intervals when no
+  union of the topics asked for in the last :data:`INTEREST_READS` read intervals (or
+  ``serve_stale_s``, if longer) when no
   other read is in flight, else only its own topics (a slow read of other objects' topics
   never holds a step up, issue 12);
 - :meth:`SharedClusterReader.invalidate` (after an AlterPartitionReassignments of the
@@ -169,7 +170,11 @@ class SharedClusterReader:
                 return stale  # a newer read is on its way; this step need not wait for it
             if covering is None:
                 if not self._pending:
-                    horizon = now - INTEREST_READS * self.max_age_s
+                    # Steps come once per poll interval, or slower under load: a topic
+                    # stays of interest as long as its read may be served stale, else
+                    # each read covered only the last few objects and the others read
+                    # for themselves, several reads at once on already slow brokers.
+                    horizon = now - max(INTEREST_READS * self.max_age_s, self.serve_stale_s)
                     self._interest = {t: at for t, at in self._interest.items() if at >= horizon}
                     topics = frozenset(self._interest) | wanted
                     sized = sized or (self._last is not None and self._last.sized)

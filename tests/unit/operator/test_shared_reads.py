@@ -401,3 +401,15 @@ def test_replica_sizes_read_through_the_snapshot_without_a_copy() -> None:
     assert dict(sizes) == {k: v.size_bytes for k, v in snapshot.replicas.items()}
     assert len(sizes) == len(snapshot.replicas) > 0
     assert sizes.get((9, "t0", 0)) is None
+
+
+def test_a_read_covers_every_topic_asked_for_within_serve_stale() -> None:
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock, serve_stale_s=30.0)
+    reader.read(["t0"])
+    clock.advance(10.0)  # slower than the read interval, as steps come under load
+    reader.read(["t1"])
+    assert kafka.calls[-1][1] == ["t0", "t1"]
+    clock.advance(25.0)  # t0 last asked for 35 s ago: no longer of interest
+    reader.read(["t2"])
+    assert kafka.calls[-1][1] == ["t1", "t2"]

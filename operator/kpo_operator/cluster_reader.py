@@ -169,7 +169,10 @@ class SharedClusterReader:
                 self._observe("shared")
                 return stale  # a newer read is on its way; this step need not wait for it
             if covering is None:
-                if not self._pending:
+                # Reads of an older generation (before an invalidate) do not count: with
+                # them still in flight, each caller read only its own topics, every step
+                # after a submission one more read of the already slow brokers.
+                if not any(p.generation == self._generation for p in self._pending):
                     # Steps come once per poll interval, or slower under load: a topic
                     # stays of interest as long as its read may be served stale, else
                     # each read covered only the last few objects and the others read

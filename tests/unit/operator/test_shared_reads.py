@@ -413,3 +413,29 @@ def test_a_read_covers_every_topic_asked_for_within_serve_stale() -> None:
     clock.advance(25.0)  # t0 last asked for 35 s ago: no longer of interest
     reader.read(["t2"])
     assert kafka.calls[-1][1] == ["t1", "t2"]
+
+
+def test_after_invalidate_one_read_covers_every_interest_despite_an_older_read_in_flight() -> None:
+    kafka, clock = _BlockingKafka(), Clock()
+    for i in range(3):
+        kafka.create_topic(f"t{i}", {0: [0, 1]})
+    kafka.release.set()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    for i in range(3):
+        reader.read([f"t{i}"], replica_sizes=True)
+    kafka.release.clear()
+    kafka.blocked.clear()
+    clock.advance(1.5)
+    old = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    old.start()
+    assert kafka.blocked.wait(WAIT_S)  # a read of the old generation is in flight
+    reader.invalidate()
+    kafka.blocked.clear()
+    new = threading.Thread(target=lambda: reader.read(["t1"], replica_sizes=True))
+    new.start()
+    assert kafka.blocked.wait(WAIT_S)
+    described = [a for c, a in kafka.calls if c == "describe_topics"]
+    assert described[-1] == ["t0", "t1", "t2"]  # the union, not only t1
+    kafka.release.set()
+    for thread in (old, new):
+        thread.join(WAIT_S)

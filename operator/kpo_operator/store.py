@@ -183,7 +183,7 @@ class KubeObjectStore:
             (kind.plural, o["metadata"].get("namespace") or "", o["metadata"]["name"])
             for o in items
         }
-        for key in [k for k in self._versions if k[0] == kind.plural and k not in listed]:
+        for key in [k for k in list(self._versions) if k[0] == kind.plural and k not in listed]:
             if not self.namespaces or key[1] in self.namespaces:
                 self._versions.pop(key, None)  # deleted: forget it (bounded memory)
         return items

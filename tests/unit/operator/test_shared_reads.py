@@ -439,3 +439,18 @@ def test_after_invalidate_one_read_covers_every_interest_despite_an_older_read_i
     kafka.release.set()
     for thread in (old, new):
         thread.join(WAIT_S)
+
+
+def test_plain_copy_of_kopfs_live_body() -> None:
+    import kopf
+
+    from kpo_operator.store import plain_copy
+
+    raw = {"metadata": {"name": "m", "resourceVersion": "7"}, "status": {"phase": "Moving"}}
+    body = kopf.Body(raw)
+    copied = plain_copy(body)
+    assert copied == raw and copied is not raw
+    assert copied["metadata"] is not raw["metadata"]  # the caller may replace its keys
+    body._replace_with({"metadata": {"name": "m", "resourceVersion": "8"}})
+    assert plain_copy(body) == {"metadata": {"name": "m", "resourceVersion": "8"}}
+    assert plain_copy(kopf.Body({"metadata": {"name": "m"}})) is None  # no version

@@ -149,6 +149,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--objects", type=int, default=200, help="operator-scale: objects (default 200)"
     )
     parser.add_argument(
+        "--poll-interval",
+        type=float,
+        default=1.0,
+        help="operator-scale: the operator's KPO_POLL_INTERVAL_S (default 1 s)",
+    )
+    parser.add_argument(
+        "--window", type=float, default=30.0, help="operator-scale: measured window, s (30)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="operator-scale: record the operator with py-spy in the window (pip install py-spy)",
+    )
+    parser.add_argument(
         "--operator-pythonpath",
         help="operator benches: PYTHONPATH of the operator process (another version)",
     )
@@ -290,7 +304,10 @@ def _operator_scale(args: argparse.Namespace, workdir: Path) -> None:
         workdir,
         objects=args.objects,
         partitions=args.partitions or OPERATOR_SCALE_PARTITIONS,
+        poll_interval_s=args.poll_interval,
+        window_s=args.window,
         operator_pythonpath=args.operator_pythonpath,
+        profile=args.profile,
     )
     for line in result.summary():
         print(line)

@@ -22,11 +22,20 @@ brokers' shared throttle, KIP-73; the bytes are sized so that the moves last abo
   operator serves them, its own counters (:mod:`kpo_operator.metrics`) and the time
   between two steps of one object (``kpo_operator_step_interval_seconds``: how often a
   status is refreshed, against the poll interval);
+- **operator CPU per step**: the process's user + system CPU seconds in the window
+  (``/proc/<pid>/stat``) over the reconcile steps it took in the window (the count of
+  ``kpo_operator_reconcile_seconds``), and the load average at the window's start and end
+  (the machine is shared: CPU per step says more than wall time);
+- **status age per object**: seen through the watch, the longest time in the window during
+  which an object's status did not change (a gap between two changes, or from the last
+  change to the window's end): the largest over the objects and their 95th percentile;
 - **operator RSS** (``VmRSS`` of the process, the largest seen) ;
 - **one object's latency with the others moving**: a probe object (one empty partition,
   unthrottled) applied in the window: apply -> first ``status.phase`` and -> Completed.
 
-``operator_pythonpath`` runs another version of the operator (e.g. an older checkout's
+``profile`` records the operator with py-spy during the window (collapsed stacks in
+``WORKDIR/operator-profile.txt``; py-spy must be installed beside the interpreter or on
+``PATH``). ``operator_pythonpath`` runs another version of the operator (e.g. an older checkout's
 ``operator`` and ``kafka-client`` folders) for a before/after comparison on one machine.
 Nothing is compared with a target; the JSON goes to ``WORKDIR/operator-scale.json``.
 """
@@ -34,8 +43,13 @@ Nothing is compared with a target; the JSON goes to ``WORKDIR/operator-scale.jso
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -94,6 +108,11 @@ class OperatorScale:
         operator_counters: The operator's own counters in the window (if served), per s.
         step_interval: Quantiles of the operator's time between two steps of one object.
         rss_bytes: Largest operator RSS seen.
+        steps: Reconcile steps of PartitionReassignments in the window.
+        cpu_s: Operator CPU seconds (user + system) in the window.
+        load_average: 1-minute load average at the window's start and end.
+        status_age_s: Per object, the longest the status stayed unchanged in the window.
+        within_poll: Share of the window's step intervals at most 1.25 x the poll interval.
         probe_first_status_s: Probe: apply -> first status.
         probe_completed_s: Probe: apply -> Completed.
     """
@@ -110,6 +129,11 @@ class OperatorScale:
     operator_counters: dict[str, float] = field(default_factory=dict)
     step_interval: dict[str, float] = field(default_factory=dict)
     rss_bytes: int = 0
+    steps: float = 0.0
+    cpu_s: float = 0.0
+    load_average: list[float] = field(default_factory=list)
+    status_age_s: dict[str, float] = field(default_factory=dict)
+    within_poll: float | None = None
     probe_first_status_s: float | None = None
     probe_completed_s: float | None = None
 
@@ -146,6 +170,25 @@ class OperatorScale:
             lines.append(
                 "  step interval of one object: "
                 + ", ".join(f"{k} {v:.2f} s" for k, v in self.step_interval.items())
+                + (
+                    f"; {self.within_poll:.0%} within 1.25 x the poll interval"
+                    if self.within_poll is not None
+                    else ""
+                )
+            )
+        if self.steps:
+            lines.append(
+                f"  operator: {self.steps / max(self.window_s, 1e-9):.1f} steps/s, "
+                f"{self.cpu_s / max(self.window_s, 1e-9):.2f} CPU s/s, "
+                f"{self.cpu_s / self.steps * 1000:.1f} ms CPU per step; load average "
+                + " -> ".join(f"{x:.1f}" for x in self.load_average)
+            )
+        if self.status_age_s:
+            ages = sorted(self.status_age_s.values())
+            p95 = ages[min(len(ages) - 1, int(0.95 * len(ages)))]
+            lines.append(
+                f"  status unchanged at most, per object: median {statistics.median(ages):.1f} s, "
+                f"p95 {p95:.1f} s, max {ages[-1]:.1f} s"
             )
         lines.append(f"operator RSS: {self.rss_bytes / 2**20:.0f} MiB")
         if self.probe_first_status_s is not None:
@@ -171,6 +214,7 @@ class _Watch:
         self.statuses: dict[str, dict[str, Any]] = {}
         self.submitted_at: dict[str, float] = {}
         self.first_status_at: dict[str, float] = {}
+        self.changed_at: dict[str, list[float]] = {}
         self._thread = threading.Thread(target=self._run, name="pr-watch", daemon=True)
         self._stopped = False
 
@@ -201,6 +245,8 @@ class _Watch:
     def _seen(self, obj: dict[str, Any], at: float) -> None:
         name = obj["metadata"]["name"]
         status = obj.get("status") or {}
+        if status and status != self.statuses.get(name):
+            self.changed_at.setdefault(name, []).append(at)
         self.statuses[name] = status
         if status.get("phase") and name not in self.first_status_at:
             self.first_status_at[name] = at
@@ -262,6 +308,48 @@ def _rss_bytes(pid: int | None) -> int:
     return 0
 
 
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` (``/proc/<pid>/stat``), 0 if unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _status_ages(
+    changes: dict[str, list[float]], names: Iterable[str], began: float, ended: float
+) -> dict[str, float]:
+    """Per object, the longest span in ``[began, ended]`` without a status change.
+
+    ``changes``: object -> monotonic times its status changed (as the watch saw them).
+    """
+    ages: dict[str, float] = {}
+    for name in names:
+        times = [t for t in changes.get(name, []) if began <= t <= ended]
+        before = [t for t in changes.get(name, []) if t < began]
+        marks = [before[-1] if before else began, *times, ended]
+        ages[name] = max(b - a for a, b in itertools.pairwise(marks))
+    return ages
+
+
+def _within(buckets: dict[float, float], limit: float) -> float | None:
+    """Share of a cumulative histogram's observations at most ``limit`` (its largest bucket)."""
+    total = buckets.get(float("inf"), 0.0)
+    fitting = [n for le, n in buckets.items() if le <= limit]
+    if total <= 0 or not fitting:
+        return None
+    return max(fitting) / total
+
+
+def _py_spy() -> str | None:
+    beside = Path(sys.executable).parent / "py-spy"
+    return str(beside) if beside.exists() else shutil.which("py-spy")
+
+
 def _reassignment(name: str, parts: Iterable[tuple[str, int]], **spec: Any) -> dict[str, Any]:
     return {
         "apiVersion": "kpo.dev/v1alpha1",
@@ -303,6 +391,7 @@ def run_operator_scale(
     poll_interval_s: float = 1.0,
     window_s: float = 30.0,
     operator_pythonpath: str | None = None,
+    profile: bool = False,
 ) -> OperatorScale:
     """Run the benchmark described in the module docstring.
 
@@ -316,9 +405,11 @@ def run_operator_scale(
         poll_interval_s: ``KPO_POLL_INTERVAL_S``.
         window_s: Length of the steady-state window, s.
         operator_pythonpath: ``PYTHONPATH`` for the operator process (another version).
+        profile: Record the operator with py-spy during the window.
 
     Raises:
         TimeoutError: The objects were not all submitted within 30 minutes.
+        FileNotFoundError: ``profile`` without py-spy.
     """
     result = OperatorScale(
         objects, partitions, poll_interval_s, operator_pythonpath or "this checkout"
@@ -381,7 +472,19 @@ def run_operator_scale(
                 )
             time.sleep(POLL_S)
         result.submitted_s = [watch.submitted_at[n] - applied for n in names]
-        _window(result, plane, cluster, operator, watch, metrics_port, window_s)
+        spy = _py_spy() if profile else None
+        if profile and spy is None:
+            raise FileNotFoundError("py-spy is not installed")
+        _window(
+            result,
+            plane,
+            cluster,
+            operator,
+            watch,
+            metrics_port,
+            window_s,
+            profile_to=(spy, workdir / "operator-profile.txt") if spy else None,
+        )
     finally:
         if watch is not None:
             watch.stop()
@@ -420,10 +523,19 @@ def _window(
     watch: _Watch,
     metrics_port: int,
     window_s: float,
+    profile_to: tuple[str, Path] | None = None,
 ) -> None:
-    """Measure the steady-state window and the probe inside it."""
+    """Measure the steady-state window and the probe inside it (and profile it)."""
+    pid = operator.process.pid
+    spy: subprocess.Popen[bytes] | None = None
+    if profile_to is not None:
+        command = [profile_to[0], "record", "--pid", str(pid), "--format", "raw", "--rate", "50"]
+        command += ["--duration", str(int(window_s)), "--output", str(profile_to[1])]
+        spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api0, brokers0, own0 = _scrape_all(plane, cluster, metrics_port)
     began = time.monotonic()
+    cpu0 = _cpu_seconds(pid)
+    result.load_average = [os.getloadavg()[0]]
     probe = _reassignment("scale-probe", [("scale-probe", 0)])
     plane.kubectl("-n", NAMESPACE, "apply", "-f", "-", input_text=yaml.safe_dump_all([probe]))
     probe_applied = time.monotonic()
@@ -435,8 +547,20 @@ def _window(
         if result.probe_completed_s is None and status.get("phase") == "Completed":
             result.probe_completed_s = time.monotonic() - probe_applied
         time.sleep(POLL_S)
+    cpu1 = _cpu_seconds(pid)
+    ended = time.monotonic()
     api1, brokers1, own1 = _scrape_all(plane, cluster, metrics_port)
-    elapsed = time.monotonic() - began
+    result.load_average.append(os.getloadavg()[0])
+    result.cpu_s = cpu1 - cpu0
+    names = [n for n in watch.statuses if n != "scale-probe"]
+    result.status_age_s = _status_ages(watch.changed_at, names, began, ended)
+    if spy is not None:
+        try:
+            spy.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            spy.kill()
+            spy.wait()
+    elapsed = ended - began
     result.window_s = elapsed
     result.moving = sum(
         1 for n, s in watch.statuses.items() if n != "scale-probe" and s.get("phase") == "Moving"
@@ -472,13 +596,18 @@ def _window(
         }
     )
     result.operator_counters = rate(counters)
-    buckets = {
-        float(dict(labels)["le"]): value
-        for (name, labels), value in own1.items()
-        if name == "kpo_operator_step_interval_seconds_bucket"
-        and dict(labels).get("kind") == "partitionreassignments"
-    }
-    result.step_interval = _quantiles(buckets)
+
+    def pr_buckets(name: str) -> dict[float, float]:
+        return {
+            float(dict(labels)["le"]): value - own0.get((sample, labels), 0.0)
+            for (sample, labels), value in own1.items()
+            if sample == name and dict(labels).get("kind") == "partitionreassignments"
+        }
+
+    buckets = pr_buckets("kpo_operator_step_interval_seconds_bucket")
+    result.step_interval = _quantiles(buckets)  # the window's intervals only
+    result.within_poll = _within(buckets, 1.25 * result.poll_interval_s)
+    result.steps = pr_buckets("kpo_operator_reconcile_seconds_bucket").get(float("inf"), 0.0)
 
 
 def _produce(bootstrap: str, layout: list[list[tuple[str, int]]], bytes_per_partition: int) -> None:

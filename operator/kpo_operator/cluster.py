@@ -7,7 +7,7 @@ involved. The pure modules decide on the result; nothing here decides anything.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kpo_kafka.admin import KafkaAdmin
@@ -46,9 +46,29 @@ class ClusterSnapshot:
     authorized_operations: frozenset[str] | None = None
 
     @property
-    def sizes(self) -> dict[ReplicaKey, int]:
-        """``(broker, topic, partition)`` -> replica size in bytes."""
-        return {key: info.size_bytes for key, info in self.replicas.items()}
+    def sizes(self) -> Mapping[ReplicaKey, int]:
+        """``(broker, topic, partition)`` -> replica size in bytes (a view of ``replicas``).
+
+        A view, not a copy: measuring each of an object's partitions looks a few sizes up,
+        and copying every replica's size for each of them made a step quadratic.
+        """
+        return _Sizes(self.replicas)
+
+
+class _Sizes(Mapping[ReplicaKey, int]):
+    """Replica sizes read through from ``replicas`` (no copy)."""
+
+    def __init__(self, replicas: Mapping[ReplicaKey, ReplicaDirInfo]) -> None:
+        self._replicas = replicas
+
+    def __getitem__(self, key: ReplicaKey) -> int:
+        return self._replicas[key].size_bytes
+
+    def __iter__(self) -> Iterator[ReplicaKey]:
+        return iter(self._replicas)
+
+    def __len__(self) -> int:
+        return len(self._replicas)
 
 
 def read_cluster(

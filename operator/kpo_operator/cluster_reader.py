@@ -9,8 +9,13 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
 - a read younger than ``max_age_s`` that covers the topics asked for (and the replica
   sizes, if asked) is shared: the step's snapshot is composed from it
   (:func:`~kpo_operator.cluster.compose_snapshot`) without a request;
+- a read older than that is still shared, up to ``serve_stale_s``, while a newer read
+  covering the same topics is in flight (stale while refreshing): waiting for it made
+  every worker thread wait for the brokers' answer, so steps per second were bounded by
+  the read's latency (workers / latency), not by the operator's CPU;
 - otherwise a caller waits for a read in flight that covers its topics, or reads: the
-  union of the topics asked for in the last :data:`INTEREST_READS` read intervals when no
+  union of the topics asked for in the last :data:`INTEREST_READS` read intervals (or
+  ``serve_stale_s``, if longer) when no
   other read is in flight, else only its own topics (a slow read of other objects' topics
   never holds a step up, issue 12);
 - :meth:`SharedClusterReader.invalidate` (after an AlterPartitionReassignments of the
@@ -78,6 +83,8 @@ class SharedClusterReader:
             sharing, :func:`~kpo_operator.cluster.read_cluster`).
         clock: Monotonic seconds.
         observe: Called with ``"fresh"`` or ``"shared"`` for each snapshot (metrics).
+        serve_stale_s: How old a shared read may be while a newer one covering it is in
+            flight, seconds (default ``4 * max_age_s``); older, callers wait for the new one.
 
     Errors: ``KafkaAdminError`` of the reads propagates to the caller whose read failed;
     callers waiting for it read again themselves.
@@ -89,9 +96,11 @@ class SharedClusterReader:
         max_age_s: float,
         clock: Callable[[], float] = time.monotonic,
         observe: Callable[[str], None] | None = None,
+        serve_stale_s: float | None = None,
     ) -> None:
         self.admin = admin
         self.max_age_s = max_age_s
+        self.serve_stale_s = 4 * max_age_s if serve_stale_s is None else serve_stale_s
         self.clock = clock
         self._observe = observe or (lambda _: None)
         self._lock = threading.Lock()
@@ -154,9 +163,21 @@ class SharedClusterReader:
                 ),
                 None,
             )
+            if covering is not None and (
+                stale := self._usable(wanted, sized, now, self.serve_stale_s)
+            ):
+                self._observe("shared")
+                return stale  # a newer read is on its way; this step need not wait for it
             if covering is None:
-                if not self._pending:
-                    horizon = now - INTEREST_READS * self.max_age_s
+                # Reads of an older generation (before an invalidate) do not count: with
+                # them still in flight, each caller read only its own topics, every step
+                # after a submission one more read of the already slow brokers.
+                if not any(p.generation == self._generation for p in self._pending):
+                    # Steps come once per poll interval, or slower under load: a topic
+                    # stays of interest as long as its read may be served stale, else
+                    # each read covered only the last few objects and the others read
+                    # for themselves, several reads at once on already slow brokers.
+                    horizon = now - max(INTEREST_READS * self.max_age_s, self.serve_stale_s)
                     self._interest = {t: at for t, at in self._interest.items() if at >= horizon}
                     topics = frozenset(self._interest) | wanted
                     sized = sized or (self._last is not None and self._last.sized)
@@ -179,12 +200,15 @@ class SharedClusterReader:
         self._observe("fresh")
         return mine.result
 
-    def _usable(self, wanted: frozenset[str], sized: bool, now: float) -> _Read | None:
+    def _usable(
+        self, wanted: frozenset[str], sized: bool, now: float, max_age_s: float | None = None
+    ) -> _Read | None:
+        """Return the last read if it covers ``wanted`` (and sizes), is current and young enough."""
         last = self._last
         if (
             last is None
             or last.generation != self._generation
-            or now - last.at >= self.max_age_s
+            or now - last.at >= (self.max_age_s if max_age_s is None else max_age_s)
             or not wanted <= last.topics
             or (sized and not last.sized)
         ):

@@ -48,6 +48,13 @@ from kpo_operator.throttle_writer import ThrottleWriter
 
 logger = logging.getLogger(__name__)
 
+OWNERS_RELIST_S = 30.0
+"""Seconds between two lists of every PartitionReassignment for the in-flight owner index.
+
+The steps keep the index current (each records its object as read and as written), so the
+list only catches objects no step of this process has seen; listed each half poll interval,
+it was most of the operator's CPU (every object's status, up to 2,000 entries, decoded)."""
+
 POOL_SIZE = 8
 """Admin API clients per cluster (kopf's worker threads, :data:`runtime.MAX_WORKERS`)."""
 
@@ -65,9 +72,11 @@ class ScopedStore:
         self._store = store
         self.key = key
 
-    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+    def get(
+        self, kind: ResourceKind, namespace: str, name: str, known: Object | None = None
+    ) -> Object | None:
         """See :meth:`ObjectStore.get` (any object: the caller chose it)."""
-        return self._store.get(kind, namespace, name)
+        return self._store.get(kind, namespace, name, known)
 
     def list(self, kind: ResourceKind) -> list[Object]:
         """Every object of ``kind`` that acts on this cluster."""
@@ -96,10 +105,11 @@ class ClusterRuntime:
         connection: The KafkaCluster connection ``admin`` uses (``None``: the default).
         metrics: Where shared reads are counted (``None``: not counted).
 
-    The cluster's reassignments share one cluster read and one in-flight owner list per
-    half poll interval (:class:`~kpo_operator.cluster_reader.SharedClusterReader`,
-    :class:`~kpo_operator.owner_index.InFlightOwners`), so the requests to Kafka and the
-    API server grow with the number of clusters, not of objects.
+    The cluster's reassignments share one cluster read per half poll interval
+    (:class:`~kpo_operator.cluster_reader.SharedClusterReader`) and one in-flight owner
+    index (:class:`~kpo_operator.owner_index.InFlightOwners`), kept current by the steps
+    and listed every :data:`OWNERS_RELIST_S`, so the requests to Kafka and the API server
+    grow with the number of clusters, not of objects.
     """
 
     def __init__(
@@ -123,8 +133,11 @@ class ClusterRuntime:
         if metrics is not None:
             counter, label = metrics.cluster_reads, cluster_label(key)
             observe = lambda source: counter.labels(label, source).inc()  # noqa: E731
-        self.reader = SharedClusterReader(admin, share_s, observe=observe)
-        self.owners = InFlightOwners(self.store, share_s)
+        # While a read is in flight the last one is shared for as long as a read may take
+        # (the request timeout): waiting made every worker wait for slow brokers.
+        stale_s = max(4 * share_s, settings.request_timeout_ms / 1000)
+        self.reader = SharedClusterReader(admin, share_s, observe=observe, serve_stale_s=stale_s)
+        self.owners = InFlightOwners(self.store, max(share_s, OWNERS_RELIST_S))
         self.reassignments = ReassignmentReconciler(
             admin,
             self.store,

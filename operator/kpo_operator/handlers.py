@@ -49,6 +49,7 @@ from kpo_operator.resources import (
 from kpo_operator.runtime import MAX_WORKERS, OperatorRuntime, RetryLater
 from kpo_operator.settings import OperatorSettings
 from kpo_operator.states import FINAL_PHASES
+from kpo_operator.store import plain_copy
 
 logger = logging.getLogger("kpo_operator")
 
@@ -119,15 +120,16 @@ def cleanup(*, memo: Any, **_: Any) -> None:
         runtime.close()
 
 
-def _step_reassignment(memo: Any, namespace: str, name: str, spec: Any) -> None:
+def _step_reassignment(memo: Any, namespace: str, name: str, spec: Any, body: Any) -> None:
     runtime = _runtime(memo)
+    known = plain_copy(body) if body is not None else None
     try:
         runtime.run_on(
             PARTITION_REASSIGNMENT,
             namespace,
             name,
             _ref(spec),
-            lambda cluster: cluster.reassignments.reconcile(namespace, name),
+            lambda cluster: cluster.reassignments.reconcile(namespace, name, known),
         )
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
@@ -137,16 +139,22 @@ def _step_reassignment(memo: Any, namespace: str, name: str, spec: Any) -> None:
 @kopf.on.create(*_PR)
 @kopf.on.update(*_PR, field="spec")
 def reassignment_changed(
-    *, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any
+    *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
 ) -> None:
     """Take a reconcile step when a PartitionReassignment appears or its spec changes."""
-    _step_reassignment(memo, namespace or "", name, spec)
+    _step_reassignment(memo, namespace or "", name, spec, body)
 
 
 @kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, when=_active)
-def reassignment_poll(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
-    """Track progress and finish moving PartitionReassignments."""
-    _step_reassignment(memo, namespace or "", name, spec)
+def reassignment_poll(
+    *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
+) -> None:
+    """Track progress and finish moving PartitionReassignments.
+
+    kopf's body (updated by the watch) stands in for a GET when it is the latest version
+    the operator has read or written (:meth:`~kpo_operator.store.ObjectStore.get`).
+    """
+    _step_reassignment(memo, namespace or "", name, spec, body)
 
 
 @kopf.on.delete(*_PR)

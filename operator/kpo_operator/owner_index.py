@@ -8,7 +8,11 @@ grow with the objects and the bytes with their square. :class:`InFlightOwners` l
 most once per ``max_age_s`` for all steps, and each status the operator writes replaces its
 object's entry at once (write-through), so an object's own acceptance is never missed by
 the next step of another object on this operator (the operator is the only writer of these
-statuses). Objects deleted meanwhile leave the index at the next list.
+statuses), and each step records its own object as read (:meth:`InFlightOwners.seen`), so the
+list itself is needed only for objects no step of this process has seen yet (after a restart)
+and can be rare. Objects deleted meanwhile leave the index at the next list. While one step lists,
+the others use the index as it is (up to ``serve_stale_s`` old) instead of waiting for the
+list: the steps' pace is then not bound by how fast the API server answers a large list.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ class InFlightOwners:
         store: The cluster's (scoped) object store.
         max_age_s: How old the list may be, seconds; ``<= 0`` lists on every call.
         clock: Monotonic seconds.
+        serve_stale_s: How old the index may be while another caller lists, seconds
+            (default ``4 * max_age_s``); older, callers wait for that list.
 
     Errors: ``ObjectStoreError`` of the list propagates.
     """
@@ -53,9 +59,11 @@ class InFlightOwners:
         store: ObjectStore,
         max_age_s: float,
         clock: Callable[[], float] = time.monotonic,
+        serve_stale_s: float | None = None,
     ) -> None:
         self.store = store
         self.max_age_s = max_age_s
+        self.serve_stale_s = 4 * max_age_s if serve_stale_s is None else serve_stale_s
         self.clock = clock
         self._lock = threading.Lock()
         self._listing = threading.Lock()
@@ -68,15 +76,30 @@ class InFlightOwners:
         if self.max_age_s <= 0:
             return owners_of_in_flight(self.store, exclude)
         with self._lock:
-            stale = self._listed_at is None or self.clock() - self._listed_at >= self.max_age_s
-        if stale:
-            with self._listing:
-                with self._lock:
-                    listed = self._listed_at
-                if listed is None or self.clock() - listed >= self.max_age_s:
-                    self._relist()
+            listed_at = self._listed_at
+        age = None if listed_at is None else self.clock() - listed_at
+        if age is None or age >= self.max_age_s:
+            servable = age is not None and age < self.serve_stale_s
+            if self._listing.acquire(blocking=not servable):  # else: someone lists already
+                try:
+                    with self._lock:
+                        listed = self._listed_at
+                    if listed is None or self.clock() - listed >= self.max_age_s:
+                        self._relist()
+                finally:
+                    self._listing.release()
         with self._lock:
             return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
+
+    def seen(self, key: str, held: frozenset[TopicPartition]) -> None:
+        """Record what object ``key`` holds in flight, as a step just read it (latest version).
+
+        Every moving object steps once per poll interval, so the steps themselves keep
+        the index current between lists. ``held``: :func:`active_partitions` of its status.
+        """
+        with self._lock:
+            self._held[key] = held
+            self._written[key] = self.clock()
 
     def written(self, obj: Mapping[str, Any]) -> None:
         """Record the status just written for ``obj`` (write-through)."""

@@ -221,12 +221,18 @@ class ReassignmentReconciler:
         self.clock = clock
         self.now = now
         self._rates: dict[str, RateEstimator] = {}
+        self._specs: dict[str, tuple[int, PartitionReassignmentSpec]] = {}  # uid -> parsed
 
     # -- entry points -------------------------------------------------------------------
 
-    def reconcile(self, namespace: str, name: str) -> str | None:
-        """Take one step for the object; return its phase afterwards (``None``: gone)."""
-        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
+    def reconcile(self, namespace: str, name: str, known: Object | None = None) -> str | None:
+        """Take one step for the object; return its phase afterwards (``None``: gone).
+
+        ``known`` is the object as the caller holds it (kopf's body, a plain copy); the
+        store returns it instead of reading when it is the latest version it has seen
+        (:meth:`~kpo_operator.store.ObjectStore.get`).
+        """
+        obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name, known)
         if obj is None:
             return None
         try:
@@ -255,6 +261,7 @@ class ReassignmentReconciler:
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
             return False
         self._rates.pop(_object_uid(obj), None)
+        self._specs.pop(_object_uid(obj), None)
         self.owners.forget(object_key(obj))
         return True
 
@@ -272,11 +279,12 @@ class ReassignmentReconciler:
         generation = int(obj["metadata"].get("generation") or 1)
         now = self.now()
         if phase in FINAL_PHASES:
+            self._specs.pop(_object_uid(obj), None)
             return phase
         if phase == Phase.FAILED and status.get("observedGeneration") == generation:
             return phase
         try:
-            spec: PartitionReassignmentSpec | None = PartitionReassignmentSpec.from_object(obj)
+            spec: PartitionReassignmentSpec | None = self._spec_of(obj, generation)
         except SpecError as exc:
             if phase not in THROTTLING_PHASES:
                 update = _invalid(generation, exc.errors, "InvalidSpec")
@@ -290,6 +298,23 @@ class ReassignmentReconciler:
         if spec is None or not edited:
             return self._track(ctx)
         return self._accept(ctx, spec)
+
+    def _spec_of(self, obj: Object, generation: int) -> PartitionReassignmentSpec:
+        """Parse ``obj``'s spec, or return it as parsed for the same uid and generation.
+
+        The API server raises ``metadata.generation`` on every spec change, so a spec of
+        up to 2,000 entries is validated once per generation, not at every poll.
+
+        Raises:
+            SpecError: The spec is invalid (not cached: parsed again next time).
+        """
+        uid = _object_uid(obj)
+        cached = self._specs.get(uid)
+        if cached is not None and cached[0] == generation:
+            return cached[1]
+        spec = PartitionReassignmentSpec.from_object(obj)
+        self._specs[uid] = (generation, spec)
+        return spec
 
     def _context(
         self,
@@ -312,6 +337,12 @@ class ReassignmentReconciler:
         dirs = {b for t in wanted if t.log_dirs for b in t.replicas}
         snapshot = self.reader.read(sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
+        held = frozenset(
+            tp
+            for tp, a in accepted.items()
+            if a.state in ACTIVE_STATES and status.get("phase") in THROTTLING_PHASES
+        )
+        self.owners.seen(key, held)  # as active_partitions(status), without parsing it again
         owners = self.owners.owners(exclude=key)
         owners.update({tp: key for tp, a in accepted.items() if a.state in ACTIVE_STATES})
         with_owners(snapshot.view, owners)
@@ -514,7 +545,8 @@ class ReassignmentReconciler:
         entries = tracked.entries
         if tracked.unsubmitted:
             entries = self._submit(ctx, entries, tracked.unsubmitted)
-        move_log_dirs(self.admin, [a.as_target() for a in ctx.accepted.values()], ctx.snapshot)
+        with_dirs = [a.as_target() for a in ctx.accepted.values() if a.target_log_dirs]
+        move_log_dirs(self.admin, with_dirs, ctx.snapshot)
         if any(e.state in ACTIVE_STATES for e in entries):
             return self._report_progress(ctx, tracked.parts, entries, rejected)
         return self._finish(ctx, tracked.parts, entries, rejected)

@@ -31,6 +31,8 @@ from kpo_operator.progress import PartitionProgress, Totals, format_time
 from kpo_operator.states import ACTIVE_STATES, MoveState, Phase
 
 _ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
+_MOVE_STATES: dict[str, MoveState] = {s.value: s for s in MoveState}
+"""``state`` text -> MoveState (a dict lookup: calling the enum is slow for 2,000 entries)."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +75,16 @@ class PartitionStatus:
         return TopicPartition(self.topic, self.partition)
 
     def as_target(self) -> PartitionTarget:
-        """Return the entry as a spec entry (RAR and log dirs)."""
-        return PartitionTarget(
+        """Return the entry as a spec entry (RAR and log dirs).
+
+        Not validated again (``model_construct``): the target was validated when it was
+        accepted, and a step turns each of up to 2,000 entries into one.
+        """
+        return PartitionTarget.model_construct(
             topic=self.topic,
             partition=self.partition,
             replicas=list(self.target_replicas),
-            logDirs=list(self.target_log_dirs) if self.target_log_dirs else None,
+            log_dirs=list(self.target_log_dirs) if self.target_log_dirs else None,
         )
 
     @classmethod
@@ -118,8 +124,8 @@ class PartitionStatus:
         if not target or "topic" not in entry or "partition" not in entry:
             return None
         try:
-            state = MoveState(entry.get("state") or MoveState.PENDING)
-        except ValueError:
+            state = _MOVE_STATES[entry.get("state") or MoveState.PENDING]
+        except (KeyError, TypeError):
             return None
         done, total = entry.get("bytesDone"), entry.get("bytesTotal")
         return cls(

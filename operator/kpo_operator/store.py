@@ -37,11 +37,37 @@ def object_key(obj: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
+def plain_copy(body: Mapping[str, Any]) -> Object | None:
+    """Copy an object handed over by kopf (a live view) into a plain dict, consistently.
+
+    kopf replaces a timer's live body as watch events arrive (from another thread), so the
+    top-level keys are copied and ``metadata.resourceVersion`` checked before and after:
+    ``None`` when the body changed meanwhile or has no version. Nested values are shared,
+    not copied (kopf replaces the whole body, never edits it); the caller must not edit
+    them in place.
+    """
+    before = (body.get("metadata") or {}).get("resourceVersion")
+    copied = {key: body[key] for key in list(body)}
+    meta = dict(copied.get("metadata") or {})
+    after = (body.get("metadata") or {}).get("resourceVersion")
+    if not before or before != after or meta.get("resourceVersion") != before:
+        return None
+    copied["metadata"] = meta
+    return copied
+
+
 class ObjectStore(Protocol):
     """What the reconcilers need from the Kubernetes API."""
 
-    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
-        """Read one object; ``None`` when it does not exist (any more)."""
+    def get(
+        self, kind: ResourceKind, namespace: str, name: str, known: Object | None = None
+    ) -> Object | None:
+        """Read one object; ``None`` when it does not exist (any more).
+
+        ``known``, a copy the caller holds (kopf's body, :func:`plain_copy`), is returned
+        instead of reading when its ``metadata.resourceVersion`` is the latest this store
+        has seen of the object (read or written through it): nothing changed since.
+        """
         ...
 
     def list(self, kind: ResourceKind) -> list[Object]:
@@ -88,6 +114,16 @@ class KubeObjectStore:
         self._custom = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._client = client
+        # (plural, namespace, name) -> the latest resourceVersion read or written here
+        self._versions: dict[tuple[str, str, str], str] = {}
+
+    def _saw(self, kind: ResourceKind, namespace: str, name: str, obj: Any) -> None:
+        """Remember the resourceVersion of an answer about the object (or forget it)."""
+        version = obj.get("metadata", {}).get("resourceVersion") if isinstance(obj, dict) else None
+        if version:
+            self._versions[(kind.plural, namespace, name)] = str(version)
+        else:
+            self._versions.pop((kind.plural, namespace, name), None)
 
     def _call(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
         from kubernetes.client.exceptions import ApiException
@@ -99,18 +135,26 @@ class KubeObjectStore:
         except Exception as exc:  # connection errors of urllib3
             raise ObjectStoreError(f"{what}: {exc}") from exc
 
-    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+    def get(
+        self, kind: ResourceKind, namespace: str, name: str, known: Object | None = None
+    ) -> Object | None:
         """See :meth:`ObjectStore.get`."""
         from kubernetes.client.exceptions import ApiException
 
+        if known is not None:
+            version = (known.get("metadata") or {}).get("resourceVersion")
+            if version and version == self._versions.get((kind.plural, namespace, name)):
+                return known
         try:
             found: Any = self._custom.get_namespaced_custom_object(
                 GROUP, VERSION, namespace, kind.plural, name
             )
         except ApiException as exc:
             if exc.status == 404:
+                self._versions.pop((kind.plural, namespace, name), None)
                 return None
             raise ObjectStoreError(f"get {kind.kind} {namespace}/{name}: {exc.reason}") from exc
+        self._saw(kind, namespace, name, found)
         return dict(found)
 
     def list(self, kind: ResourceKind) -> list[Object]:
@@ -135,6 +179,13 @@ class KubeObjectStore:
                 kind.plural,
             )
             items.extend(answer.get("items", []))
+        listed = {
+            (kind.plural, o["metadata"].get("namespace") or "", o["metadata"]["name"])
+            for o in items
+        }
+        for key in [k for k in list(self._versions) if k[0] == kind.plural and k not in listed]:
+            if not self.namespaces or key[1] in self.namespaces:
+                self._versions.pop(key, None)  # deleted: forget it (bounded memory)
         return items
 
     def patch_status(
@@ -144,7 +195,7 @@ class KubeObjectStore:
         from kubernetes.client.exceptions import ApiException
 
         try:
-            self._custom.patch_namespaced_custom_object_status(
+            patched: Any = self._custom.patch_namespaced_custom_object_status(
                 GROUP,
                 VERSION,
                 namespace,
@@ -155,10 +206,12 @@ class KubeObjectStore:
             )
         except ApiException as exc:
             if exc.status == 404:
+                self._versions.pop((kind.plural, namespace, name), None)
                 return
             raise ObjectStoreError(
                 f"patch status of {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
             ) from exc
+        self._saw(kind, namespace, name, patched)
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """See :meth:`ObjectStore.event`; failures are logged, never raised."""

@@ -3,7 +3,14 @@
 import pytest
 
 from kpo_bench.cli import SettingsError, broker_properties, build_parser
-from kpo_bench.operator_scale import _layout, _quantiles, _submitted, _sum_by
+from kpo_bench.operator_scale import (
+    _layout,
+    _quantiles,
+    _status_ages,
+    _submitted,
+    _sum_by,
+    _within,
+)
 
 
 def test_layout_gives_each_object_its_own_run_of_partitions_over_100_partition_topics() -> None:
@@ -46,3 +53,23 @@ def test_quota_window_option() -> None:
         broker_properties(0)
     args = build_parser().parse_args(["--only", "operator-scale", "--objects", "5"])
     assert args.objects == 5 and args.partitions is None  # OPERATOR_SCALE_PARTITIONS then
+
+
+def test_status_ages_are_the_longest_spans_without_a_change() -> None:
+    changes = {"a": [5.0, 12.0, 14.0], "b": [30.0]}
+    ages = _status_ages(changes, ["a", "b", "c"], 10.0, 20.0)
+    assert ages == {"a": 7.0, "b": 10.0, "c": 10.0}  # a: 5 -> 12; b, c: no change in it
+
+
+def test_share_of_step_intervals_within_a_limit() -> None:
+    buckets = {1.0: 2.0, 2.5: 8.0, 5.0: 10.0, float("inf"): 10.0}
+    assert _within(buckets, 2.5) == 0.8
+    assert _within(buckets, 0.5) is None
+    assert _within({}, 2.5) is None
+
+
+def test_operator_scale_options() -> None:
+    args = build_parser().parse_args(
+        ["--only", "operator-scale", "--poll-interval", "2", "--window", "40", "--profile"]
+    )
+    assert (args.poll_interval, args.window, args.profile) == (2.0, 40.0, True)

@@ -67,6 +67,8 @@ class FakeObjectStore:
     objects: dict[Key, Object] = field(default_factory=dict)
     events: list[RecordedEvent] = field(default_factory=list)
     status_patches: int = 0
+    known_used: int = 0
+    """How often :meth:`get` returned the caller's copy (it was the latest) instead of reading."""
     fail_next_patch: list[Exception | None] = field(default_factory=list)
     """Outcomes of the next ``patch_status`` calls: an exception to raise, or ``None``."""
     _uids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -131,9 +133,17 @@ class FakeObjectStore:
 
     # -- ObjectStore ----------------------------------------------------------------------
 
-    def get(self, kind: ResourceKind, namespace: str, name: str) -> Object | None:
+    def get(
+        self, kind: ResourceKind, namespace: str, name: str, known: Object | None = None
+    ) -> Object | None:
         found = self.objects.get((kind.plural, namespace, name))
-        return copy.deepcopy(found) if found is not None else None
+        if found is None:
+            return None
+        version = (known or {}).get("metadata", {}).get("resourceVersion")
+        if known is not None and version == found["metadata"]["resourceVersion"]:
+            self.known_used += 1
+            return known
+        return copy.deepcopy(found)
 
     def list(self, kind: ResourceKind) -> list[Object]:
         return [

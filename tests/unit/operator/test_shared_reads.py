@@ -300,3 +300,157 @@ def test_a_sync_holds_up_only_the_objects_whose_throttles_it_wrote() -> None:
     second = writer.sync({"a": wanting("a", 0), "b": wanting("b", 1)})
     assert second.changed_for("b") and not second.changed_for("a")
     assert not second.changed_for("nobody")
+
+
+def test_while_a_newer_read_is_in_flight_steps_share_the_last_one_up_to_serve_stale() -> None:
+    kafka, clock = _BlockingKafka(), Clock()
+    kafka.create_topic("t0", {0: [0, 1]})
+    kafka.release.set()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock, serve_stale_s=4.0)
+    reader.read(["t0"], replica_sizes=True)
+    kafka.release.clear()
+    kafka.blocked.clear()
+    clock.advance(1.5)  # too old to share outright: the next caller reads
+    refresh = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    refresh.start()
+    assert kafka.blocked.wait(WAIT_S)
+    reader.read(["t0"], replica_sizes=True)  # served the last read: did not wait
+    assert _reads(kafka) == 2
+    clock.advance(3.0)  # older than serve_stale_s: wait for the read in flight
+    waiting = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive()
+    kafka.release.set()
+    for thread in (refresh, waiting):
+        thread.join(WAIT_S)
+    assert _reads(kafka) == 2
+
+
+def test_after_invalidate_a_step_waits_for_the_read_in_flight() -> None:
+    kafka, clock = _BlockingKafka(), Clock()
+    kafka.create_topic("t0", {0: [0, 1]})
+    kafka.release.set()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    reader.read(["t0"], replica_sizes=True)
+    kafka.release.clear()
+    kafka.blocked.clear()
+    reader.invalidate()  # an own submission: the last read must not be shared any more
+    refresh = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    refresh.start()
+    assert kafka.blocked.wait(WAIT_S)
+    waiting = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    waiting.start()
+    waiting.join(0.3)
+    assert waiting.is_alive()
+    kafka.release.set()
+    for thread in (refresh, waiting):
+        thread.join(WAIT_S)
+
+
+def test_owner_index_serves_its_entries_while_another_step_lists() -> None:
+    store, clock = FakeObjectStore(), Clock()
+    listing, release = threading.Event(), threading.Event()
+    lists = store.list
+
+    def slow_list(kind: object) -> list[dict[str, object]]:
+        listing.set()
+        assert release.wait(WAIT_S)
+        return lists(kind)  # type: ignore[arg-type]
+
+    owners = InFlightOwners(store, 1.0, clock=clock, serve_stale_s=4.0)
+    owners.owners(exclude="x")
+    store.list = slow_list  # type: ignore[method-assign,assignment]
+    clock.advance(1.5)
+    first = threading.Thread(target=lambda: owners.owners(exclude="x"))
+    first.start()
+    assert listing.wait(WAIT_S)
+    assert owners.owners(exclude="x") == {}  # served without waiting for the list
+    clock.advance(3.0)  # too old now: wait for the list
+    second = threading.Thread(target=lambda: owners.owners(exclude="x"))
+    second.start()
+    second.join(0.3)
+    assert second.is_alive()
+    release.set()
+    for thread in (first, second):
+        thread.join(WAIT_S)
+
+
+def test_a_step_uses_the_callers_copy_when_it_is_the_latest_version() -> None:
+    kafka, store, clock = _kafka(), FakeObjectStore(), Clock()
+    store.apply(reassignment("m", [("t0", 0, [2, 1])], throttle={"replicationRate": 1000}))
+    reconciler = ReassignmentReconciler(
+        kafka, store, ThrottleWriter(kafka, store, MemoryLedgerStore(), clock=clock), clock=clock
+    )
+    assert reconciler.reconcile(NS, "m") == "Moving"
+    latest = store.get(PARTITION_REASSIGNMENT, NS, "m")
+    assert latest is not None
+    assert reconciler.reconcile(NS, "m", known=latest) == "Moving"  # submits
+    assert store.known_used == 1
+    stale = latest  # the status was written since: read the object again
+    clock.advance(2.0)
+    assert reconciler.reconcile(NS, "m", known=stale) == "Moving"
+    assert store.known_used == 1
+    assert set(kafka.list_partition_reassignments()) == {TopicPartition("t0", 0)}
+
+
+def test_replica_sizes_read_through_the_snapshot_without_a_copy() -> None:
+    reader = SharedClusterReader(_kafka(), 60.0, clock=Clock())
+    snapshot = reader.read(["t0"], replica_sizes=True)
+    sizes = snapshot.sizes
+    assert dict(sizes) == {k: v.size_bytes for k, v in snapshot.replicas.items()}
+    assert len(sizes) == len(snapshot.replicas) > 0
+    assert sizes.get((9, "t0", 0)) is None
+
+
+def test_a_read_covers_every_topic_asked_for_within_serve_stale() -> None:
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock, serve_stale_s=30.0)
+    reader.read(["t0"])
+    clock.advance(10.0)  # slower than the read interval, as steps come under load
+    reader.read(["t1"])
+    assert kafka.calls[-1][1] == ["t0", "t1"]
+    clock.advance(25.0)  # t0 last asked for 35 s ago: no longer of interest
+    reader.read(["t2"])
+    assert kafka.calls[-1][1] == ["t1", "t2"]
+
+
+def test_after_invalidate_one_read_covers_every_interest_despite_an_older_read_in_flight() -> None:
+    kafka, clock = _BlockingKafka(), Clock()
+    for i in range(3):
+        kafka.create_topic(f"t{i}", {0: [0, 1]})
+    kafka.release.set()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    for i in range(3):
+        reader.read([f"t{i}"], replica_sizes=True)
+    kafka.release.clear()
+    kafka.blocked.clear()
+    clock.advance(1.5)
+    old = threading.Thread(target=lambda: reader.read(["t0"], replica_sizes=True))
+    old.start()
+    assert kafka.blocked.wait(WAIT_S)  # a read of the old generation is in flight
+    reader.invalidate()
+    kafka.blocked.clear()
+    new = threading.Thread(target=lambda: reader.read(["t1"], replica_sizes=True))
+    new.start()
+    assert kafka.blocked.wait(WAIT_S)
+    described = [a for c, a in kafka.calls if c == "describe_topics"]
+    assert described[-1] == ["t0", "t1", "t2"]  # the union, not only t1
+    kafka.release.set()
+    for thread in (old, new):
+        thread.join(WAIT_S)
+
+
+def test_plain_copy_of_kopfs_live_body() -> None:
+    import kopf
+
+    from kpo_operator.store import plain_copy
+
+    raw = {"metadata": {"name": "m", "resourceVersion": "7"}, "status": {"phase": "Moving"}}
+    body = kopf.Body(raw)
+    copied = plain_copy(body)
+    assert copied == raw and copied is not raw
+    assert copied["metadata"] is not raw["metadata"]  # the caller may replace its keys
+    body._replace_with({"metadata": {"name": "m", "resourceVersion": "8"}})
+    assert plain_copy(body) == {"metadata": {"name": "m", "resourceVersion": "8"}}
+    assert plain_copy(kopf.Body({"metadata": {"name": "m"}})) is None  # no version

@@ -100,6 +100,7 @@ kubernetes_gomod() {
 
 # True when Kubernetes' go.mod requires go.etcd.io/etcd/server/v3 at ETCD_VERSION exactly, so
 # that building etcd in the Kubernetes module changes no version kube-apiserver is built with.
+# ETCD_IN_KUBERNETES=no in the environment builds etcd in its own module (with etcd's versions).
 etcd_in_kubernetes() {
   if [[ -z "${ETCD_IN_KUBERNETES:-}" ]]; then
     ETCD_IN_KUBERNETES=no

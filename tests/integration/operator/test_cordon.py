@@ -111,7 +111,16 @@ def test_a_drained_broker_is_cordoned_while_it_is_drained(
     # Nothing new lands on broker 2 while it is drained: the controller's placement skips
     # it, and an assignment naming it is refused.
     create_topic(cluster, "fresh", partitions=6, rf=2)
-    placed = {b for p in describe(cluster, "fresh") for b in p["replica_nodes"]}
+    # Each KRaft broker learns the topic from the metadata log on its own: the broker this
+    # Metadata request reaches may not know it yet although another one answered.
+    fresh: list[dict[str, Any]] = []
+
+    def known() -> bool:
+        fresh[:] = describe(cluster, "fresh")
+        return len(fresh) == 6
+
+    wait_for(known, 30, "the broker asked knowing 'fresh'")
+    placed = {b for p in fresh for b in p["replica_nodes"]}
     assert placed == {0, 1}, placed
     admin = KafkaPythonAdmin(cluster.bootstrap_servers, "kpo-test", request_timeout_ms=10000)
     try:

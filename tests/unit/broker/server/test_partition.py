@@ -14,7 +14,7 @@ from kpo_broker.server.errors import (
     NotLeaderOrFollowerError,
     UnknownLeaderEpochError,
 )
-from kpo_broker.server.partition import LeaderAndIsrState, Partition
+from kpo_broker.server.partition import IsrChange, LeaderAndIsrState, Partition
 from tests.unit.broker.log.batches import make_value_batch
 
 NOW = 1_700_000_000_000
@@ -112,6 +112,55 @@ def test_lagging_follower_is_proposed_out_and_caught_up_one_back_in(log: Log) ->
     p.update_follower_fetch_state(3, 4, NOW + 11_100)
     expand = p.propose_isr_expansion(3)
     assert expand is not None and expand.isr == (1, 2, 3)
+
+
+def _leading_with_3_joining(log: Log) -> tuple[Partition, IsrChange]:
+    """Leader 1 of replicas 1-3 with ISR (1, 2); broker 3 caught up at 5 and proposed in."""
+    p = Partition("t", 0, 1, log)
+    p.make_leader(leader_state(isr=(1, 2)), NOW)
+    p.append_records_to_leader(make_value_batch(5), -1, 1, NOW)
+    p.update_follower_fetch_state(2, 5, NOW)
+    p.update_follower_fetch_state(3, 5, NOW)
+    assert p.high_watermark == 5
+    change = p.propose_isr_expansion(3)
+    assert change is not None and change.isr == (1, 2, 3)
+    # While the expansion is written, three more records reach the leader and broker 2.
+    p.append_records_to_leader(make_value_batch(3), -1, 1, NOW)
+    p.update_follower_fetch_state(2, 8, NOW)
+    return p, change
+
+
+def test_a_follower_being_added_to_the_isr_holds_the_hw_back(log: Log) -> None:
+    """The controller may elect broker 3 once the ZooKeeper ISR has it (KIP-497 maximalIsr)."""
+    p, change = _leading_with_3_joining(log)
+    assert p.maximal_isr == (1, 2, 3)
+    assert p.high_watermark == 5, "acknowledged records broker 3 may not have"
+    assert not p.apply_isr_change(change, 1)
+    assert p.isr == (1, 2, 3) and p.high_watermark == 5
+    assert p.update_follower_fetch_state(3, 8, NOW)
+    assert p.high_watermark == 8
+
+
+def test_an_expansion_that_lost_its_race_stops_holding_the_hw(log: Log) -> None:
+    p, change = _leading_with_3_joining(log)
+    assert p.apply_isr_change(change, None)  # not written: the controller changed the state
+    assert p.isr == (1, 2) and p.maximal_isr == (1, 2)
+    assert p.high_watermark == 8
+
+
+def test_an_expansion_of_unknown_outcome_holds_the_hw_until_a_write_succeeds(log: Log) -> None:
+    p, change = _leading_with_3_joining(log)
+    assert not p.apply_isr_change(change, None, unknown=True)  # e.g. connection loss
+    assert p.isr == (1, 2) and p.pending_isr is None
+    assert p.maximal_isr == (1, 2, 3) and p.high_watermark == 5
+    # A later compare-and-set on the same version succeeds: the first write did not land.
+    again = p.propose_isr_expansion(3)
+    assert again is not None and again.expected_partition_epoch == 0
+    assert not p.apply_isr_change(again, 1)
+    assert p.isr == (1, 2, 3) and p.unconfirmed_isr_additions == frozenset()
+    # A LeaderAndIsr from the controller also settles it.
+    p.make_leader(leader_state(epoch=1, isr=(1, 2)), NOW)
+    assert p.maximal_isr == (1, 2)
 
 
 def test_failed_isr_write_keeps_the_old_isr(log: Log) -> None:

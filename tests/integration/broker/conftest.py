@@ -11,7 +11,9 @@ import pytest
 from kafka import KafkaAdminClient
 
 from kpo_devenv import ZooKeeperServer
+from kpo_devenv.apache_kafka import KafkaNotInstalledError, kafka_classpath
 from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_devenv.tools import pinned_version
 
 ClusterFactory = Callable[..., KafkaCluster]
 
@@ -50,6 +52,18 @@ def wait_cluster_ready(cluster: KafkaCluster, timeout_s: float = 60) -> None:
         return ids == expected and info["controller_id"] in expected
 
     wait_for(ready, timeout_s, f"brokers {sorted(expected)} and a controller")
+
+
+@pytest.fixture(scope="session")
+def classpath() -> str:
+    """The Java classpath of the pinned Apache Kafka (``KAFKA_VERSION``), for its own tools.
+
+    Fails the test (does not skip it) when the jars are missing: ``make tools`` installs them.
+    """
+    try:
+        return kafka_classpath(pinned_version("KAFKA_VERSION"))
+    except KafkaNotInstalledError as exc:
+        pytest.fail(str(exc))
 
 
 @pytest.fixture

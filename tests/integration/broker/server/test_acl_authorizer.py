@@ -54,16 +54,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_devenv import ZooKeeperServer
 from kpo_devenv.apache_kafka import (
-    KafkaNotInstalledError,
     KafkaToolError,
-    kafka_classpath,
     run_kafka_tool,
     write_properties,
 )
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
-from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import zk_client
 from tests.integration.broker.server.security_helpers import (
@@ -149,14 +146,6 @@ def _secured_properties(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 _LISTENERS = {"PLAINTEXT": "PLAINTEXT", "SASL_PLAINTEXT": "SASL_PLAINTEXT", "SSL": "SSL"}
-
-
-@pytest.fixture(scope="module")
-def classpath() -> str:
-    try:
-        return kafka_classpath(pinned_version("KAFKA_VERSION"))
-    except KafkaNotInstalledError as exc:
-        pytest.fail(str(exc))
 
 
 @pytest.fixture(scope="module")

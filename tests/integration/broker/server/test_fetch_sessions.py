@@ -28,9 +28,8 @@ from kafka.protocol.consumer import FetchRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_broker.protocol.client import BrokerClient
-from kpo_devenv.apache_kafka import KafkaNotInstalledError, java_command, kafka_classpath
+from kpo_devenv.apache_kafka import java_command
 from kpo_devenv.kafka_cluster import KafkaCluster
-from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import create_topic, describe, leaders
 
@@ -204,14 +203,6 @@ def test_session_protocol_epochs_errors_and_a_restart(
     final = asyncio.run(_fetch(port, (again.session_id, -1), {0: 0}))
     assert (final.error_code, final.session_id, _answered(final)) == (0, 0, {0: 5})
     assert metric(cluster, 0, SESSIONS) == 0
-
-
-@pytest.fixture
-def classpath() -> str:
-    try:
-        return kafka_classpath(pinned_version("KAFKA_VERSION"))
-    except KafkaNotInstalledError as exc:
-        pytest.fail(str(exc))
 
 
 def test_java_and_confluent_consumers_read_across_sessions_and_a_leader_restart(

@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 
 from kpo_devenv import ZooKeeperServer
-from kpo_devenv.apache_kafka import KafkaNotInstalledError, java_command, kafka_classpath
+from kpo_devenv.apache_kafka import java_command
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties, pem_keystore
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
-from kpo_devenv.tools import pinned_version
 from tests.integration.broker.conftest import ClusterFactory
 from tests.integration.broker.server.helpers import create_topic
 from tests.integration.broker.server.security_helpers import (
@@ -32,14 +31,6 @@ from tests.integration.broker.server.security_helpers import (
 
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
-
-
-@pytest.fixture
-def classpath() -> str:
-    try:
-        return kafka_classpath(pinned_version("KAFKA_VERSION"))
-    except KafkaNotInstalledError as exc:
-        pytest.fail(str(exc))
 
 
 @pytest.fixture

@@ -131,8 +131,9 @@ def test_cancel_by_spec_reverts_and_removes_throttles(
     status = stack.wait_phase("oops", "Cancelled", 60)
     assert status["partitions"][0]["state"] == "Cancelled"
     assert in_flight(stack) == {}
-    # OAR in its original order (Kafka alone would leave [1, 0]: target-first order).
-    assert describe(stack.cluster, "orders")[0]["replica_nodes"] == [0, 1]
+    # OAR in its original order (Kafka alone would leave [1, 0]: target-first order). On
+    # KRaft each broker learns it from the metadata log, so the one asked may lag a moment.
+    wait_metadata_replicas(stack.cluster, "orders", {0: [0, 1]})
     assert throttle_configs(stack.cluster, "orders") == {}
     assert {"Cancelling", "Cancelled"} <= set(reasons(stack, "oops"))
     conditions = {c["type"]: c["status"] for c in status["conditions"]}

@@ -448,10 +448,14 @@ class Partition:
                 arrives.
 
         Returns:
-            True if the HW increased.
+            True if the HW increased. An outcome that arrives after a LeaderAndIsr
+            replaced the state (``pending_isr`` is no longer ``change``) is ignored: the
+            controller's state is newer than anything this write could say (Kafka's
+            ``Partition.handleAlterPartitionUpdate`` checks the proposed state likewise).
         """
-        if self.pending_isr is change:
-            self.pending_isr = None
+        if self.pending_isr is not change:
+            return False
+        self.pending_isr = None
         if change.leader_epoch != self.leader_epoch:
             return False
         if new_partition_epoch is None:

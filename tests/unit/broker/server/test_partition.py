@@ -163,6 +163,15 @@ def test_an_expansion_of_unknown_outcome_holds_the_hw_until_a_write_succeeds(log
     assert p.maximal_isr == (1, 2)
 
 
+def test_an_isr_write_answered_after_a_leader_and_isr_changes_nothing(log: Log) -> None:
+    """The controller's state (here ISR (1, 2), znode version 5) is newer than the write's."""
+    p, change = _leading_with_3_joining(log)
+    controller = LeaderAndIsrState(1, 1, 1, (1, 2), 5, (1, 2, 3))
+    p.make_leader(controller, NOW)
+    assert not p.apply_isr_change(change, 1)
+    assert p.isr == (1, 2) and p.partition_epoch == 5
+
+
 def test_failed_isr_write_keeps_the_old_isr(log: Log) -> None:
     p = Partition("t", 0, 1, log)
     p.make_leader(leader_state(), NOW)

@@ -43,7 +43,13 @@ from kpo_kafka.admin_types import (
     ReplicaKey,
 )
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.cluster import ClusterSnapshot, compose_snapshot, read_cluster, replica_hosts
+from kpo_operator.cluster import (
+    ClusterSnapshot,
+    compose_snapshot,
+    read_cluster,
+    replica_hosts,
+    topic_states,
+)
 
 #: A topic asked for within this many read intervals is included in every shared read.
 INTEREST_READS = 4
@@ -51,16 +57,43 @@ INTEREST_READS = 4
 
 @dataclass(frozen=True)
 class _Read:
-    """The Admin API answers of one shared read."""
+    """The Admin API answers of one shared read, indexed by topic.
+
+    A step composes its snapshot from its own topics' entries only: the whole cluster's
+    in-flight partitions and replicas (every object's) would make each step cost as
+    much as all the objects' partitions together.
+
+    Attributes:
+        in_flight: topic -> its partitions in flight (ListPartitionReassignments).
+        replicas: topic -> its replicas' log dirs and sizes (DescribeLogDirs).
+    """
 
     at: float
     generation: int
     topics: frozenset[str]
     sized: bool
     cluster: ClusterInfo
-    in_flight: dict[TopicPartition, Reassignment]
+    in_flight: dict[str, dict[TopicPartition, Reassignment]]
     described: dict[str, dict[int, PartitionInfo]]
-    replicas: dict[ReplicaKey, ReplicaDirInfo]
+    replicas: dict[str, dict[ReplicaKey, ReplicaDirInfo]]
+    states: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
+
+    def states_of(self, topics: Collection[str]) -> dict[str, dict[int, PartitionInfo]]:
+        """:func:`~kpo_operator.cluster.topic_states` of ``topics``, built once per read.
+
+        Every step sharing this read takes the same (never changed) per-topic states;
+        two steps building one topic at once build equal ones (harmless).
+        """
+        found: dict[str, dict[int, PartitionInfo]] = {}
+        for topic in topics:
+            if (built := self.states.get(topic)) is None:
+                partitions = self.described.get(topic)
+                if partitions is None:
+                    continue
+                built = topic_states(topic, partitions, self.in_flight.get(topic, {}))
+                self.states[topic] = built
+            found[topic] = built
+        return found
 
 
 @dataclass
@@ -137,8 +170,14 @@ class SharedClusterReader:
         described = {t: last.described[t] for t in wanted if t in last.described}
         live_dirs = sorted({b for b in log_dirs_of if b in last.cluster.brokers})
         log_dirs = self.admin.log_dir_paths(live_dirs) if live_dirs else {}
-        replicas = last.replicas if replica_sizes else {}
-        return compose_snapshot(last.cluster, last.in_flight, described, replicas, log_dirs)
+        in_flight: dict[TopicPartition, Reassignment] = {}
+        replicas: dict[ReplicaKey, ReplicaDirInfo] = {}
+        for topic in described:
+            in_flight.update(last.in_flight.get(topic, {}))
+            if replica_sizes:
+                replicas.update(last.replicas.get(topic, {}))
+        states = last.states_of(described)
+        return compose_snapshot(last.cluster, in_flight, described, replicas, log_dirs, states)
 
     def _shared_or_own(self, wanted: frozenset[str], sized: bool) -> _Read:
         """Return a usable shared read, the in-flight read covering ``wanted``, or a new one.
@@ -227,15 +266,21 @@ class SharedClusterReader:
             hosts = replica_hosts(described, in_flight) & set(cluster.brokers)
             if hosts:
                 replicas = self.admin.describe_log_dirs(sorted(hosts), sorted(described))
+        in_flight_of: dict[str, dict[TopicPartition, Reassignment]] = {}
+        for tp, reassignment in in_flight.items():
+            in_flight_of.setdefault(tp[0], {})[tp] = reassignment
+        replicas_of: dict[str, dict[ReplicaKey, ReplicaDirInfo]] = {}
+        for key, info in replicas.items():
+            replicas_of.setdefault(key[1], {})[key] = info
         read = _Read(
             started,
             pending.generation,
             topics,
             pending.sized,
             cluster,
-            in_flight,
+            in_flight_of,
             described,
-            replicas,
+            replicas_of,
         )
         with self._lock:
             last = self._last

@@ -454,3 +454,39 @@ def test_plain_copy_of_kopfs_live_body() -> None:
     body._replace_with({"metadata": {"name": "m", "resourceVersion": "8"}})
     assert plain_copy(body) == {"metadata": {"name": "m", "resourceVersion": "8"}}
     assert plain_copy(kopf.Body({"metadata": {"name": "m"}})) is None  # no version
+
+
+def test_a_step_looks_up_only_its_own_partitions_owners() -> None:
+    # The owner index kept both ways: a step's cost grows with its partitions, not with
+    # every object's (issue 17: 200 objects of 2,000 partitions).
+    store, clock = FakeObjectStore(), Clock()
+    owners = InFlightOwners(store, 30.0, clock=clock)
+    a, b = TopicPartition("t0", 0), TopicPartition("t1", 0)
+    owners.seen(f"{NS}/a", frozenset({a}))
+    owners.seen(f"{NS}/b", frozenset({b}))
+    assert owners.owners_of([a, b, TopicPartition("t2", 0)], exclude="x") == {
+        a: f"{NS}/a",
+        b: f"{NS}/b",
+    }
+    assert owners.owners_of([a, b], exclude=f"{NS}/a") == {b: f"{NS}/b"}
+    owners.seen(f"{NS}/a", frozenset())  # a's partition left flight
+    assert owners.owners_of([a], exclude="x") == {}
+    owners.forget(f"{NS}/b")
+    assert owners.owners_of([b], exclude="x") == {}
+    assert owners.owners(exclude="x") == {}
+
+
+def test_a_shared_snapshot_holds_only_its_topics_in_flight_and_replicas() -> None:
+    kafka, clock = _kafka(), Clock()
+    kafka.alter_partition_reassignments(
+        {TopicPartition("t0", 0): [2, 1], TopicPartition("t1", 0): [2, 1]}
+    )
+    reader = SharedClusterReader(kafka, 60.0, clock=clock)
+    reader.read(["t0", "t1"], replica_sizes=True)
+    snapshot = reader.read(["t0"], replica_sizes=True)
+    assert list(snapshot.view.reassigning) == [TopicPartition("t0", 0)]
+    assert {k[1] for k in snapshot.replicas} == {"t0"}
+    assert snapshot.view.partition("t0", 0) is not None
+    assert snapshot.view.partition("t0", 0).adding == (2,)  # type: ignore[union-attr]
+    again = reader.read(["t0"], replica_sizes=True)
+    assert again.view.topics["t0"] is snapshot.view.topics["t0"]  # built once per read

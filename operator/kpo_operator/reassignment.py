@@ -87,8 +87,10 @@ from kpo_operator.reassignment_status import (
     StatusUpdate,
     accepted_partitions,
     accepted_spec,
+    partitions_due,
     render_status,
     status_changed,
+    status_patch,
 )
 from kpo_operator.refusals import (
     missing_cluster_operations,
@@ -207,6 +209,9 @@ class ReassignmentReconciler:
         writer: The single throttle writer.
         rate_window_s: Window of the replication-rate estimate, seconds.
         throttle_resync_s: How often a Moving object re-checks its throttles, seconds.
+        partition_status_interval_s: How often a Moving object's ``status.partitions``
+            is written when only byte counters changed, seconds (0: every step; see
+            :func:`~kpo_operator.reassignment_status.partitions_due`).
         clock: Monotonic seconds (rate estimates).
         now: Wall-clock time (status timestamps).
         cordons: The single writer of ``cordoned.log.dirs`` (KIP-1066): brokers a move
@@ -226,6 +231,7 @@ class ReassignmentReconciler:
         writer: ThrottleWriter,
         rate_window_s: float = 30.0,
         throttle_resync_s: float = 30.0,
+        partition_status_interval_s: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         cordons: CordonWriter | None = None,
@@ -241,6 +247,7 @@ class ReassignmentReconciler:
         self.owners = owners or InFlightOwners(store, 0.0)
         self.rate_window_s = rate_window_s
         self.throttle_resync_s = throttle_resync_s
+        self.partition_status_interval_s = partition_status_interval_s
         self._quota_window: tuple[float, QuotaWindow] | None = None  # (read at, window)
         self.clock = clock
         self.now = now
@@ -703,11 +710,14 @@ class ReassignmentReconciler:
             ]
             if foreign:
                 message += f"; {len(foreign)} throttle values set outside the operator left alone"
+        written_at = _parse_time(ctx.status.get("partitionsUpdateTime"))
+        interval_s = self.partition_status_interval_s
+        due = partitions_due(ctx.accepted, entries, written_at, ctx.now, interval_s)
         update = StatusUpdate(
             Phase.MOVING,
             message,
             observed if rejected else ctx.generation,
-            entries,
+            entries if due else None,
             summary,
             rate,
             self._eta(ctx, parts, summary.bytes_total, remaining, rate, throttle, left),
@@ -933,9 +943,10 @@ class ReassignmentReconciler:
         if not status_changed(old, new):
             return
         meta = obj["metadata"]
-        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
+        patch = status_patch(old, new)
+        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], patch)
         obj["status"] = {k: v for k, v in new.items() if v is not None}
-        if update.partitions is not None:
+        if "partitions" in patch and update.partitions is not None:
             written = {e.key: e for e in update.partitions if e.target_replicas}  # as parsed
             self._accepted[_object_uid(obj)] = _Parsed.of(new["partitions"], written)
         held: frozenset[TopicPartition] = frozenset()

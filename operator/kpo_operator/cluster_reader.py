@@ -22,6 +22,10 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
   operator) makes the next read fresh: a step never decides on a view from before its
   own object's submission. A read in flight when invalidated is not shared afterwards.
 
+Metadata of every topic (which brokers an acceptance drains, KIP-1066 cordons) is shared
+the same way (:meth:`SharedClusterReader.every_topic`): one request per ``max_age_s`` for
+all acceptances, not one per acceptance.
+
 So Kafka is asked about ``1 / max_age_s`` times a second whatever the number of objects;
 each answer grows with the partitions of the objects still moving, as one object's did.
 Log dir paths (asked only for ``logDirs`` moves) are read per call.
@@ -50,6 +54,7 @@ from kpo_operator.cluster import (
     replica_hosts,
     topic_states,
 )
+from kpo_operator.cordons import replica_counts
 
 #: A topic asked for within this many read intervals is included in every shared read.
 INTEREST_READS = 4
@@ -107,6 +112,24 @@ class _Pending:
     result: _Read | None = None
 
 
+@dataclass(frozen=True)
+class EveryTopic:
+    """Metadata of every topic of the cluster, shared by the steps that need it.
+
+    Attributes:
+        at: When it was read (monotonic seconds).
+        generation: The reader's generation then (an invalidate makes it stale).
+        topics: topic -> partition -> :class:`PartitionInfo` (Metadata).
+        counts: broker id -> partitions with a replica on it
+            (:func:`~kpo_operator.cordons.replica_counts`).
+    """
+
+    at: float
+    generation: int
+    topics: dict[str, dict[int, PartitionInfo]]
+    counts: dict[int, int]
+
+
 class SharedClusterReader:
     """Cluster snapshots for many objects of one Kafka cluster from one read per interval.
 
@@ -141,6 +164,35 @@ class SharedClusterReader:
         self._last: _Read | None = None
         self._pending: list[_Pending] = []
         self._interest: dict[str, float] = {}
+        self._every: EveryTopic | None = None
+        self._every_lock = threading.Lock()  # one Metadata of every topic at a time
+
+    def every_topic(self) -> EveryTopic:
+        """Metadata of every topic, read at most once per ``max_age_s`` for all callers.
+
+        Callers arriving while it is read wait for that read and share it; an
+        :meth:`invalidate` makes the next call read again. With ``max_age_s <= 0`` every
+        call reads.
+
+        Raises:
+            KafkaAdminError: The read failed.
+        """
+        with self._every_lock:
+            with self._lock:
+                found, generation, now = self._every, self._generation, self.clock()
+            if (
+                found is not None
+                and found.generation == generation
+                and now - found.at < self.max_age_s
+            ):
+                self._observe("shared")
+                return found
+            topics = self.admin.describe_topics(None)
+            found = EveryTopic(now, generation, topics, replica_counts(topics))
+            with self._lock:
+                self._every = found
+            self._observe("fresh")
+            return found
 
     def invalidate(self) -> None:
         """Forget the shared read: the next snapshot comes from a new read."""

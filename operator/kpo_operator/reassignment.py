@@ -58,7 +58,7 @@ from kpo_operator.cluster import ClusterSnapshot, with_owners
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
-from kpo_operator.cordons import drained_brokers
+from kpo_operator.cordons import drained_by
 from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.progress import (
     PartitionProgress,
@@ -521,12 +521,14 @@ class ReassignmentReconciler:
         """Put the brokers ``spec`` drains in ``status.cordon`` (written with the accepted targets).
 
         A broker is drained when the targets take all its replicas away and it holds no
-        replica of any other partition (Metadata of every topic).
+        replica of any other partition (Metadata of every topic, read once per half poll
+        interval for every acceptance: :meth:`SharedClusterReader.every_topic`).
         """
         if self.cordons is None:
             return
-        topics = self.admin.describe_topics(None)
-        drained = drained_brokers(topics, {t.key: t.replicas for t in spec.partitions})
+        every = self.reader.every_topic()
+        targets = {t.key: t.replicas for t in spec.partitions}
+        drained = drained_by(every.counts, every.topics, targets)
         if drained or drained_of(ctx.status):
             cordon = dict(ctx.status.get("cordon") or {})
             cordon["drainedBrokers"] = sorted(drained)

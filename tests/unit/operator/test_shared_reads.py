@@ -490,3 +490,19 @@ def test_a_shared_snapshot_holds_only_its_topics_in_flight_and_replicas() -> Non
     assert snapshot.view.partition("t0", 0).adding == (2,)  # type: ignore[union-attr]
     again = reader.read(["t0"], replica_sizes=True)
     assert again.view.topics["t0"] is snapshot.view.topics["t0"]  # built once per read
+
+
+def test_metadata_of_every_topic_is_shared_within_the_interval() -> None:
+    # Each acceptance asks which brokers it drains (KIP-1066 cordons): one Metadata of
+    # every topic per interval for all of them, not one per acceptance.
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    first = reader.every_topic()
+    assert set(first.topics) == {"t0", "t1", "t2"} and first.counts == {0: 3, 1: 3}
+    assert reader.every_topic() is first
+    assert [a for c, a in kafka.calls if c == "describe_topics"] == [None]
+    clock.advance(1.0)
+    assert reader.every_topic() is not first
+    reader.invalidate()  # after the operator's own submission: read again
+    reader.every_topic()
+    assert sum(c == "describe_topics" for c, _ in kafka.calls) == 3

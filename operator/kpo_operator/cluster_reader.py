@@ -170,20 +170,23 @@ class SharedClusterReader:
     def every_topic(self) -> EveryTopic:
         """Metadata of every topic, read at most once per ``max_age_s`` for all callers.
 
-        Callers arriving while it is read wait for that read and share it; an
+        Callers arriving while it is read wait for that read and share it (its age counts
+        from when they asked: under load a read may take longer than ``max_age_s``, and
+        each waiting caller reading again would serialise one read per caller); an
         :meth:`invalidate` makes the next call read again. With ``max_age_s <= 0`` every
         call reads.
 
         Raises:
             KafkaAdminError: The read failed.
         """
+        asked = self.clock()
         with self._every_lock:
             with self._lock:
                 found, generation, now = self._every, self._generation, self.clock()
             if (
                 found is not None
                 and found.generation == generation
-                and now - found.at < self.max_age_s
+                and min(now, asked) - found.at < self.max_age_s
             ):
                 self._observe("shared")
                 return found

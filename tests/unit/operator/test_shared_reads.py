@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
+from typing import Any
 
 from kpo_kafka.admin_types import ConfigResource, ReplicaDirInfo, ReplicaKey
 from kpo_kafka.topic_partition import TopicPartition
@@ -506,3 +507,31 @@ def test_metadata_of_every_topic_is_shared_within_the_interval() -> None:
     reader.invalidate()  # after the operator's own submission: read again
     reader.every_topic()
     assert sum(c == "describe_topics" for c, _ in kafka.calls) == 3
+
+
+def test_callers_waiting_for_a_slow_metadata_read_share_it() -> None:
+    # Under load the read takes longer than the interval: the callers that waited for it
+    # take it instead of each reading again, one after the other.
+    kafka, clock = _kafka(), Clock()
+    describe = kafka.describe_topics
+    started, release = threading.Event(), threading.Event()
+
+    def slow(topics: Collection[str] | None = None) -> Any:
+        started.set()
+        assert release.wait(WAIT_S)
+        clock.advance(5.0)  # the read took five intervals
+        return describe(topics)
+
+    kafka.describe_topics = slow  # type: ignore[method-assign]
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(reader.every_topic()))
+    first.start()
+    assert started.wait(WAIT_S)
+    others = [threading.Thread(target=lambda: got.append(reader.every_topic())) for _ in range(3)]
+    for thread in others:
+        thread.start()
+    release.set()
+    for thread in [first, *others]:
+        thread.join(WAIT_S)
+    assert len(got) == 4 and all(g is got[0] for g in got)

@@ -124,15 +124,10 @@ def measure(
     reader = SharedClusterReader(kafka, 1e9, clock=clock)
     writer = ThrottleWriter(kafka, store, fake_store.MemoryLedgerStore(), clock=clock)
     owners = InFlightOwners(store, OWNERS_RELIST_S, clock=clock)
+    # An older operator (``--interval 0`` through PYTHONPATH) has no such argument.
+    paced: dict[str, Any] = {"partition_status_interval_s": interval_s} if interval_s > 0 else {}
     reconciler = ReassignmentReconciler(
-        kafka,
-        store,
-        writer,
-        partition_status_interval_s=interval_s,
-        clock=clock,
-        now=clock.now,
-        reader=reader,
-        owners=owners,
+        kafka, store, writer, clock=clock, now=clock.now, reader=reader, owners=owners, **paced
     )
     targets = [(TOPIC, p, [p % 3 + 3, p % 3 + 1]) for p in range(partitions)]
     store.apply(env.reassignment(NAME, targets, throttle={"replicationRate": 1_000_000}))

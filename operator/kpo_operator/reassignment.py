@@ -16,7 +16,10 @@ step and writes the status if it changed. The step depends on the phase:
   bytes of the adding replicas vs the leader's) and the rate/ETA; when every
   partition is done, remove this object's throttles, run the preferred-leader
   election if asked and set ``Completed``. A partition that leaves flight
-  without reaching its target (cancelled by someone else) is ``Failed``.
+  without reaching its target (cancelled by someone else) is ``Failed``. Totals,
+  rate and ETA are written at every step; ``status.partitions`` when an entry
+  changed other than in its byte counters, else every ``partition_status_interval_s``
+  (:func:`~kpo_operator.reassignment_status.partitions_due`).
 - **Edits while Moving** are applied as an incremental reassignment: a changed
   target is resubmitted (Kafka keeps the original replicas, KIP-455), a removed
   partition is cancelled, a new one submitted, a throttle change re-applied. An

@@ -7,7 +7,7 @@ involved. The pure modules decide on the result; nothing here decides anything.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from kpo_kafka.admin import KafkaAdmin
@@ -45,30 +45,23 @@ class ClusterSnapshot:
     cluster_id: str | None = None
     authorized_operations: frozenset[str] | None = None
 
+    _sizes: tuple[object, dict[ReplicaKey, int]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
     @property
     def sizes(self) -> Mapping[ReplicaKey, int]:
-        """``(broker, topic, partition)`` -> replica size in bytes (a view of ``replicas``).
+        """``(broker, topic, partition)`` -> replica size in bytes, from ``replicas``.
 
-        A view, not a copy: measuring each of an object's partitions looks a few sizes up,
-        and copying every replica's size for each of them made a step quadratic.
+        Built once per snapshot (again only if ``replicas`` is replaced): measuring each
+        of an object's partitions looks a few sizes up, and copying every replica's size
+        for each of them made a step quadratic; a plain dict makes each look-up one C call.
         """
-        return _Sizes(self.replicas)
-
-
-class _Sizes(Mapping[ReplicaKey, int]):
-    """Replica sizes read through from ``replicas`` (no copy)."""
-
-    def __init__(self, replicas: Mapping[ReplicaKey, ReplicaDirInfo]) -> None:
-        self._replicas = replicas
-
-    def __getitem__(self, key: ReplicaKey) -> int:
-        return self._replicas[key].size_bytes
-
-    def __iter__(self) -> Iterator[ReplicaKey]:
-        return iter(self._replicas)
-
-    def __len__(self) -> int:
-        return len(self._replicas)
+        cached = self._sizes
+        if cached is None or cached[0] is not self.replicas:
+            cached = (self.replicas, {k: v.size_bytes for k, v in self.replicas.items()})
+            self._sizes = cached
+        return cached[1]
 
 
 def read_cluster(
@@ -118,38 +111,64 @@ def replica_hosts(
     return hosts
 
 
+def topic_states(
+    topic: str,
+    partitions: Mapping[int, PartitionInfo],
+    in_flight: Mapping[TopicPartition, Reassignment],
+) -> dict[int, PartitionInfo]:
+    """One topic's partitions as a snapshot holds them (pure).
+
+    Metadata's :class:`PartitionInfo` of each partition, with the replicas (AR), adding and
+    removing replicas of ListPartitionReassignments for those in flight (KIP-455). A
+    partition not in flight keeps Metadata's own object.
+    """
+    states: dict[int, PartitionInfo] = {}
+    for index, info in partitions.items():
+        moving = in_flight.get(TopicPartition(topic, index))
+        if moving is None and not info.adding and not info.removing:
+            states[index] = info
+            continue
+        states[index] = PartitionInfo(
+            replicas=moving.replicas if moving else info.replicas,
+            leader=info.leader,
+            isr=info.isr,
+            adding=moving.adding if moving else (),
+            removing=moving.removing if moving else (),
+        )
+    return states
+
+
 def compose_snapshot(
     cluster: ClusterInfo,
     in_flight: Mapping[TopicPartition, Reassignment],
     described: Mapping[str, Mapping[int, PartitionInfo]],
     replicas: Mapping[ReplicaKey, ReplicaDirInfo],
     log_dirs: Mapping[int, frozenset[str]],
+    states: Mapping[str, dict[int, PartitionInfo]] | None = None,
 ) -> ClusterSnapshot:
     """Build a snapshot from the Admin API answers (pure; the result owns its containers).
 
     Args:
         cluster: DescribeCluster.
-        in_flight: ListPartitionReassignments (every partition in flight).
+        in_flight: ListPartitionReassignments (only the described topics' are kept, in
+            ``view.reassigning``; the caller may pass just those).
         described: Metadata of the topics of the snapshot.
-        replicas: DescribeLogDirs of their replicas (only those topics' are kept).
+        replicas: DescribeLogDirs of their replicas (only those topics' are kept; the
+            caller may pass just those).
         log_dirs: Log dir paths of the brokers asked for.
+        states: :func:`topic_states` of described topics, when the caller keeps them for
+            several snapshots of one read; they go into ``view.topics`` as they are
+            (shared: nothing changes a snapshot's partition states), the others are built.
     """
     view = ClusterView(
         live_brokers=frozenset(cluster.brokers), fenced_brokers=cluster.fenced_brokers
     )
     for topic, partitions in described.items():
-        states: dict[int, PartitionInfo] = {}
-        for index, info in partitions.items():
-            moving = in_flight.get(TopicPartition(topic, index))
-            states[index] = PartitionInfo(
-                replicas=moving.replicas if moving else info.replicas,
-                leader=info.leader,
-                isr=info.isr,
-                adding=moving.adding if moving else (),
-                removing=moving.removing if moving else (),
-            )
-        view.topics[topic] = states
-    view.reassigning = {tp: None for tp in in_flight}
+        known = states.get(topic) if states is not None else None
+        view.topics[topic] = (
+            known if known is not None else topic_states(topic, partitions, in_flight)
+        )
+    view.reassigning = {tp: None for tp in in_flight if tp[0] in view.topics}
     if log_dirs:
         view.log_dirs = dict(log_dirs)
     snapshot = ClusterSnapshot(view, racks=dict(cluster.brokers))

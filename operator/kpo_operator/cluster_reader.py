@@ -22,6 +22,10 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
   operator) makes the next read fresh: a step never decides on a view from before its
   own object's submission. A read in flight when invalidated is not shared afterwards.
 
+Metadata of every topic (which brokers an acceptance drains, KIP-1066 cordons) is shared
+the same way (:meth:`SharedClusterReader.every_topic`): one request per ``max_age_s`` for
+all acceptances, not one per acceptance.
+
 So Kafka is asked about ``1 / max_age_s`` times a second whatever the number of objects;
 each answer grows with the partitions of the objects still moving, as one object's did.
 Log dir paths (asked only for ``logDirs`` moves) are read per call.
@@ -43,7 +47,14 @@ from kpo_kafka.admin_types import (
     ReplicaKey,
 )
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.cluster import ClusterSnapshot, compose_snapshot, read_cluster, replica_hosts
+from kpo_operator.cluster import (
+    ClusterSnapshot,
+    compose_snapshot,
+    read_cluster,
+    replica_hosts,
+    topic_states,
+)
+from kpo_operator.cordons import replica_counts
 
 #: A topic asked for within this many read intervals is included in every shared read.
 INTEREST_READS = 4
@@ -51,16 +62,43 @@ INTEREST_READS = 4
 
 @dataclass(frozen=True)
 class _Read:
-    """The Admin API answers of one shared read."""
+    """The Admin API answers of one shared read, indexed by topic.
+
+    A step composes its snapshot from its own topics' entries only: the whole cluster's
+    in-flight partitions and replicas (every object's) would make each step cost as
+    much as all the objects' partitions together.
+
+    Attributes:
+        in_flight: topic -> its partitions in flight (ListPartitionReassignments).
+        replicas: topic -> its replicas' log dirs and sizes (DescribeLogDirs).
+    """
 
     at: float
     generation: int
     topics: frozenset[str]
     sized: bool
     cluster: ClusterInfo
-    in_flight: dict[TopicPartition, Reassignment]
+    in_flight: dict[str, dict[TopicPartition, Reassignment]]
     described: dict[str, dict[int, PartitionInfo]]
-    replicas: dict[ReplicaKey, ReplicaDirInfo]
+    replicas: dict[str, dict[ReplicaKey, ReplicaDirInfo]]
+    states: dict[str, dict[int, PartitionInfo]] = field(default_factory=dict)
+
+    def states_of(self, topics: Collection[str]) -> dict[str, dict[int, PartitionInfo]]:
+        """:func:`~kpo_operator.cluster.topic_states` of ``topics``, built once per read.
+
+        Every step sharing this read takes the same (never changed) per-topic states;
+        two steps building one topic at once build equal ones (harmless).
+        """
+        found: dict[str, dict[int, PartitionInfo]] = {}
+        for topic in topics:
+            if (built := self.states.get(topic)) is None:
+                partitions = self.described.get(topic)
+                if partitions is None:
+                    continue
+                built = topic_states(topic, partitions, self.in_flight.get(topic, {}))
+                self.states[topic] = built
+            found[topic] = built
+        return found
 
 
 @dataclass
@@ -72,6 +110,24 @@ class _Pending:
     generation: int
     done: threading.Event = field(default_factory=threading.Event)
     result: _Read | None = None
+
+
+@dataclass(frozen=True)
+class EveryTopic:
+    """Metadata of every topic of the cluster, shared by the steps that need it.
+
+    Attributes:
+        at: When it was read (monotonic seconds).
+        generation: The reader's generation then (an invalidate makes it stale).
+        topics: topic -> partition -> :class:`PartitionInfo` (Metadata).
+        counts: broker id -> partitions with a replica on it
+            (:func:`~kpo_operator.cordons.replica_counts`).
+    """
+
+    at: float
+    generation: int
+    topics: dict[str, dict[int, PartitionInfo]]
+    counts: dict[int, int]
 
 
 class SharedClusterReader:
@@ -108,6 +164,38 @@ class SharedClusterReader:
         self._last: _Read | None = None
         self._pending: list[_Pending] = []
         self._interest: dict[str, float] = {}
+        self._every: EveryTopic | None = None
+        self._every_lock = threading.Lock()  # one Metadata of every topic at a time
+
+    def every_topic(self) -> EveryTopic:
+        """Metadata of every topic, read at most once per ``max_age_s`` for all callers.
+
+        Callers arriving while it is read wait for that read and share it (its age counts
+        from when they asked: under load a read may take longer than ``max_age_s``, and
+        each waiting caller reading again would serialise one read per caller); an
+        :meth:`invalidate` makes the next call read again. With ``max_age_s <= 0`` every
+        call reads.
+
+        Raises:
+            KafkaAdminError: The read failed.
+        """
+        asked = self.clock()
+        with self._every_lock:
+            with self._lock:
+                found, generation, now = self._every, self._generation, self.clock()
+            if (
+                found is not None
+                and found.generation == generation
+                and min(now, asked) - found.at < self.max_age_s
+            ):
+                self._observe("shared")
+                return found
+            topics = self.admin.describe_topics(None)
+            found = EveryTopic(now, generation, topics, replica_counts(topics))
+            with self._lock:
+                self._every = found
+            self._observe("fresh")
+            return found
 
     def invalidate(self) -> None:
         """Forget the shared read: the next snapshot comes from a new read."""
@@ -137,8 +225,14 @@ class SharedClusterReader:
         described = {t: last.described[t] for t in wanted if t in last.described}
         live_dirs = sorted({b for b in log_dirs_of if b in last.cluster.brokers})
         log_dirs = self.admin.log_dir_paths(live_dirs) if live_dirs else {}
-        replicas = last.replicas if replica_sizes else {}
-        return compose_snapshot(last.cluster, last.in_flight, described, replicas, log_dirs)
+        in_flight: dict[TopicPartition, Reassignment] = {}
+        replicas: dict[ReplicaKey, ReplicaDirInfo] = {}
+        for topic in described:
+            in_flight.update(last.in_flight.get(topic, {}))
+            if replica_sizes:
+                replicas.update(last.replicas.get(topic, {}))
+        states = last.states_of(described)
+        return compose_snapshot(last.cluster, in_flight, described, replicas, log_dirs, states)
 
     def _shared_or_own(self, wanted: frozenset[str], sized: bool) -> _Read:
         """Return a usable shared read, the in-flight read covering ``wanted``, or a new one.
@@ -227,15 +321,21 @@ class SharedClusterReader:
             hosts = replica_hosts(described, in_flight) & set(cluster.brokers)
             if hosts:
                 replicas = self.admin.describe_log_dirs(sorted(hosts), sorted(described))
+        in_flight_of: dict[str, dict[TopicPartition, Reassignment]] = {}
+        for tp, reassignment in in_flight.items():
+            in_flight_of.setdefault(tp[0], {})[tp] = reassignment
+        replicas_of: dict[str, dict[ReplicaKey, ReplicaDirInfo]] = {}
+        for key, info in replicas.items():
+            replicas_of.setdefault(key[1], {})[key] = info
         read = _Read(
             started,
             pending.generation,
             topics,
             pending.sized,
             cluster,
-            in_flight,
+            in_flight_of,
             described,
-            replicas,
+            replicas_of,
         )
         with self._lock:
             last = self._last

@@ -144,6 +144,7 @@ class ClusterRuntime:
             self.writer,
             rate_window_s=settings.rate_window_s,
             throttle_resync_s=settings.quota_interval_s,
+            partition_status_interval_s=settings.partition_status_interval_s,
             cordons=self.cordons,
             reader=self.reader,
             owners=self.owners,

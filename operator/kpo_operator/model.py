@@ -24,7 +24,7 @@ class ClusterView:
         fenced_brokers: Ids of brokers registered but fenced by the KRaft controller
             (DescribeCluster v2, KIP-1073); empty where the cluster does not report them.
         log_dirs: broker id -> the absolute paths of its online log dirs (DescribeLogDirs).
-        reassigning: Partitions with a reassignment in flight -> the name of the
+        reassigning: Partitions of ``topics`` with a reassignment in flight -> the name of the
             PartitionReassignment that owns it (``namespace/name``), or ``None`` when
             it was started outside the operator or the owner is not known.
     """

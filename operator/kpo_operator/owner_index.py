@@ -13,13 +13,16 @@ list itself is needed only for objects no step of this process has seen yet (aft
 and can be rare. Objects deleted meanwhile leave the index at the next list. While one step lists,
 the others use the index as it is (up to ``serve_stale_s`` old) instead of waiting for the
 list: the steps' pace is then not bound by how fast the API server answers a large list.
+The index is kept both ways (object -> partitions, partition -> object), so a step looks up
+the owners of its own topics' in-flight partitions (:meth:`InFlightOwners.owners_of`) at a
+cost that grows with its partitions, not with every object's.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kpo_kafka.topic_partition import TopicPartition
@@ -69,12 +72,35 @@ class InFlightOwners:
         self._listing = threading.Lock()
         self._listed_at: float | None = None
         self._held: dict[str, frozenset[TopicPartition]] = {}
+        self._owner: dict[TopicPartition, str] = {}  # the inverse of _held
         self._written: dict[str, float] = {}  # key -> when its status was written here
 
     def owners(self, exclude: str) -> dict[TopicPartition, str]:
         """Partitions other objects hold in flight -> their ``namespace/name``."""
         if self.max_age_s <= 0:
             return owners_of_in_flight(self.store, exclude)
+        self._refresh()
+        with self._lock:
+            return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
+
+    def owners_of(
+        self, partitions: Iterable[TopicPartition], exclude: str
+    ) -> dict[TopicPartition, str]:
+        """Those of ``partitions`` other objects hold in flight -> their ``namespace/name``.
+
+        As :meth:`owners` restricted to ``partitions`` (a step's in-flight partitions), at a
+        cost that grows with them rather than with every object's partitions.
+        """
+        if self.max_age_s <= 0:
+            every = owners_of_in_flight(self.store, exclude)
+            return {tp: every[tp] for tp in partitions if tp in every}
+        self._refresh()
+        with self._lock:
+            found = {tp: self._owner.get(tp) for tp in partitions}
+        return {tp: key for tp, key in found.items() if key is not None and key != exclude}
+
+    def _refresh(self) -> None:
+        """List the objects again when the index is older than ``max_age_s`` (see the class)."""
         with self._lock:
             listed_at = self._listed_at
         age = None if listed_at is None else self.clock() - listed_at
@@ -88,8 +114,6 @@ class InFlightOwners:
                         self._relist()
                 finally:
                     self._listing.release()
-        with self._lock:
-            return {tp: key for key, held in self._held.items() if key != exclude for tp in held}
 
     def seen(self, key: str, held: frozenset[TopicPartition]) -> None:
         """Record what object ``key`` holds in flight, as a step just read it (latest version).
@@ -98,21 +122,42 @@ class InFlightOwners:
         the index current between lists. ``held``: :func:`active_partitions` of its status.
         """
         with self._lock:
-            self._held[key] = held
+            self._hold(key, held)
             self._written[key] = self.clock()
 
-    def written(self, obj: Mapping[str, Any]) -> None:
-        """Record the status just written for ``obj`` (write-through)."""
+    def written(
+        self, obj: Mapping[str, Any], held: frozenset[TopicPartition] | None = None
+    ) -> None:
+        """Record the status just written for ``obj`` (write-through).
+
+        ``held``: :func:`active_partitions` of that status when the caller has it parsed
+        already (parsing up to 2,000 entries again costs more than the rest of this).
+        """
         key = object_key(obj)
+        if held is None:
+            held = active_partitions(obj.get("status") or {})
         with self._lock:
-            self._held[key] = active_partitions(obj.get("status") or {})
+            self._hold(key, held)
             self._written[key] = self.clock()
 
     def forget(self, key: str) -> None:
         """Drop a deleted object."""
         with self._lock:
+            self._hold(key, frozenset())
             self._held.pop(key, None)
             self._written.pop(key, None)
+
+    def _hold(self, key: str, held: frozenset[TopicPartition]) -> None:
+        """Set what ``key`` holds, in both directions (the caller holds the lock)."""
+        before = self._held.get(key)
+        if before == held:
+            return
+        for tp in (before or frozenset()) - held:
+            if self._owner.get(tp) == key:
+                del self._owner[tp]
+        for tp in held - before if before is not None else held:
+            self._owner[tp] = key
+        self._held[key] = held
 
     def _relist(self) -> None:
         started = self.clock()
@@ -124,5 +169,6 @@ class InFlightOwners:
                 if at >= started and key in self._held:
                     listed[key] = self._held[key]
             self._held = listed
+            self._owner = {tp: key for key, held in listed.items() for tp in held}
             self._written = {k: at for k, at in self._written.items() if at >= started}
             self._listed_at = started

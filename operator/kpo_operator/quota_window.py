@@ -112,15 +112,11 @@ def throttled_finish(
         quota.record(first_bytes, first_t)
     for (t0, b0), (t1, b1) in itertools.pairwise(history):
         _replay(quota, b1 - b0, t0, t1, rate, speed, step)
-    t, left = last_t, float(remaining)
-    for _ in range(MAX_STEPS):
-        if quota.measure(t) <= rate:
-            chunk = min(speed * step, left)
-            quota.record(chunk, t)
-            left -= chunk
-            if left <= 0:
-                return t + chunk / speed - last_t
-        t += step
+    t, left, chunk = quota.fetch_under(
+        last_t, step, rate, speed * step, float(remaining), max_steps=MAX_STEPS
+    )
+    if left <= 0:
+        return t + chunk / speed - last_t
     return t - last_t + left / min(rate, speed)
 
 
@@ -149,13 +145,6 @@ def _replay(
     step: float,
 ) -> None:
     """Record ``copied`` bytes observed between ``start`` and ``end`` as Kafka would copy them."""
-    left = float(copied)
-    t = start
-    while left > 0 and t < end:
-        if quota.measure(t) <= rate:
-            chunk = min(speed * step, left)
-            quota.record(chunk, t)
-            left -= chunk
-        t += step
+    _, left, _ = quota.fetch_under(start, step, rate, speed * step, float(copied), end=end)
     if left > 0:
         quota.record(left, end)

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
 from kpo_kafka.topic_partition import TopicPartition
@@ -35,9 +35,12 @@ _MOVE_STATES: dict[str, MoveState] = {s.value: s for s in MoveState}
 """``state`` text -> MoveState (a dict lookup: calling the enum is slow for 2,000 entries)."""
 
 
-@dataclass(frozen=True)
-class PartitionStatus:
+class PartitionStatus(NamedTuple):
     """One ``status.partitions[]`` entry (the CRD's schema, typed).
+
+    Immutable, as a frozen dataclass would be, but a named tuple: a step builds one per
+    accepted partition (up to 2,000), and a frozen dataclass's ``__init__`` cost four
+    times as much. Change one with ``_replace``.
 
     Attributes:
         topic: Topic name.
@@ -96,20 +99,22 @@ class PartitionStatus:
         log_dirs: Sequence[str] | None = None,
     ) -> PartitionStatus:
         """Build an entry from measured progress and the operator's state."""
+        topic, partition, _, original, target, adding, removing, isr, leader, done, total = progress
+        dirs = tuple(log_dirs) if log_dirs else None
         return cls(
-            progress.topic,
-            progress.partition,
+            topic,
+            partition,
             state,
-            progress.original_replicas,
-            progress.target_replicas,
-            progress.adding,
-            progress.removing,
-            progress.isr,
-            progress.leader,
-            progress.bytes_done,
-            progress.bytes_total,
+            original,
+            target,
+            adding,
+            removing,
+            isr,
+            leader,
+            done,
+            total,
             message,
-            tuple(log_dirs) if log_dirs else None,
+            dirs,
         )
 
     @classmethod
@@ -242,14 +247,18 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
     """Return the full new status: ``old`` with ``update`` applied and conditions stamped.
 
     Keys the update clears (``eta``, ``predictedDuration``) are set to ``None`` so
-    that a JSON merge patch (RFC 7386) removes them.
+    that a JSON merge patch (RFC 7386) removes them. ``partitionsUpdateTime`` is set to
+    ``now`` when the update's partition entries differ from ``old``'s.
     """
     new: dict[str, Any] = {k: v for k, v in old.items() if v is not None}
     new["phase"] = update.phase.value
     new["message"] = update.message
     new["observedGeneration"] = update.observed_generation
     if update.partitions is not None:
-        new["partitions"] = [p.to_status() for p in update.partitions]
+        rendered = [p.to_status() for p in update.partitions]
+        if rendered != old.get("partitions"):
+            new["partitions"] = rendered
+            new["partitionsUpdateTime"] = format_time(now)
     if update.totals is not None:
         new["totals"] = update.totals.to_status(update.rate)
     new["eta"] = format_time(update.eta) if update.eta is not None else None
@@ -272,6 +281,65 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
         now,
     )
     return new
+
+
+#: Positions of the byte counters in a :class:`PartitionStatus` (the rest is its state).
+_BYTES_FROM = PartitionStatus._fields.index("bytes_done")
+_BYTES_TO = PartitionStatus._fields.index("bytes_total") + 1
+
+
+def partitions_due(
+    old: Mapping[TopicPartition, PartitionStatus],
+    new: Sequence[PartitionStatus],
+    written_at: datetime | None,
+    now: datetime,
+    interval_s: float,
+) -> bool:
+    """Whether a step writes ``new`` as ``status.partitions`` (else it leaves them as they are).
+
+    Writing up to 2,000 entries at every poll made each status PATCH (and the watch
+    event every client decodes from it) as large as the object, for byte counters alone.
+    So the entries are written when something other than their byte counters changed
+    (an entry added or dropped; state, replica sets, leader, ISR, message or log dirs:
+    a submission, a completion, a failure), or when they were last written ``interval_s``
+    or more before ``now`` (``written_at``: ``status.partitionsUpdateTime``, ``None``
+    when never), or always when ``interval_s`` is 0. Nothing the operator reads back
+    from ``status.partitions`` depends on the byte counters.
+
+    Args:
+        old: The entries as last written (parsed).
+        new: The entries measured in this step.
+        written_at: When the entries were last written.
+        now: The step's time.
+        interval_s: ``partition_status_interval_s``, seconds.
+    """
+    if interval_s <= 0 or written_at is None or (now - written_at).total_seconds() >= interval_s:
+        return True
+    if len(new) != len(old):
+        return True
+    for entry in new:
+        prior = old.get(TopicPartition(entry.topic, entry.partition))
+        if (
+            prior is None
+            or entry[:_BYTES_FROM] != prior[:_BYTES_FROM]
+            or entry[_BYTES_TO:] != prior[_BYTES_TO:]
+        ):
+            return True
+    return False
+
+
+def status_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Return the JSON merge patch (RFC 7386) writing ``new`` over ``old``.
+
+    Every key of ``new`` (``None`` values remove keys), except ``partitions`` when they
+    are ``old``'s (a step that did not rewrite them, :func:`partitions_due`): a merge patch
+    leaves an absent key as it is, so the up to 2,000 entries are not sent again. The
+    other keys are sent even when unchanged: the steps edit some (``message``,
+    ``cordon``) in the status they hold before writing it.
+    """
+    if "partitions" in new and new["partitions"] == old.get("partitions"):
+        return {k: v for k, v in new.items() if k != "partitions"}
+    return dict(new)
 
 
 def status_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

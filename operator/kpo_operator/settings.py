@@ -1,45 +1,63 @@
 """The operator's settings, read from the environment (``KPO_*``), the way the chart sets them.
 
-=========================== ============================ =====================================
-variable                    setting                      meaning
-=========================== ============================ =====================================
-``KPO_BOOTSTRAP_SERVERS``   ``bootstrap_servers``        ``host:port[,host:port...]`` of the
-                                                         managed Kafka cluster (required)
-``KPO_NAMESPACES``          ``namespaces``               comma-separated namespaces to watch;
-                                                         empty or unset: every namespace
-``KPO_POLL_INTERVAL_S``     ``poll_interval_s``          seconds between progress checks of a
-                                                         moving reassignment (default 2)
-``KPO_QUOTA_INTERVAL_S``    ``quota_interval_s``         seconds between drift checks of the
-                                                         throttle configs (default 30)
-``KPO_CLUSTER_INTERVAL_S``  ``cluster_interval_s``       seconds between refreshes of each
-                                                         KafkaCluster's status and Secrets
-                                                         (default 60)
-``KPO_RATE_WINDOW_S``       ``rate_window_s``            window of the replication-rate
-                                                         estimate behind the ETA (default 30)
-``KPO_REQUEST_TIMEOUT_MS``  ``request_timeout_ms``       Kafka Admin API request timeout
-                                                         (``request.timeout.ms``, default 30000)
-``KPO_CLIENT_ID``           ``client_id``                ``client.id`` (``kpo-operator``)
-``KPO_NAMESPACE``           ``namespace``                the operator's own namespace, where
-                                                         the throttle ledger ConfigMap lives
-                                                         (the chart sets the pod's namespace;
-                                                         default: the first of
-                                                         ``KPO_NAMESPACES``, else ``default``)
-``KPO_THROTTLE_LEDGER``     ``throttle_ledger``          name of that ConfigMap: what the
-                                                         operator wrote into Kafka's throttle
-                                                         configs (``kpo-throttle-ledger``)
-``KPO_KAFKA_CLIENT_CONFIG`` ``kafka_security``           Kafka client properties file
-                                                         (``--command-config`` format: TLS,
-                                                         SASL), default PLAINTEXT
-``KPO_KAFKA_<PROPERTY>``    ``kafka_security``           one client property, dots as
-                                                         underscores; ``..._FILE``: its value
-                                                         from a file (a mounted Secret)
-``KPO_KAFKA_SASL_USERNAME`` ``kafka_security``           SASL user and password instead of
-``KPO_KAFKA_SASL_PASSWORD``                              ``sasl.jaas.config`` (each also
-                                                         ``..._FILE``)
-``KPO_METRICS_PORT``        ``metrics_port``             port of the Prometheus ``/metrics``
-                                                         endpoint (requests to Kafka and the
-                                                         API server, memory); unset: none
-=========================== ============================ =====================================
+=================================== =============================== ================================
+variable                            setting                         meaning
+=================================== =============================== ================================
+``KPO_BOOTSTRAP_SERVERS``           ``bootstrap_servers``           ``host:port[,host:port...]`` of
+                                                                    the managed Kafka cluster
+                                                                    (required)
+``KPO_NAMESPACES``                  ``namespaces``                  comma-separated namespaces to
+                                                                    watch; empty or unset: every
+                                                                    namespace
+``KPO_POLL_INTERVAL_S``             ``poll_interval_s``             seconds between progress checks
+                                                                    of a moving reassignment
+                                                                    (default 2)
+``KPO_QUOTA_INTERVAL_S``            ``quota_interval_s``            seconds between drift checks of
+                                                                    the throttle configs (default
+                                                                    30)
+``KPO_CLUSTER_INTERVAL_S``          ``cluster_interval_s``          seconds between refreshes of
+                                                                    each KafkaCluster's status and
+                                                                    Secrets (default 60)
+``KPO_RATE_WINDOW_S``               ``rate_window_s``               window of the replication-rate
+                                                                    estimate behind the ETA (default
+                                                                    30)
+``KPO_PARTITION_STATUS_INTERVAL_S`` ``partition_status_interval_s`` seconds between writes of the
+                                                                    per-partition byte counters of a
+                                                                    moving reassignment
+                                                                    (``status.partitions``; totals,
+                                                                    rate and ETA are written every
+                                                                    poll, a partition's state change
+                                                                    at once; default 30, 0: every
+                                                                    poll)
+``KPO_REQUEST_TIMEOUT_MS``          ``request_timeout_ms``          Kafka Admin API request timeout
+                                                                    (``request.timeout.ms``, default
+                                                                    30000)
+``KPO_CLIENT_ID``                   ``client_id``                   ``client.id`` (``kpo-operator``)
+``KPO_NAMESPACE``                   ``namespace``                   the operator's own namespace,
+                                                                    where the throttle ledger
+                                                                    ConfigMap lives (the chart sets
+                                                                    the pod's namespace; default:
+                                                                    the first of ``KPO_NAMESPACES``,
+                                                                    else ``default``)
+``KPO_THROTTLE_LEDGER``             ``throttle_ledger``             name of that ConfigMap: what the
+                                                                    operator wrote into Kafka's
+                                                                    throttle configs
+                                                                    (``kpo-throttle-ledger``)
+``KPO_KAFKA_CLIENT_CONFIG``         ``kafka_security``              Kafka client properties file
+                                                                    (``--command-config`` format:
+                                                                    TLS, SASL), default PLAINTEXT
+``KPO_KAFKA_<PROPERTY>``            ``kafka_security``              one client property, dots as
+                                                                    underscores; ``..._FILE``: its
+                                                                    value from a file (a mounted
+                                                                    Secret)
+``KPO_KAFKA_SASL_USERNAME``         ``kafka_security``              SASL user and password instead
+``KPO_KAFKA_SASL_PASSWORD``                                         of ``sasl.jaas.config`` (each
+                                                                    also ``..._FILE``)
+``KPO_METRICS_PORT``                ``metrics_port``                port of the Prometheus
+                                                                    ``/metrics`` endpoint (requests
+                                                                    to Kafka and the API server,
+                                                                    memory); unset: none
+=================================== =============================== ================================
 
 The Kafka client settings are read by
 :func:`kpo_kafka.client_config.client_security_from_env` (property names as Kafka's); an
@@ -78,6 +96,8 @@ class OperatorSettings(BaseModel):
         cluster_interval_s: Seconds between refreshes of each KafkaCluster (status,
             Secrets: a rotated Secret reconnects within this time).
         rate_window_s: Seconds of samples behind the replication-rate estimate.
+        partition_status_interval_s: Seconds between writes of ``status.partitions`` whose
+            entries changed only in their byte counters (0: at every poll).
         request_timeout_ms: Admin API request timeout (Kafka's ``request.timeout.ms``).
         client_id: Kafka ``client.id`` of the operator's admin client.
         namespace: The operator's namespace, holding the throttle ledger ConfigMap.
@@ -94,6 +114,7 @@ class OperatorSettings(BaseModel):
     quota_interval_s: float = Field(default=30.0, gt=0, le=86400)
     cluster_interval_s: float = Field(default=60.0, gt=0, le=86400)
     rate_window_s: float = Field(default=30.0, gt=0, le=3600)
+    partition_status_interval_s: float = Field(default=30.0, ge=0, le=3600)
     request_timeout_ms: int = Field(default=30000, ge=1000, le=600000)
     client_id: str = Field(default="kpo-operator", min_length=1)
     namespace: str = Field(default="default", pattern=_DNS_LABEL)
@@ -131,7 +152,13 @@ class OperatorSettings(BaseModel):
             "bootstrap_servers": items("BOOTSTRAP_SERVERS"),
             "namespaces": items("NAMESPACES"),
         }
-        for name in ("poll_interval_s", "quota_interval_s", "cluster_interval_s", "rate_window_s"):
+        for name in (
+            "poll_interval_s",
+            "quota_interval_s",
+            "cluster_interval_s",
+            "rate_window_s",
+            "partition_status_interval_s",
+        ):
             if (raw := env.get(ENV_PREFIX + name.upper())) is not None:
                 values[name] = raw
         if (raw := env.get(ENV_PREFIX + "REQUEST_TIMEOUT_MS")) is not None:

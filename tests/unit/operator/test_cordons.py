@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from kpo_kafka.admin_types import ApiError, PartitionInfo
@@ -13,7 +15,9 @@ from kpo_operator.cordons import (
     OwnedCordon,
     cordon_supported,
     drained_brokers,
+    drained_by,
     plan_cordons,
+    replica_counts,
 )
 
 TOPICS = {
@@ -34,6 +38,24 @@ def test_a_broker_keeping_a_replica_elsewhere_is_not_drained() -> None:
     # a replica being removed by a move in flight still counts until it is gone
     moving = {**TOPICS, "v": {0: PartitionInfo((3, 0), adding=(3,), removing=(0,))}}
     assert drained_brokers(moving, {("t", 0): [2, 1]}) == frozenset()
+
+
+def test_drained_by_counts_agrees_with_the_whole_cluster_walk() -> None:
+    # drained_by looks only at the targets, with replica counts read once per Metadata.
+    rng = random.Random(7)
+    for _ in range(300):
+        topics: dict[str, dict[int, PartitionInfo]] = {}
+        for topic in ("a", "b", "c"):
+            topics[topic] = {
+                i: PartitionInfo(tuple(rng.sample(range(6), rng.randint(1, 3))))
+                for i in range(rng.randint(0, 4))
+            }
+        targets = {
+            (rng.choice("abcd"), rng.randint(0, 4)): rng.sample(range(6), rng.randint(1, 3))
+            for _ in range(rng.randint(1, 6))
+        }
+        expected = drained_brokers(topics, targets)
+        assert drained_by(replica_counts(topics), topics, targets) == expected
 
 
 def test_only_kafka_4_3_brokers_know_cordoned_log_dirs() -> None:

@@ -18,6 +18,7 @@ def test_defaults_with_only_the_bootstrap_servers() -> None:
     assert settings.poll_interval_s == 2.0
     assert settings.quota_interval_s == 30.0
     assert settings.rate_window_s == 30.0
+    assert settings.partition_status_interval_s == 30.0
     assert settings.request_timeout_ms == 30000
     assert settings.client_id == "kpo-operator"
     assert settings.namespace == "default"
@@ -33,6 +34,7 @@ def test_every_variable_is_parsed() -> None:
             "KPO_QUOTA_INTERVAL_S": "60",
             "KPO_CLUSTER_INTERVAL_S": "15",
             "KPO_RATE_WINDOW_S": "12.5",
+            "KPO_PARTITION_STATUS_INTERVAL_S": "0",
             "KPO_REQUEST_TIMEOUT_MS": "45000",
             "KPO_CLIENT_ID": "kpo-test",
             "KPO_NAMESPACE": "kpo-system",
@@ -48,6 +50,7 @@ def test_every_variable_is_parsed() -> None:
     assert settings.quota_interval_s == 60.0
     assert settings.cluster_interval_s == 15.0
     assert settings.rate_window_s == 12.5
+    assert settings.partition_status_interval_s == 0.0
     assert settings.request_timeout_ms == 45000
     assert settings.client_id == "kpo-test"
     assert settings.namespace == "kpo-system"
@@ -99,6 +102,10 @@ def test_reads_os_environ_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
         ({**BOOTSTRAP, "KPO_QUOTA_INTERVAL_S": "-1"}, "KPO_QUOTA_INTERVAL_S"),
         ({**BOOTSTRAP, "KPO_CLUSTER_INTERVAL_S": "0"}, "KPO_CLUSTER_INTERVAL_S"),
         ({**BOOTSTRAP, "KPO_RATE_WINDOW_S": ""}, "KPO_RATE_WINDOW_S"),
+        (
+            {**BOOTSTRAP, "KPO_PARTITION_STATUS_INTERVAL_S": "-1"},
+            "KPO_PARTITION_STATUS_INTERVAL_S",
+        ),
         ({**BOOTSTRAP, "KPO_REQUEST_TIMEOUT_MS": "999"}, "KPO_REQUEST_TIMEOUT_MS"),
         ({**BOOTSTRAP, "KPO_REQUEST_TIMEOUT_MS": "1.5"}, "KPO_REQUEST_TIMEOUT_MS"),
         ({**BOOTSTRAP, "KPO_CLIENT_ID": ""}, "KPO_CLIENT_ID"),

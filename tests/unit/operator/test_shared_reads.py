@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Collection
+from typing import Any
 
 from kpo_kafka.admin_types import ConfigResource, ReplicaDirInfo, ReplicaKey
 from kpo_kafka.topic_partition import TopicPartition
@@ -454,3 +455,83 @@ def test_plain_copy_of_kopfs_live_body() -> None:
     body._replace_with({"metadata": {"name": "m", "resourceVersion": "8"}})
     assert plain_copy(body) == {"metadata": {"name": "m", "resourceVersion": "8"}}
     assert plain_copy(kopf.Body({"metadata": {"name": "m"}})) is None  # no version
+
+
+def test_a_step_looks_up_only_its_own_partitions_owners() -> None:
+    # The owner index kept both ways: a step's cost grows with its partitions, not with
+    # every object's (issue 17: 200 objects of 2,000 partitions).
+    store, clock = FakeObjectStore(), Clock()
+    owners = InFlightOwners(store, 30.0, clock=clock)
+    a, b = TopicPartition("t0", 0), TopicPartition("t1", 0)
+    owners.seen(f"{NS}/a", frozenset({a}))
+    owners.seen(f"{NS}/b", frozenset({b}))
+    assert owners.owners_of([a, b, TopicPartition("t2", 0)], exclude="x") == {
+        a: f"{NS}/a",
+        b: f"{NS}/b",
+    }
+    assert owners.owners_of([a, b], exclude=f"{NS}/a") == {b: f"{NS}/b"}
+    owners.seen(f"{NS}/a", frozenset())  # a's partition left flight
+    assert owners.owners_of([a], exclude="x") == {}
+    owners.forget(f"{NS}/b")
+    assert owners.owners_of([b], exclude="x") == {}
+    assert owners.owners(exclude="x") == {}
+
+
+def test_a_shared_snapshot_holds_only_its_topics_in_flight_and_replicas() -> None:
+    kafka, clock = _kafka(), Clock()
+    kafka.alter_partition_reassignments(
+        {TopicPartition("t0", 0): [2, 1], TopicPartition("t1", 0): [2, 1]}
+    )
+    reader = SharedClusterReader(kafka, 60.0, clock=clock)
+    reader.read(["t0", "t1"], replica_sizes=True)
+    snapshot = reader.read(["t0"], replica_sizes=True)
+    assert list(snapshot.view.reassigning) == [TopicPartition("t0", 0)]
+    assert {k[1] for k in snapshot.replicas} == {"t0"}
+    assert snapshot.view.partition("t0", 0) is not None
+    assert snapshot.view.partition("t0", 0).adding == (2,)  # type: ignore[union-attr]
+    again = reader.read(["t0"], replica_sizes=True)
+    assert again.view.topics["t0"] is snapshot.view.topics["t0"]  # built once per read
+
+
+def test_metadata_of_every_topic_is_shared_within_the_interval() -> None:
+    # Each acceptance asks which brokers it drains (KIP-1066 cordons): one Metadata of
+    # every topic per interval for all of them, not one per acceptance.
+    kafka, clock = _kafka(), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    first = reader.every_topic()
+    assert set(first.topics) == {"t0", "t1", "t2"} and first.counts == {0: 3, 1: 3}
+    assert reader.every_topic() is first
+    assert [a for c, a in kafka.calls if c == "describe_topics"] == [None]
+    clock.advance(1.0)
+    assert reader.every_topic() is not first
+    reader.invalidate()  # after the operator's own submission: read again
+    reader.every_topic()
+    assert sum(c == "describe_topics" for c, _ in kafka.calls) == 3
+
+
+def test_callers_waiting_for_a_slow_metadata_read_share_it() -> None:
+    # Under load the read takes longer than the interval: the callers that waited for it
+    # take it instead of each reading again, one after the other.
+    kafka, clock = _kafka(), Clock()
+    describe = kafka.describe_topics
+    started, release = threading.Event(), threading.Event()
+
+    def slow(topics: Collection[str] | None = None) -> Any:
+        started.set()
+        assert release.wait(WAIT_S)
+        clock.advance(5.0)  # the read took five intervals
+        return describe(topics)
+
+    kafka.describe_topics = slow  # type: ignore[method-assign]
+    reader = SharedClusterReader(kafka, 1.0, clock=clock)
+    got: list[object] = []
+    first = threading.Thread(target=lambda: got.append(reader.every_topic()))
+    first.start()
+    assert started.wait(WAIT_S)
+    others = [threading.Thread(target=lambda: got.append(reader.every_topic())) for _ in range(3)]
+    for thread in others:
+        thread.start()
+    release.set()
+    for thread in [first, *others]:
+        thread.join(WAIT_S)
+    assert len(got) == 4 and all(g is got[0] for g in got)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 
 from kpo_broker.controller import errors
 from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
@@ -192,16 +193,15 @@ class ReassignmentManager:
         Used at failover and when brokers hosting target replicas (re)start.
         """
         ctx = self._context
+        resumed: dict[TopicPartition, ReplicaAssignment] = {}
         for tp in sorted(ctx.partitions_being_reassigned):
             assignment = ctx.partition_full_replica_assignment(tp)
-            if assignment is None or not should_resume(tp, assignment):
-                continue
-            try:
-                self.on_partition_reassignment(tp, assignment)
-            except ControllerMovedError:
-                raise
-            except Exception:
-                _log.exception("could not resume the reassignment of %s", tp)
+            if assignment is not None and should_resume(tp, assignment):
+                resumed[tp] = assignment
+        results = self._advance(resumed)
+        failed = {str(tp): r for tp, r in sorted(results.items()) if r[0] != errors.NONE}
+        if failed:
+            _log.error("could not resume the reassignments of %s", failed)
 
     # --- the flow -------------------------------------------------------------------------
 
@@ -217,13 +217,97 @@ class ReassignmentManager:
         self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
             {tp.topic}, "reassignment in progress"
         )
-        self._update_current_reassignment(tp, reassignment)
+        self._update_current_reassignments(tp.topic, {tp: reassignment})
         if not self._is_complete(tp, reassignment):
             _log.info("reassignment of %s to %s started", tp, list(reassignment.target_replicas))
             self._update_leader_epoch_and_send_request(tp, reassignment)
-            self._start_new_replicas(tp, reassignment.adding_replicas)
+            self._start_new_replicas({tp: reassignment})
             return
         self._complete_reassignment(tp, reassignment)
+
+    def _advance(
+        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> ReassignmentResults:
+        """Advance many partitions at once (``on_partition_reassignment`` for each, batched).
+
+        The same steps as for one partition, with the ZooKeeper work and the requests of
+        all of them together: one assignment write per topic (step 1), one ``multiRead``
+        of the partition states, the leader epoch bumps in fenced multis and one
+        LeaderAndIsr batch (step 2); partitions whose RAR is already in the ISR complete
+        one by one (step 3). Kafka's controller runs ``onPartitionReassignment``
+        partition after partition, each with its own ZooKeeper round trips and request
+        batch; done that way here, one AlterPartitionReassignments of 2,000 partitions
+        kept the controller's event thread busy for minutes.
+
+        Returns:
+            partition -> (error code, message): ``NONE`` when its reassignment started or
+            completed; a failed partition leaves the others going.
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
+        """
+        results: ReassignmentResults = {}
+        if not reassignments:
+            return results
+        self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
+            {tp.topic for tp in reassignments}, "reassignment in progress"
+        )
+        by_topic: dict[str, dict[TopicPartition, ReplicaAssignment]] = {}
+        for tp, assignment in sorted(reassignments.items()):
+            by_topic.setdefault(tp.topic, {})[tp] = assignment
+        updated: dict[TopicPartition, ReplicaAssignment] = {}
+        for topic, parts in by_topic.items():
+            failure = _outcome(parts, partial(self._update_current_reassignments, topic, parts))
+            if failure is None:
+                updated.update(parts)
+            else:
+                results.update(failure)
+        moving = [tp for tp, a in updated.items() if a.is_being_reassigned]
+        states = self._zk.get_partition_states(moving) if moving else {}
+        to_start: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp, assignment in updated.items():
+            state = states.get(tp)
+            isr = None if state is None else state.leader_and_isr.isr
+            if assignment.is_being_reassigned and not is_reassignment_complete(assignment, isr):
+                to_start[tp] = assignment
+                continue
+            failure = _outcome([tp], partial(self._complete_reassignment, tp, assignment))
+            results.update(failure or {tp: (errors.NONE, None)})
+        if to_start:
+            results.update(self._start_reassignments(to_start, states))
+        return results
+
+    def _start_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    ) -> ReassignmentResults:
+        """Step 2 for partitions whose RAR is not all in the ISR yet, together.
+
+        Args:
+            reassignments: partition -> its AR (OAR + RAR) as written in step 1.
+            states: their state znodes as just read (a missing one fails the partition).
+        """
+        results: ReassignmentResults = {}
+        bumped = self._bump_leader_epochs(reassignments, states)
+        for tp in reassignments:
+            if tp not in bumped:
+                results[tp] = (
+                    errors.StateChangeFailedError.error_code,
+                    f"cannot bump the leader epoch of {tp}",
+                )
+        if not bumped:
+            return results
+        for tp in bumped:
+            _log.info(
+                "reassignment of %s to %s started", tp, list(reassignments[tp].target_replicas)
+            )
+        started = {tp: reassignments[tp] for tp in bumped}
+        failure = _outcome(started, partial(self._send_leader_and_isr, started, bumped))
+        if failure is None:
+            failure = _outcome(started, partial(self._start_new_replicas, started))
+        results.update(failure or {tp: (errors.NONE, None) for tp in started})
+        return results
 
     def _complete_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
         ctx = self._context
@@ -244,20 +328,34 @@ class ReassignmentManager:
         self._topic_deletion_manager.resume_deletion_for_topics({tp.topic})
         _log.info("reassignment of %s to %s completed", tp, list(completed.replicas))
 
-    def _update_current_reassignment(
-        self, tp: TopicPartition, reassignment: ReplicaAssignment
+    def _update_current_reassignments(
+        self, topic: str, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> None:
-        """Write the new AR; stop replicas a changed target no longer needs."""
+        """Write the new ARs of partitions of ``topic`` (one write); stop unneeded replicas.
+
+        Replicas that a changed target no longer has are stopped and deleted.
+
+        Raises:
+            StateChangeFailedError: the topic vanished or the write kept conflicting.
+            ControllerMovedError: the write was fenced.
+        """
         ctx = self._context
-        current = ctx.partition_full_replica_assignment(tp)
-        if current != reassignment:
-            self._write_partition_assignment(tp, reassignment)
-            ctx.update_partition_full_replica_assignment(tp, reassignment)
-            if current is not None:
-                unneeded = [r for r in current.replicas if r not in reassignment.replicas]
-                self._stop_removed_replicas(tp, unneeded)
-        self._watches.watch_reassignment_isr(tp)
-        ctx.partitions_being_reassigned.add(tp)
+        previous = {tp: ctx.partition_full_replica_assignment(tp) for tp in reassignments}
+        changed = {tp: a for tp, a in reassignments.items() if previous[tp] != a}
+        if changed:
+            self._write_partition_assignments(topic, changed)
+            unneeded: list[PartitionAndReplica] = []
+            for tp, assignment in changed.items():
+                ctx.update_partition_full_replica_assignment(tp, assignment)
+                current = previous[tp]
+                if current is not None:
+                    unneeded.extend(
+                        _replicas(tp, (r for r in current.replicas if r not in assignment.replicas))
+                    )
+            self._stop_replicas(unneeded)
+        for tp in reassignments:
+            self._watches.watch_reassignment_isr(tp)
+            ctx.partitions_being_reassigned.add(tp)
 
     def _is_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
         if not assignment.is_being_reassigned:
@@ -267,15 +365,19 @@ class ReassignmentManager:
             assignment, None if state is None else state.leader_and_isr.isr
         )
 
-    def _start_new_replicas(self, tp: TopicPartition, adding: Iterable[int]) -> None:
+    def _start_new_replicas(
+        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> None:
         """Move the added replicas that have no state yet to NewReplica (they start fetching)."""
         ctx = self._context
         new = [
             r
-            for r in _replicas(tp, adding)
+            for tp, assignment in reassignments.items()
+            for r in _replicas(tp, assignment.adding_replicas)
             if ctx.replica_state(r) in (None, ReplicaState.NON_EXISTENT_REPLICA)
         ]
-        self._replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
+        if new:
+            self._replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
 
     def _move_leader_if_required(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
         """Elect a leader from RAR unless the live leader is in RAR (then bump its epoch)."""
@@ -297,7 +399,10 @@ class ReassignmentManager:
 
     def _stop_removed_replicas(self, tp: TopicPartition, removed: Iterable[int]) -> None:
         """OfflineReplica -> StopReplica(delete) -> NonExistentReplica for ``removed``."""
-        replicas = _replicas(tp, removed)
+        self._stop_replicas(_replicas(tp, removed))
+
+    def _stop_replicas(self, replicas: list[PartitionAndReplica]) -> None:
+        """OfflineReplica -> StopReplica(delete) -> NonExistentReplica for ``replicas``."""
         if not replicas:
             return
         rsm = self._replica_state_machine
@@ -315,22 +420,75 @@ class ReassignmentManager:
         leadership = self._bump_leader_epoch(tp)
         if leadership is None:
             raise errors.StateChangeFailedError(f"cannot bump the leader epoch of {tp}")
+        self._send_leader_and_isr({tp: assignment}, {tp: leadership})
+
+    def _send_leader_and_isr(
+        self,
+        assignments: Mapping[TopicPartition, ReplicaAssignment],
+        leaderships: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    ) -> None:
+        """Send LeaderAndIsr of each partition to the live replicas of its AR, in one batch.
+
+        The adding replicas get it with ``is_new`` (Kafka's
+        ``updateLeaderEpochAndSendRequest``).
+        """
         ctx = self._context
         live = ctx.live_or_shutting_down_broker_ids
         self._batch.new_batch()
         try:
-            original = [r for r in assignment.original_replicas if r in live]
-            adding = [r for r in assignment.adding_replicas if r in live]
-            self._batch.add_leader_and_isr_request_for_brokers(
-                original, tp, leadership, assignment, is_new=False
-            )
-            self._batch.add_leader_and_isr_request_for_brokers(
-                adding, tp, leadership, assignment, is_new=True
-            )
+            for tp, leadership in leaderships.items():
+                assignment = assignments[tp]
+                original = [r for r in assignment.original_replicas if r in live]
+                adding = [r for r in assignment.adding_replicas if r in live]
+                self._batch.add_leader_and_isr_request_for_brokers(
+                    original, tp, leadership, assignment, is_new=False
+                )
+                self._batch.add_leader_and_isr_request_for_brokers(
+                    adding, tp, leadership, assignment, is_new=True
+                )
             self._batch.send_requests_to_brokers(ctx.epoch)
         except Exception:
             self._batch.clear()
             raise
+
+    def _bump_leader_epochs(
+        self,
+        partitions: Iterable[TopicPartition],
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    ) -> dict[TopicPartition, LeaderIsrAndControllerEpoch]:
+        """Bump the leader epochs of ``partitions`` from ``states`` in fenced multis.
+
+        Each write is a compare-and-set on the state read; a partition whose state changed
+        meanwhile is retried alone (:meth:`_bump_leader_epoch`).
+
+        Returns:
+            partition -> its new state (also cached), for those bumped; without a state
+            znode, or with one written by a newer controller, a partition is left out.
+
+        Raises:
+            ControllerMovedError: the fence failed.
+        """
+        ctx = self._context
+        wanted = {
+            tp: state.leader_and_isr.with_new_leader(
+                state.leader_and_isr.leader, state.leader_and_isr.isr
+            )
+            for tp in partitions
+            if (state := states.get(tp)) is not None and state.controller_epoch <= ctx.epoch
+        }
+        if not wanted:
+            return {}
+        written = self._zk.update_leader_and_isr(
+            wanted, ctx.epoch, controller_epoch_zk_version=ctx.epoch_zk_version
+        )
+        bumped: dict[TopicPartition, LeaderIsrAndControllerEpoch] = {}
+        for tp, lai in written.written.items():
+            bumped[tp] = LeaderIsrAndControllerEpoch(lai, ctx.epoch)
+            ctx.put_partition_leadership(tp, bumped[tp])
+        for tp in sorted(written.version_conflicts):
+            if (again := self._bump_leader_epoch(tp)) is not None:
+                bumped[tp] = again
+        return bumped
 
     def _bump_leader_epoch(self, tp: TopicPartition) -> LeaderIsrAndControllerEpoch | None:
         """Rewrite ``tp``'s state with leader epoch + 1 (compare-and-set, fenced).
@@ -367,13 +525,24 @@ class ReassignmentManager:
             StateChangeFailedError: the topic vanished or the writes kept conflicting.
             ControllerMovedError: the write was fenced.
         """
+        self._write_partition_assignments(tp.topic, {tp: assignment})
+
+    def _write_partition_assignments(
+        self, topic: str, assignments: Mapping[TopicPartition, ReplicaAssignment]
+    ) -> None:
+        """Write assignments of partitions of ``topic`` into its znode in one CAS (fenced).
+
+        Raises:
+            StateChangeFailedError: the topic vanished or the writes kept conflicting.
+            ControllerMovedError: the write was fenced.
+        """
         for _ in range(MAX_CAS_ATTEMPTS):
-            current = self._zk.get_replica_assignments([tp.topic]).get(tp.topic)
+            current = self._zk.get_replica_assignments([topic]).get(topic)
             if current is None:
-                raise errors.StateChangeFailedError(f"topic {tp.topic} does not exist")
-            merged = {**current.partitions, tp.partition: assignment}
+                raise errors.StateChangeFailedError(f"topic {topic} does not exist")
+            merged = {**current.partitions, **{tp.partition: a for tp, a in assignments.items()}}
             version = self._zk.set_replica_assignment(
-                tp.topic,
+                topic,
                 merged,
                 current.zk_version,
                 topic_id=current.topic_id,
@@ -381,7 +550,8 @@ class ReassignmentManager:
             )
             if version is not None:
                 return
-        raise errors.StateChangeFailedError(f"could not write the assignment of {tp}")
+        partitions = sorted(str(tp) for tp in assignments)
+        raise errors.StateChangeFailedError(f"could not write the assignment of {partitions}")
 
     def _remove_from_zk_reassignment(
         self, should_remove: Callable[[TopicPartition, Sequence[int]], bool]
@@ -434,19 +604,27 @@ class ReassignmentManager:
     def _trigger_reassignments(
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> ReassignmentResults:
-        results: ReassignmentResults = {}
-        for tp, reassignment in sorted(reassignments.items()):
-            try:
-                self.on_partition_reassignment(tp, reassignment)
-                results[tp] = (errors.NONE, None)
-            except ControllerMovedError:
-                raise
-            except errors.ControllerError as exc:
-                results[tp] = (exc.error_code, str(exc))
-            except Exception as exc:
-                _log.exception("reassignment of %s failed", tp)
-                results[tp] = (errors.UNKNOWN_SERVER_ERROR, repr(exc))
-        return results
+        return self._advance(reassignments)
+
+
+def _outcome(
+    partitions: Iterable[TopicPartition], step: Callable[[], object]
+) -> ReassignmentResults | None:
+    """Run ``step`` for ``partitions``; None when it succeeded, else each one's error.
+
+    Raises:
+        ControllerMovedError: from ``step`` (this controller is no longer active).
+    """
+    try:
+        step()
+    except ControllerMovedError:
+        raise
+    except errors.ControllerError as exc:
+        return {tp: (exc.error_code, str(exc)) for tp in partitions}
+    except Exception as exc:
+        _log.exception("reassignment of %s failed", sorted(str(tp) for tp in partitions))
+        return {tp: (errors.UNKNOWN_SERVER_ERROR, repr(exc)) for tp in partitions}
+    return None
 
 
 def _replicas(tp: TopicPartition, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from kafka import errors as kafka_errors
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.manager import LogManager
+from kpo_broker.server import replica_manager as replica_manager_module
 from kpo_broker.server.errors import (
     FencedLeaderEpochError,
     NotLeaderOrFollowerError,
@@ -363,17 +363,21 @@ def test_an_isr_write_for_a_partition_stopped_meanwhile_is_dropped(
 
 
 def test_shrink_removes_lagging_followers_and_lets_the_high_watermark_advance(
-    open_broker: OpenBroker,
+    open_broker: OpenBroker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # The broker's clock is the test's: on a loaded machine, wall time between two lines
+    # may exceed replica.lag.time.max.ms and make follower 1 lag too.
+    clock = [now_ms()]
+    monkeypatch.setattr(replica_manager_module, "now_ms", lambda: clock[0])
     writer = InMemoryIsrWriter()
     rm = open_broker(0, writer, replica_lag_time_max_ms=30)
     rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0, 1, 2), leader_epoch=1)})
     partition = hosted(rm, TP)
     _append(rm, TP, 5)
-    time.sleep(0.05)
+    clock[0] += 50
     # Follower 1 fetches at the LEO: caught up now. Follower 2 was last caught up at
     # the LeaderAndIsr, longer ago than replica.lag.time.max.ms.
-    partition.update_follower_fetch_state(1, 5, now_ms())
+    partition.update_follower_fetch_state(1, 5, clock[0])
     assert partition.high_watermark == 0  # follower 2's LEO is unknown
 
     async def scenario() -> bool:

@@ -118,7 +118,7 @@ class ReassignmentManager:
         """
         results, to_start = self._build_reassignments(reassignments)
         self._remove_from_zk_reassignment(lambda tp, _: tp in to_start)
-        results.update(self._trigger_reassignments(to_start))
+        results.update(self._advance(to_start))
         return results
 
     def list_partition_reassignments(
@@ -157,7 +157,7 @@ class ReassignmentManager:
         if not requested:
             return set()
         results, to_start = self._build_reassignments(dict(requested))
-        results.update(self._trigger_reassignments(to_start))
+        results.update(self._advance(to_start))
         failed = {tp for tp, (code, _) in results.items() if code != errors.NONE}
         if failed:
             _log.warning(
@@ -600,11 +600,6 @@ class ReassignmentManager:
             else:
                 to_start[tp] = built
         return results, to_start
-
-    def _trigger_reassignments(
-        self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
-    ) -> ReassignmentResults:
-        return self._advance(reassignments)
 
 
 def _outcome(

@@ -446,7 +446,10 @@ class KafkaController:
         elif isinstance(event, ZkPartitionReassignment):
             self._process_zk_partition_reassignment()
         elif isinstance(event, PartitionReassignmentIsrChange):
-            self._process_partition_reassignment_isr_change(event.topic_partition)
+            queued = self.event_manager.take_queued(PartitionReassignmentIsrChange)
+            self._process_partition_reassignment_isr_changes(
+                [event.topic_partition, *(e.topic_partition for e in queued)]
+            )
         elif isinstance(event, TopicUncleanLeaderElectionEnable):
             if self.is_active:
                 self.partition_state_machine.trigger_online_partition_state_change(event.topic)
@@ -1097,10 +1100,14 @@ class KafkaController:
         if self.is_active:
             self.reassignment_manager.start_zk_partition_reassignments()
 
-    def _process_partition_reassignment_isr_change(self, tp: TopicPartition) -> None:
-        """Complete ``tp``'s reassignment if all of its target replicas joined the ISR."""
+    def _process_partition_reassignment_isr_changes(self, tps: list[TopicPartition]) -> None:
+        """Complete the reassignments of ``tps`` whose target replicas all joined the ISR.
+
+        ``tps`` are the partitions of this event and of those of its kind queued after
+        it, handled as one batch.
+        """
         if self.is_active:
-            self.reassignment_manager.on_partition_isr_change(tp)
+            self.reassignment_manager.on_partition_isr_changes(tps)
 
     # --- election events ------------------------------------------------------------------
 

@@ -13,11 +13,13 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from kpo_broker.controller.events import ControllerEvent, ShutdownEventThread
 
 _log = logging.getLogger(__name__)
+
+E = TypeVar("E", bound=ControllerEvent)
 
 #: Name of the event thread, as in Kafka.
 EVENT_THREAD_NAME = "controller-event-thread"
@@ -85,6 +87,23 @@ class ControllerEventManager:
                 self._cond.notify()
                 return
         self._processor.preempt(event)
+
+    def take_queued(self, kind: type[E]) -> list[E]:
+        """Remove and return the queued events of type ``kind``, in queue order.
+
+        Called on the event thread to handle many events of one kind as one batch (the
+        controller does so with the state znode changes of partitions being
+        reassigned: thousands arrive together when a large reassignment catches up).
+        Only for events whose handling re-reads what it acts on, so that handling one
+        earlier than its place in the queue changes nothing.
+        """
+        with self._cond:
+            taken = [event for event in self._queue if isinstance(event, kind)]
+            if taken:
+                kept = [event for event in self._queue if not isinstance(event, kind)]
+                self._queue.clear()
+                self._queue.extend(kept)
+            return taken
 
     def clear_and_put(self, event: ControllerEvent) -> None:
         """Preempt every queued event, then queue ``event`` alone (Kafka's ``clearAndPut``).

@@ -168,17 +168,37 @@ class ReassignmentManager:
             self._remove_from_zk_reassignment(lambda tp, _: tp in failed)
         return set(results) - failed
 
-    def on_partition_isr_change(self, tp: TopicPartition) -> None:
-        """Complete ``tp``'s reassignment if all of RAR joined the ISR.
+    def on_partition_isr_changes(self, partitions: Iterable[TopicPartition]) -> None:
+        """Complete the reassignments of ``partitions`` whose RAR all joined the ISR.
 
-        Kafka's ``processPartitionReassignmentIsrChange``; ignored when ``tp`` is not
-        being reassigned.
+        Kafka's ``processPartitionReassignmentIsrChange``, for every partition whose state
+        znode changed since the last call at once (the controller drains the queued
+        :class:`~kpo_broker.controller.events.PartitionReassignmentIsrChange` events):
+        one ``multiRead`` of their states, then :meth:`_complete_reassignments`.
+        Partitions not being reassigned are ignored.
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
         """
-        if tp not in self._context.partitions_being_reassigned:
-            return
-        assignment = self._context.partition_full_replica_assignment(tp)
-        if assignment is not None and self._is_complete(tp, assignment):
-            self.on_partition_reassignment(tp, assignment)
+        ctx = self._context
+        candidates: dict[TopicPartition, ReplicaAssignment] = {}
+        for tp in sorted(set(partitions)):
+            if tp not in ctx.partitions_being_reassigned:
+                continue
+            assignment = ctx.partition_full_replica_assignment(tp)
+            if assignment is not None:
+                candidates[tp] = assignment
+        moving = [tp for tp, a in candidates.items() if a.is_being_reassigned]
+        states = self._zk.get_partition_states(moving) if moving else {}
+        complete = {
+            tp: a
+            for tp, a in candidates.items()
+            if is_reassignment_complete(a, _isr(states.get(tp)))
+        }
+        results = self._complete_reassignments(complete, states)
+        failed = {str(tp): r for tp, r in sorted(results.items()) if r[0] != errors.NONE}
+        if failed:
+            _log.error("could not complete the reassignments of %s", failed)
 
     def initialize_partition_reassignments(self) -> None:
         """Resume reassignments at failover: the znode's, then those found in AR (KIP-455)."""
@@ -205,26 +225,6 @@ class ReassignmentManager:
 
     # --- the flow -------------------------------------------------------------------------
 
-    def on_partition_reassignment(
-        self, tp: TopicPartition, reassignment: ReplicaAssignment
-    ) -> None:
-        """Advance ``tp`` towards ``reassignment`` (Kafka's ``onPartitionReassignment``).
-
-        Raises:
-            ControllerMovedError: a ZooKeeper write was fenced.
-            StateChangeFailedError: the assignment or the leader epoch could not be written.
-        """
-        self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
-            {tp.topic}, "reassignment in progress"
-        )
-        self._update_current_reassignments(tp.topic, {tp: reassignment})
-        if not self._is_complete(tp, reassignment):
-            _log.info("reassignment of %s to %s started", tp, list(reassignment.target_replicas))
-            self._update_leader_epoch_and_send_request(tp, reassignment)
-            self._start_new_replicas({tp: reassignment})
-            return
-        self._complete_reassignment(tp, reassignment)
-
     def _advance(
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> ReassignmentResults:
@@ -234,10 +234,11 @@ class ReassignmentManager:
         all of them together: one assignment write per topic (step 1), one ``multiRead``
         of the partition states, the leader epoch bumps in fenced multis and one
         LeaderAndIsr batch (step 2); partitions whose RAR is already in the ISR complete
-        one by one (step 3). Kafka's controller runs ``onPartitionReassignment``
-        partition after partition, each with its own ZooKeeper round trips and request
-        batch; done that way here, one AlterPartitionReassignments of 2,000 partitions
-        kept the controller's event thread busy for minutes.
+        together (step 3, :meth:`_complete_reassignments`). Kafka's controller runs
+        ``onPartitionReassignment`` partition after partition, each with its own
+        ZooKeeper round trips and request batch; done that way here, one
+        AlterPartitionReassignments of 2,000 partitions kept the controller's event
+        thread busy for minutes.
 
         Returns:
             partition -> (error code, message): ``NONE`` when its reassignment started or
@@ -265,14 +266,13 @@ class ReassignmentManager:
         moving = [tp for tp, a in updated.items() if a.is_being_reassigned]
         states = self._zk.get_partition_states(moving) if moving else {}
         to_start: dict[TopicPartition, ReplicaAssignment] = {}
+        complete: dict[TopicPartition, ReplicaAssignment] = {}
         for tp, assignment in updated.items():
-            state = states.get(tp)
-            isr = None if state is None else state.leader_and_isr.isr
-            if assignment.is_being_reassigned and not is_reassignment_complete(assignment, isr):
+            if is_reassignment_complete(assignment, _isr(states.get(tp))):
+                complete[tp] = assignment
+            else:
                 to_start[tp] = assignment
-                continue
-            failure = _outcome([tp], partial(self._complete_reassignment, tp, assignment))
-            results.update(failure or {tp: (errors.NONE, None)})
+        results.update(self._complete_reassignments(complete, states))
         if to_start:
             results.update(self._start_reassignments(to_start, states))
         return results
@@ -299,9 +299,10 @@ class ReassignmentManager:
         if not bumped:
             return results
         for tp in bumped:
-            _log.info(
+            _log.debug(
                 "reassignment of %s to %s started", tp, list(reassignments[tp].target_replicas)
             )
+        _log.info("reassignments of %d partitions started (%s)", len(bumped), _sample(bumped))
         started = {tp: reassignments[tp] for tp in bumped}
         failure = _outcome(started, partial(self._send_leader_and_isr, started, bumped))
         if failure is None:
@@ -309,24 +310,76 @@ class ReassignmentManager:
         results.update(failure or {tp: (errors.NONE, None) for tp in started})
         return results
 
-    def _complete_reassignment(self, tp: TopicPartition, reassignment: ReplicaAssignment) -> None:
+    def _complete_reassignments(
+        self,
+        reassignments: Mapping[TopicPartition, ReplicaAssignment],
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    ) -> ReassignmentResults:
+        """Step 3 for partitions whose RAR is all in the ISR, together.
+
+        Kafka's ``onPartitionReassignment`` B1-B6 for each, with the work of all of them
+        batched: the RAR replicas go OnlineReplica in one state change, the leaders to
+        keep get their epochs bumped in fenced multis and one LeaderAndIsr batch, the
+        others are elected in one partition state change, the OAR - RAR replicas are
+        stopped in one pass, AR = RAR is written once per topic, the partitions leave
+        ``/admin/reassign_partitions`` in one write, and every broker gets one
+        UpdateMetadata naming them all. As in Kafka, a leader epoch that cannot be bumped
+        or a leader that cannot be elected is logged and the completion goes on.
+
+        Args:
+            reassignments: partition -> its AR (OAR + RAR, or RAR alone).
+            states: partition states already read (others are read when needed).
+
+        Returns:
+            partition -> (error code, message): ``NONE`` once its AR = RAR is written; a
+            topic whose assignment write fails leaves its partitions being reassigned
+            (the next change of their state retries).
+
+        Raises:
+            ControllerMovedError: a ZooKeeper write was fenced.
+        """
         ctx = self._context
+        if not reassignments:
+            return {}
         self._replica_state_machine.handle_state_changes(
-            _replicas(tp, reassignment.adding_replicas), ReplicaState.ONLINE_REPLICA
+            [r for tp, a in reassignments.items() for r in _replicas(tp, a.adding_replicas)],
+            ReplicaState.ONLINE_REPLICA,
         )
-        completed = ReplicaAssignment(reassignment.target_replicas)
-        ctx.update_partition_full_replica_assignment(tp, completed)
-        self._move_leader_if_required(tp, completed)
-        self._stop_removed_replicas(tp, reassignment.removing_replicas)
-        self._write_partition_assignment(tp, completed)
-        self._watches.unwatch_reassignment_isr(tp)
-        ctx.partitions_being_reassigned.discard(tp)
+        completed = {tp: ReplicaAssignment(a.target_replicas) for tp, a in reassignments.items()}
+        for tp, assignment in completed.items():
+            ctx.update_partition_full_replica_assignment(tp, assignment)
+        self._move_leaders_if_required(completed, states)
+        self._stop_replicas(
+            [r for tp, a in reassignments.items() for r in _replicas(tp, a.removing_replicas)]
+        )
+        results: ReassignmentResults = {}
+        by_topic: dict[str, dict[TopicPartition, ReplicaAssignment]] = {}
+        for tp, assignment in completed.items():
+            by_topic.setdefault(tp.topic, {})[tp] = assignment
+        written: dict[TopicPartition, ReplicaAssignment] = {}
+        for topic, parts in by_topic.items():
+            failure = _outcome(parts, partial(self._write_partition_assignments, topic, parts))
+            if failure is None:
+                written.update(parts)
+            else:
+                results.update(failure)
+        if not written:
+            return results
+        for tp in written:
+            self._watches.unwatch_reassignment_isr(tp)
+            ctx.partitions_being_reassigned.discard(tp)
         self._remove_from_zk_reassignment(
-            lambda p, replicas: p == tp and tuple(replicas) == completed.replicas
+            lambda p, replicas: (
+                (done := written.get(p)) is not None and tuple(replicas) == done.replicas
+            )
         )
-        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, [tp])
-        self._topic_deletion_manager.resume_deletion_for_topics({tp.topic})
-        _log.info("reassignment of %s to %s completed", tp, list(completed.replicas))
+        self._send_update_metadata(ctx.live_or_shutting_down_broker_ids, list(written))
+        self._topic_deletion_manager.resume_deletion_for_topics({tp.topic for tp in written})
+        for tp, assignment in written.items():
+            _log.debug("reassignment of %s to %s completed", tp, list(assignment.replicas))
+            results[tp] = (errors.NONE, None)
+        _log.info("reassignments of %d partitions completed (%s)", len(written), _sample(written))
+        return results
 
     def _update_current_reassignments(
         self, topic: str, reassignments: Mapping[TopicPartition, ReplicaAssignment]
@@ -357,14 +410,6 @@ class ReassignmentManager:
             self._watches.watch_reassignment_isr(tp)
             ctx.partitions_being_reassigned.add(tp)
 
-    def _is_complete(self, tp: TopicPartition, assignment: ReplicaAssignment) -> bool:
-        if not assignment.is_being_reassigned:
-            return True
-        state = self._zk.get_partition_states([tp]).get(tp)
-        return is_reassignment_complete(
-            assignment, None if state is None else state.leader_and_isr.isr
-        )
-
     def _start_new_replicas(
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]
     ) -> None:
@@ -379,27 +424,53 @@ class ReassignmentManager:
         if new:
             self._replica_state_machine.handle_state_changes(new, ReplicaState.NEW_REPLICA)
 
-    def _move_leader_if_required(self, tp: TopicPartition, completed: ReplicaAssignment) -> None:
-        """Elect a leader from RAR unless the live leader is in RAR (then bump its epoch)."""
-        leader = self._context.partition_leader(tp)
-        if (
-            leader is not None
-            and leader != NO_LEADER
-            and leader in completed.replicas
-            and self._context.is_replica_online(leader, tp)
-        ):
-            self._update_leader_epoch_and_send_request(tp, completed)
-            return
-        results = self._partition_state_machine.handle_state_changes(
-            [tp], PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElection()
-        )
-        outcome = results.get(tp)
-        if isinstance(outcome, Exception):
-            _log.error("no leader from %s for %s: %s", list(completed.replicas), tp, outcome)
+    def _move_leaders_if_required(
+        self,
+        completed: Mapping[TopicPartition, ReplicaAssignment],
+        states: Mapping[TopicPartition, LeaderIsrAndControllerEpoch],
+    ) -> None:
+        """Elect a leader from RAR unless the live leader is in RAR (then bump its epoch).
 
-    def _stop_removed_replicas(self, tp: TopicPartition, removed: Iterable[int]) -> None:
-        """OfflineReplica -> StopReplica(delete) -> NonExistentReplica for ``removed``."""
-        self._stop_replicas(_replicas(tp, removed))
+        Kafka's ``moveReassignedPartitionLeaderIfRequired``, for many partitions: the
+        epochs to bump in fenced multis (from ``states``, reading those missing) and one
+        LeaderAndIsr batch, the elections in one partition state change. Failures are
+        logged (Kafka's ``updateLeaderEpochAndSendRequest`` does the same).
+        """
+        ctx = self._context
+        keep: dict[TopicPartition, ReplicaAssignment] = {}
+        elect: list[TopicPartition] = []
+        for tp, assignment in completed.items():
+            leader = ctx.partition_leader(tp)
+            if (
+                leader is not None
+                and leader != NO_LEADER
+                and leader in assignment.replicas
+                and ctx.is_replica_online(leader, tp)
+            ):
+                keep[tp] = assignment
+            else:
+                elect.append(tp)
+        if keep:
+            missing = [tp for tp in keep if tp not in states]
+            known = {**states, **self._zk.get_partition_states(missing)} if missing else states
+            bumped = self._bump_leader_epochs(keep, known)
+            for tp in sorted(set(keep) - set(bumped)):
+                _log.error(
+                    "cannot bump the leader epoch of %s to send its replicas %s",
+                    tp,
+                    list(keep[tp].replicas),
+                )
+            if bumped:
+                self._send_leader_and_isr({tp: keep[tp] for tp in bumped}, bumped)
+        if elect:
+            results = self._partition_state_machine.handle_state_changes(
+                elect, PartitionState.ONLINE_PARTITION, ReassignPartitionLeaderElection()
+            )
+            for tp, outcome in sorted(results.items()):
+                if isinstance(outcome, Exception):
+                    _log.error(
+                        "no leader from %s for %s: %s", list(completed[tp].replicas), tp, outcome
+                    )
 
     def _stop_replicas(self, replicas: list[PartitionAndReplica]) -> None:
         """OfflineReplica -> StopReplica(delete) -> NonExistentReplica for ``replicas``."""
@@ -412,15 +483,6 @@ class ReassignmentManager:
         rsm.handle_state_changes(replicas, ReplicaState.NON_EXISTENT_REPLICA)
 
     # --- ZooKeeper writes and requests ----------------------------------------------------
-
-    def _update_leader_epoch_and_send_request(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        """Bump the leader epoch, then send LeaderAndIsr to the live replicas of AR."""
-        leadership = self._bump_leader_epoch(tp)
-        if leadership is None:
-            raise errors.StateChangeFailedError(f"cannot bump the leader epoch of {tp}")
-        self._send_leader_and_isr({tp: assignment}, {tp: leadership})
 
     def _send_leader_and_isr(
         self,
@@ -515,17 +577,6 @@ class ReassignmentManager:
             if tp in written.missing:
                 return None
         return None
-
-    def _write_partition_assignment(
-        self, tp: TopicPartition, assignment: ReplicaAssignment
-    ) -> None:
-        """Write one partition's assignment into ``/brokers/topics/<topic>`` (CAS, fenced).
-
-        Raises:
-            StateChangeFailedError: the topic vanished or the writes kept conflicting.
-            ControllerMovedError: the write was fenced.
-        """
-        self._write_partition_assignments(tp.topic, {tp: assignment})
 
     def _write_partition_assignments(
         self, topic: str, assignments: Mapping[TopicPartition, ReplicaAssignment]
@@ -624,3 +675,16 @@ def _outcome(
 
 def _replicas(tp: TopicPartition, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:
     return [PartitionAndReplica(tp, r) for r in broker_ids]
+
+
+def _isr(state: LeaderIsrAndControllerEpoch | None) -> Sequence[int] | None:
+    """Return the ISR of a partition state read from ZooKeeper, None without one."""
+    return None if state is None else state.leader_and_isr.isr
+
+
+def _sample(partitions: Iterable[TopicPartition], most: int = 5) -> str:
+    """Name up to ``most`` of ``partitions`` for a log line, e.g. ``t-0, t-1 and 98 more``."""
+    names = sorted(str(tp) for tp in partitions)
+    if len(names) <= most:
+        return ", ".join(names)
+    return f"{', '.join(names[:most])} and {len(names) - most} more"

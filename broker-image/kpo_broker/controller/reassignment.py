@@ -406,9 +406,8 @@ class ReassignmentManager:
                         _replicas(tp, (r for r in current.replicas if r not in assignment.replicas))
                     )
             self._stop_replicas(unneeded)
-        for tp in reassignments:
-            self._watches.watch_reassignment_isr(tp)
-            ctx.partitions_being_reassigned.add(tp)
+        self._watches.watch_reassignment_isrs(reassignments)
+        ctx.partitions_being_reassigned.update(reassignments)
 
     def _start_new_replicas(
         self, reassignments: Mapping[TopicPartition, ReplicaAssignment]

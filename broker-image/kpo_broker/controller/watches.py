@@ -29,7 +29,7 @@ is not here: it lives as long as the controller object.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Protocol
 
 from kpo_broker.controller.events import (
@@ -59,6 +59,10 @@ class WatchRegistrar(Protocol):
 
     def watch_data(self, path: str, callback: WatchCallback) -> ZkWatch:
         """Watch a znode's existence and data."""
+        ...
+
+    def watch_data_many(self, watched: Sequence[tuple[str, WatchCallback]]) -> list[ZkWatch]:
+        """Watch many znodes' existence and data, installed together."""
         ...
 
 
@@ -107,16 +111,29 @@ class ControllerWatches:
 
         self._data(paths.ADMIN_REASSIGN_PARTITIONS, on_reassignment)
 
-    def watch_reassignment_isr(self, tp: TopicPartition) -> None:
-        """Watch the state znode of a partition being reassigned (ISR changes)."""
-        path = paths.partition_state_path(tp.topic, tp.partition)
-        event = PartitionReassignmentIsrChange(tp)
+    def watch_reassignment_isrs(self, tps: Iterable[TopicPartition]) -> None:
+        """Watch the state znodes of partitions being reassigned (ISR changes), together.
 
-        def on_state(watch_event: ZkWatchEvent) -> None:
+        Installed in one pipelined batch (``watch_data_many``); those already watched
+        are skipped.
+        """
+        wanted: dict[str, WatchCallback] = {}
+        for tp in tps:
+            path = paths.partition_state_path(tp.topic, tp.partition)
+            if path not in self._watches and path not in wanted:
+                wanted[path] = self._on_state_change(PartitionReassignmentIsrChange(tp))
+        if wanted:
+            handles = self._zk.watch_data_many(list(wanted.items()))
+            self._watches.update(zip(wanted, handles, strict=True))
+
+    def _on_state_change(self, event: ControllerEvent) -> WatchCallback:
+        """Return a watch callback that enqueues ``event`` unless the znode was deleted."""
+
+        def callback(watch_event: ZkWatchEvent) -> None:
             if watch_event.type is not ZkWatchEventType.DELETED:
                 self._put(event)
 
-        self._data(path, on_state)
+        return callback
 
     def unwatch_reassignment_isr(self, tp: TopicPartition) -> None:
         """Stop watching the state znode of a partition whose reassignment ended."""

@@ -18,7 +18,9 @@ by itself, which opens a new session. :class:`SessionStateTracker` maps kazoo's 
 onto :class:`ZkSessionState`: EXPIRED when the session is gone, NEW_SESSION when a
 session with another id is connected (the broker then re-creates its ephemeral znodes
 and the controller runs for election again). Kazoo's ``ChildrenWatch``/``DataWatch``
-recipes re-arm themselves on the new session; raw one-shot watches would be lost.
+recipes re-arm themselves on the new session, and so do the pipelined data watches
+(:class:`~kpo_broker.zk.data_watches.DataWatchSet`); other raw one-shot watches would
+be lost.
 Reconnection attempts (and the recipes' re-reads) back off to at most
 :data:`RECONNECT_BACKOFF_MAX_S` (kazoo's default grows to an hour), so a ZooKeeper that
 comes back is found within about a second, usually before its sessions expire.
@@ -54,6 +56,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from kpo_broker.zk import multi_read, paths
+from kpo_broker.zk.data_watches import DataWatchSet
 from kpo_broker.zk.errors import (
     ControllerMovedError,
     ZkAuthFailedError,
@@ -63,6 +66,7 @@ from kpo_broker.zk.errors import (
 from kpo_broker.zk.ops import CreateOp, DeleteOp, Op, SetDataOp, multi_error
 from kpo_broker.zk.pipeline import DEFAULT_MAX_IN_FLIGHT_REQUESTS, pipeline, round_trips
 from kpo_broker.zk.security import ZkClientSecurity
+from kpo_broker.zk.watches import WatchCallback, ZkWatch
 
 _log = logging.getLogger(__name__)
 
@@ -294,6 +298,7 @@ class ZkSession:
         self._states = SessionStateTracker()
         self._listeners: list[Callable[[ZkSessionState], None]] = []
         self._zk.add_listener(self._on_kazoo_state)
+        self._data_watches = DataWatchSet(self._zk, self.handle_requests)
 
     def _new_client(self, hosts: str) -> Any:
         """Return a kazoo client of ``hosts`` authenticating as :attr:`_security` says."""
@@ -401,6 +406,8 @@ class ZkSession:
         """Kazoo's connection thread: map ``state`` and tell every session listener."""
         client_id = self._zk.client_id
         mapped = self._states.on_state(state, None if client_id is None else int(client_id[0]))
+        if mapped in (ZkSessionState.CONNECTED, ZkSessionState.NEW_SESSION):
+            self._data_watches.rearm_all()
         for callback in list(self._listeners):
             try:
                 callback(mapped)
@@ -425,6 +432,22 @@ class ZkSession:
         stop watching.
         """
         DataWatch(self._zk, path, on_data)
+
+    def add_data_watches(self, watched: Sequence[tuple[str, WatchCallback]]) -> list[ZkWatch]:
+        """Watch many znodes at once, their ``exists`` requests pipelined.
+
+        For the many state znodes of partitions being reassigned; see
+        :class:`~kpo_broker.zk.data_watches.DataWatchSet` (delivered without a blocking
+        read, re-armed after each reconnection).
+
+        Returns:
+            per ``(path, callback)``, in order, the handle that cancels its watch.
+
+        Raises:
+            ZkConnectionLossError: the session failed while installing them.
+            ZkOperationError: ZooKeeper refused to watch a znode.
+        """
+        return self._data_watches.add(watched)
 
     # --- requests ----------------------------------------------------------------------
 

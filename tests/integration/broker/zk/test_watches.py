@@ -1,9 +1,11 @@
 """Watches deliver bare events for the znodes the controller and brokers follow."""
 
 import queue
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Iterator
 
 import pytest
+from kazoo.client import KazooClient
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.model import BrokerRegistration, EndPoint
@@ -121,3 +123,78 @@ def test_session_listener_reports_close(zk_client: KafkaZkClient) -> None:
     zk_client.add_session_listener(states.put)
     zk_client.close()
     assert states.get(timeout=WAIT_S) is ZkSessionState.EXPIRED
+
+
+@pytest.fixture
+def raw(zk_connect: str) -> Iterator[KazooClient]:
+    """A plain kazoo client on the test's chroot, to change znodes as another process would."""
+    client = KazooClient(hosts=zk_connect)
+    client.start(timeout=WAIT_S)
+    client.ensure_path("/")
+    try:
+        yield client
+    finally:
+        client.stop()
+        client.close()
+
+
+def test_many_data_watches_install_pipelined_and_report_each_change(
+    zk_client: KafkaZkClient, raw: KazooClient
+) -> None:
+    paths = [f"/w/{i}" for i in range(200)]
+    for path in paths[:100]:
+        raw.create(path, b"0", makepath=True)
+    events = Events()
+    before = zk_client.stats
+
+    handles = zk_client.watch_data_many([(path, events) for path in paths])
+
+    after = zk_client.stats
+    assert after.requests - before.requests == len(paths)
+    assert after.round_trips - before.round_trips == len(paths) // 10  # a window of 10
+    assert [h.path for h in handles] == paths
+    assert events.queue.empty()  # installing reports nothing
+
+    for path in paths:  # a change of each, whether the znode existed or not
+        if path in paths[:100]:
+            raw.set(path, b"1")
+        else:
+            raw.create(path, b"1")
+    got = [events.next() for _ in paths]
+    assert sorted(got, key=lambda e: int(e.path.rsplit("/", 1)[1])) == [
+        ZkWatchEvent(path, ZkWatchEventType.DATA_CHANGED if i < 100 else ZkWatchEventType.CREATED)
+        for i, path in enumerate(paths)
+    ]
+    # Re-armed: the next change is reported too; a cancelled watch reports nothing.
+    handles[1].cancel()
+    raw.delete(paths[0])
+    raw.set(paths[1], b"2")
+    raw.set(paths[2], b"2")
+    assert events.next() == ZkWatchEvent(paths[0], ZkWatchEventType.DELETED)
+    assert events.next() == ZkWatchEvent(paths[2], ZkWatchEventType.DATA_CHANGED)
+    assert events.queue.empty()
+
+
+def test_data_watches_survive_a_dropped_connection(
+    zk_client: KafkaZkClient, raw: KazooClient
+) -> None:
+    raw.create("/w/a", b"0", makepath=True)
+    events = Events()
+    zk_client.watch_data_many([("/w/a", events), ("/w/b", events)])
+    states: queue.Queue[ZkSessionState] = queue.Queue()
+    zk_client.add_session_listener(states.put)
+
+    # The TCP connection breaks (the session survives); ZooKeeper drops its watches
+    # with it, and kazoo does not set them again.
+    zk_client._session._zk._connection._socket.shutdown(socket.SHUT_RDWR)
+    raw.set("/w/a", b"1")  # while disconnected, or just after
+    assert states.get(timeout=WAIT_S) is ZkSessionState.SUSPENDED
+    assert states.get(timeout=WAIT_S) is ZkSessionState.CONNECTED
+    assert events.next() == ZkWatchEvent("/w/a", ZkWatchEventType.DATA_CHANGED)
+
+    # The watches were armed again on the new connection.
+    raw.create("/w/b", b"0")
+    assert events.next() == ZkWatchEvent("/w/b", ZkWatchEventType.CREATED)
+    raw.set("/w/a", b"2")
+    assert events.next() == ZkWatchEvent("/w/a", ZkWatchEventType.DATA_CHANGED)
+    assert events.queue.empty()

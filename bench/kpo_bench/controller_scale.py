@@ -24,7 +24,12 @@ is made the preferred leader of N partitions; the steps then run in this order o
    the time until every one of its N partitions has another leader. The ZooKeeper session
    (``zookeeper.session.timeout.ms``, 6 s on both) must expire first.
 7. **Start-up after kill -9**: as step 5, with the logs recovered from an unclean shutdown.
-8. **Controller failover**: kill -9 of the controller C; the time until every partition C
+8. **One large reassignment**: one AlterPartitionReassignments moving the follower of each of
+   the N RF 2 partitions to the third broker (``[L, other]`` -> ``[L, third]``; the
+   partitions are empty, so this times the controller's flow, not the copy): the time until
+   ListPartitionReassignments lists none and Metadata shows every new replica list with a
+   full ISR. The time until the request is answered is in the details.
+9. **Controller failover**: kill -9 of the controller C; the time until every partition C
    led has another leader: C's session expires, another broker wins ``/controller``, loads
    the context from ZooKeeper (the metadata of all 2N partitions) and elects new leaders. The
    time until DescribeCluster names the new controller is in the details.
@@ -59,6 +64,7 @@ from kpo_bench.results import (
     CREATE_RF3,
     KILL_LEADERS,
     MEMORY_PER_PARTITION,
+    REASSIGN_ALL,
     SHUTDOWN_EXIT,
     SHUTDOWN_LEADERS,
     STARTUP_CLEAN,
@@ -217,6 +223,7 @@ class ControllerScenario:
             (STARTUP_CLEAN, self.start_leader),
             (KILL_LEADERS, self.kill_leader),
             (STARTUP_UNCLEAN, self.start_leader),
+            (REASSIGN_ALL, self.reassign_all),
             (CONTROLLER_FAILOVER, self.controller_failover),
         ]
 
@@ -414,6 +421,46 @@ class ControllerScenario:
         return Measured(
             moved - began, {"broker": self._leader, "led_before": led, "zk_requests": zk_requests}
         )
+
+    def reassign_all(self) -> Measured:
+        """Step 8: one AlterPartitionReassignments moving a replica of each RF 2 partition."""
+        rf2 = self._topics(RF2_PREFIX)
+        brokers = set(self._cluster.brokers)
+        targets: dict[TopicPartition, list[int]] = {}
+        for topic in rf2:
+            for partition, replicas in enumerate(self._assignments[topic]):
+                (third,) = brokers - set(replicas)
+                targets[TopicPartition(topic, partition)] = [replicas[0], third]
+        with self._admin() as admin:
+            began = time.monotonic()
+            refused = {tp: e for tp, e in admin.alter_partition_reassignments(targets).items() if e}
+            answered = time.monotonic()
+            if refused:
+                raise BenchTimeoutError(f"reassignments refused: {dict(list(refused.items())[:5])}")
+
+            def moved() -> float | None:
+                if admin.list_partition_reassignments():
+                    return None
+                described = admin.describe_topics(list(rf2))
+                for tp, target in targets.items():
+                    state = described.get(tp.topic, {}).get(tp.partition)
+                    if state is None or list(state.replicas) != target:
+                        return None
+                    if not fully_replicated(state):
+                        return None
+                return time.monotonic()
+
+            done = wait_for(
+                moved,
+                self._workload.timeout_s,
+                "every reassignment to complete",
+                self._workload.poll_interval_s,
+            )
+        for topic in rf2:
+            self._assignments[topic] = [
+                targets[TopicPartition(topic, p)] for p in range(len(self._assignments[topic]))
+            ]
+        return Measured(done - began, {"partitions": len(targets), "answered_s": answered - began})
 
     def controller_failover(self) -> Measured:
         """Step 8: kill -9 of the controller until the partitions it led are led elsewhere."""

@@ -128,6 +128,11 @@ STARTUP_UNCLEAN = MetricSpec.cost(
     "start-up after kill -9, until in every ISR",
     target_ratio=CONTROLLER_GOAL,
 )
+REASSIGN_ALL = MetricSpec.cost(
+    "reassign_all_s",
+    "one AlterPartitionReassignments of N partitions: all moved",
+    target_ratio=CONTROLLER_GOAL,
+)
 CONTROLLER_FAILOVER = MetricSpec.cost(
     "controller_failover_s",
     "kill -9 of the controller: its partitions led elsewhere",
@@ -153,6 +158,7 @@ CONTROLLER_METRICS: tuple[MetricSpec, ...] = (
     STARTUP_CLEAN,
     KILL_LEADERS,
     STARTUP_UNCLEAN,
+    REASSIGN_ALL,
     CONTROLLER_FAILOVER,
 )
 

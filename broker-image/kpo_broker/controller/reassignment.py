@@ -15,7 +15,8 @@ One reassignment (RAR = target, OAR = original replicas, Kafka's
 2. until every replica of RAR is in the ISR: the leader epoch is bumped and
    LeaderAndIsr (with the adding/removing replicas) goes to RAR + OAR; the added
    replicas become NewReplica and start fetching;
-3. once RAR is in the ISR (checked on each change of the partition's state znode):
+3. once RAR is in the ISR (checked on each change of the partition's state znode; the
+   changes queued together are handled as one batch, see ``_complete_reassignments``):
    RAR replicas go OnlineReplica, AR = RAR in the context, a leader is elected from RAR
    if the leader is not in RAR or not live (else the leader epoch is bumped), OAR - RAR
    go OfflineReplica -> StopReplica(delete) -> NonExistentReplica, AR = RAR is written

@@ -148,3 +148,27 @@ def test_is_event_thread() -> None:
     manager.close()
     assert seen == [True]
     assert not manager.is_event_thread()
+
+
+def test_take_queued_removes_the_events_of_one_kind_and_keeps_the_others_in_order() -> None:
+    block = threading.Event()
+    recorder = Recorder(block)
+    manager = ControllerEventManager(recorder)
+    manager.start()
+    try:
+        manager.put(TopicChange())  # the thread takes it and blocks in process()
+        assert recorder.started.wait(TIMEOUT_S)
+        for event in (Numbered(1), TopicChange(), Numbered(2), TopicChange(), Numbered(3)):
+            manager.put(event)
+
+        taken = manager.take_queued(Numbered)
+
+        assert taken == [Numbered(1), Numbered(2), Numbered(3)]
+        assert manager.queue_size == 2
+        assert manager.take_queued(Numbered) == []
+        block.set()
+        recorder.wait(3)
+        assert recorder.processed == [TopicChange(), TopicChange(), TopicChange()]
+    finally:
+        block.set()
+        manager.close(TIMEOUT_S)

@@ -254,16 +254,8 @@ class ReassignmentManager:
         self._topic_deletion_manager.mark_topic_ineligible_for_deletion(
             {tp.topic for tp in reassignments}, "reassignment in progress"
         )
-        by_topic: dict[str, dict[TopicPartition, ReplicaAssignment]] = {}
-        for tp, assignment in sorted(reassignments.items()):
-            by_topic.setdefault(tp.topic, {})[tp] = assignment
-        updated: dict[TopicPartition, ReplicaAssignment] = {}
-        for topic, parts in by_topic.items():
-            failure = _outcome(parts, partial(self._update_current_reassignments, topic, parts))
-            if failure is None:
-                updated.update(parts)
-            else:
-                results.update(failure)
+        updated, failed = _per_topic(reassignments, self._update_current_reassignments)
+        results.update(failed)
         moving = [tp for tp, a in updated.items() if a.is_being_reassigned]
         states = self._zk.get_partition_states(moving) if moving else {}
         to_start: dict[TopicPartition, ReplicaAssignment] = {}
@@ -353,17 +345,7 @@ class ReassignmentManager:
         self._stop_replicas(
             [r for tp, a in reassignments.items() for r in _replicas(tp, a.removing_replicas)]
         )
-        results: ReassignmentResults = {}
-        by_topic: dict[str, dict[TopicPartition, ReplicaAssignment]] = {}
-        for tp, assignment in completed.items():
-            by_topic.setdefault(tp.topic, {})[tp] = assignment
-        written: dict[TopicPartition, ReplicaAssignment] = {}
-        for topic, parts in by_topic.items():
-            failure = _outcome(parts, partial(self._write_partition_assignments, topic, parts))
-            if failure is None:
-                written.update(parts)
-            else:
-                results.update(failure)
+        written, results = _per_topic(completed, self._write_partition_assignments)
         if not written:
             return results
         for tp in written:
@@ -671,6 +653,33 @@ def _outcome(
         _log.exception("reassignment of %s failed", sorted(str(tp) for tp in partitions))
         return {tp: (errors.UNKNOWN_SERVER_ERROR, repr(exc)) for tp in partitions}
     return None
+
+
+def _per_topic(
+    assignments: Mapping[TopicPartition, ReplicaAssignment],
+    step: Callable[[str, Mapping[TopicPartition, ReplicaAssignment]], object],
+) -> tuple[dict[TopicPartition, ReplicaAssignment], ReassignmentResults]:
+    """Run ``step(topic, its partitions)`` once per topic of ``assignments``, in order.
+
+    Returns:
+        (the partitions of the topics it succeeded for, each other partition's error);
+        one topic failing leaves the others going (:func:`_outcome`).
+
+    Raises:
+        ControllerMovedError: from ``step``.
+    """
+    by_topic: dict[str, dict[TopicPartition, ReplicaAssignment]] = {}
+    for tp, assignment in sorted(assignments.items()):
+        by_topic.setdefault(tp.topic, {})[tp] = assignment
+    succeeded: dict[TopicPartition, ReplicaAssignment] = {}
+    failed: ReassignmentResults = {}
+    for topic, parts in by_topic.items():
+        failure = _outcome(parts, partial(step, topic, parts))
+        if failure is None:
+            succeeded.update(parts)
+        else:
+            failed.update(failure)
+    return succeeded, failed
 
 
 def _replicas(tp: TopicPartition, broker_ids: Iterable[int]) -> list[PartitionAndReplica]:

@@ -334,7 +334,7 @@ def measure_sync(
     for call, argument in kafka.calls[mark:]:
         calls[call] = calls.get(call, 0) + 1
         if call == "describe_configs":
-            described = len(argument[1])  # type: ignore[index]
+            described = len(argument[1])
     return SyncCost(sync_ms, decode_ms, len(answer), calls, described)
 
 

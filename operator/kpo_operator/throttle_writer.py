@@ -102,6 +102,7 @@ class SyncResult:
         snapshot: The cluster snapshot the contributions were computed on.
         generations: source -> ``metadata.generation`` of the object whose spec was read.
         before: The throttle configs as read before the writes.
+        started: When the sync began (the writer's monotonic clock).
     """
 
     effective: EffectiveThrottles
@@ -113,6 +114,7 @@ class SyncResult:
     snapshot: ClusterSnapshot | None = None
     generations: dict[str, int] = field(default_factory=dict)
     before: ThrottleConfigs = field(default_factory=ThrottleConfigs)
+    started: float = 0.0
 
     def changed_for(self, source: str) -> bool:
         """Whether this sync wrote a config ``source`` needs that was not in place before.
@@ -282,7 +284,9 @@ class ThrottleWriter:
             with self._lock:
                 with self._batch_lock:
                     self._open = None  # later callers start the next batch
+                started = self.clock()
                 result = self._sync(dict(batch.overrides))
+                result.started = started
                 with self._batch_lock:
                     self._last = (self.clock(), result)
             batch.result = result
@@ -292,6 +296,28 @@ class ThrottleWriter:
             raise
         finally:
             batch.done.set()
+
+    def confirmed(self, source: str, contribution: Contribution, since: float) -> bool:
+        """Whether the last sync, begun at or after ``since``, found ``contribution`` in place.
+
+        That sync merged ``contribution`` as ``source``'s (read from its status, or
+        asked for), wrote nothing it needed (:meth:`SyncResult.changed_for`) and failed on
+        none of its resources: the configs ``source`` needs were read back in place after
+        ``since``. A step about to submit that has seen its own throttles written at
+        ``since`` (a poll interval ago) can take that instead of a sync of its own, which
+        at scale waits for the sync in progress and then makes one more.
+        """
+        with self._batch_lock:
+            last = self._last
+        if last is None:
+            return False
+        result = last[1]
+        if result.started < since or result.contributions.get(source) != contribution:
+            return False
+        for resource in result.errors:
+            if wants_any(contribution, resource.kind, resource.name):
+                return False
+        return not result.changed_for(source)
 
     def _listed(self) -> tuple[list[tuple[str, Object, TopicReplicaQuotaSpec]], list[_Moving]]:
         """Return the contributors: quotas (parsed specs), reassignments (accepted specs)."""
@@ -548,6 +574,13 @@ class ThrottleWriter:
                 if (source, found) not in self._reported:
                     self.store.event(obj, WARNING, "ForeignThrottle", found.message)
         self._reported = seen
+
+
+def wants_any(contribution: Contribution, kind: ConfigResourceKind, name: str) -> bool:
+    """Whether ``contribution`` sets any throttle key on the broker or topic ``kind``/``name``."""
+    if kind is ConfigResourceKind.BROKER:
+        return bool(contribution.broker_rates.get(int(name)))
+    return bool(contribution.topic_replicas.get(name))
 
 
 def wants(contribution: Contribution, kind: ConfigResourceKind, name: str, key: str) -> bool:

@@ -241,3 +241,75 @@ def test_replica_list_cache_parses_again_only_a_changed_text() -> None:
     assert cache.parse("t", LEADER_REPLICAS, "0:1") is changed  # the bad text kept nothing
     cache.keep(["u"])
     assert cache.parse("t", LEADER_REPLICAS, "0:1") is not changed
+
+
+def _start_both(world: _World) -> None:
+    for name, topic in (("a", "t0"), ("b", "t1")):
+        world.store.apply(
+            reassignment(name, [(topic, 0, [2, 1]), (topic, 1, [2, 1])], throttle=THROTTLE)
+        )
+
+
+def test_a_later_sync_that_found_the_throttles_in_place_confirms_them_for_the_submission() -> None:
+    world = _World()
+    _start_both(world)
+    assert world.reconciler.reconcile(NS, "a") == "Moving"  # writes a's rates and t0's lists
+    world.clock.advance(0.1)
+    assert world.reconciler.reconcile(NS, "b") == "Moving"  # writes t1's lists only
+    assert world.kafka.list_partition_reassignments() == {}
+    world.clock.advance(2.0)
+    mark = len(world.kafka.calls)
+    assert world.reconciler.reconcile(NS, "a") == "Moving"
+    # b's sync began after a's throttles were written and read them back in place
+    assert "describe_configs" not in world.calls(mark)
+    assert set(world.kafka.list_partition_reassignments()) == {
+        TopicPartition("t0", 0),
+        TopicPartition("t0", 1),
+    }
+    mark = len(world.kafka.calls)
+    assert world.reconciler.reconcile(NS, "b") == "Moving"
+    # no sync began after b's throttles were written: b syncs itself before submitting
+    assert world.calls(mark).count("describe_configs") == 1
+    assert TopicPartition("t1", 0) in world.kafka.list_partition_reassignments()
+
+
+def test_a_later_sync_that_had_to_write_for_the_object_does_not_confirm() -> None:
+    world = _World()
+    _start_both(world)
+    assert world.reconciler.reconcile(NS, "a") == "Moving"
+    del world.kafka.configs[ConfigResource.topic("t0")]  # removed by hand meanwhile
+    world.clock.advance(0.1)
+    assert world.reconciler.reconcile(NS, "b") == "Moving"  # puts t0's lists back (drift)
+    assert LEADER_REPLICAS in world.topic_config("t0")
+    world.clock.advance(2.0)
+    mark = len(world.kafka.calls)
+    assert world.reconciler.reconcile(NS, "a") == "Moving"
+    # b's sync wrote what a needs: a syncs itself, finds them in place and submits
+    assert world.calls(mark).count("describe_configs") == 1
+    assert TopicPartition("t0", 0) in world.kafka.list_partition_reassignments()
+
+
+def test_confirmed_needs_a_sync_begun_after_the_write_with_the_same_contribution() -> None:
+    world = _World()
+    _start_both(world)
+    assert world.reconciler.reconcile(NS, "a") == "Moving"
+    written_at = world.clock()
+    world.clock.advance(0.1)
+    world.writer.sync()
+    result = world.writer.sync()
+    source = "PartitionReassignment ns/a"
+    mine = result.contributions[source]
+    assert world.writer.confirmed(source, mine, written_at)
+    assert not world.writer.confirmed(source, mine, world.clock() + 1.0)  # began before
+    other = reassignment_contribution(
+        source,
+        accepted_spec(
+            {
+                **world.store.status_of(PARTITION_REASSIGNMENT, NS, "a"),
+                "throttle": {"replicationRate": 500},
+            }
+        )
+        or pytest.fail("no spec"),
+        result.snapshot.view if result.snapshot else pytest.fail("no snapshot"),
+    )
+    assert not world.writer.confirmed(source, other, written_at)  # not what it merged

@@ -24,6 +24,14 @@ cost); and the client side of the PATCH the step wrote, as ``KubeObjectStore`` s
 body) plus the ``json.loads`` of an answer the size of the object (the API server
 returns the whole object, and kopf decodes it once more from its watch). Nothing is
 compared with a target. ``--profile`` writes a :mod:`cProfile` of the measured steps.
+
+``--sync-objects N`` measures :meth:`~kpo_operator.throttle_writer.ThrottleWriter.sync`
+instead (:func:`measure_sync`): ``N`` Moving objects of ``--partitions`` partitions each,
+laid out as the operator-scale bench does (topics of 100 partitions on brokers [0, 1],
+each partition moved to [2, 1] at one shared throttle), plus ``--other-topics`` topics
+no object moves. Each measured sync is the one a step asks for before submitting (its
+own contribution as override), after every object's status was written once more (a
+new ``resourceVersion`` and totals, as each step writes them).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import importlib
+import inspect
 import json
 import statistics
 import time
@@ -42,7 +51,7 @@ from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.cluster_registry import OWNERS_RELIST_S
 from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.reassignment import ReassignmentReconciler
-from kpo_operator.resources import PARTITION_REASSIGNMENT, ResourceKind
+from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.throttle_writer import ThrottleWriter
 
 NAMESPACE = "ns"
@@ -181,6 +190,154 @@ def _patch_costs(
     return costs, sizes
 
 
+@dataclass(frozen=True)
+class SyncCost:
+    """CPU milliseconds of the measured syncs and what each asked of Kafka (one value per sync).
+
+    Attributes:
+        sync_ms: The whole sync (the store's lists answer objects decoded beforehand).
+        list_decode_ms: ``json.loads`` of a list answer of every object (what the
+            ``kubernetes`` client pays for each list of a sync; measured once).
+        list_bytes: That answer's size.
+        calls: Admin API calls of one sync, by name (the last sync's).
+        described_topics: Topics in the sync's DescribeConfigs (the last sync's).
+    """
+
+    sync_ms: list[float]
+    list_decode_ms: float
+    list_bytes: int
+    calls: dict[str, int]
+    described_topics: int
+
+    def summary(self) -> str:
+        """One line per figure: min / median / max over the syncs."""
+
+        def line(name: str, values: list[float]) -> str:
+            low, mid, high = min(values), statistics.median(values), max(values)
+            return f"{name}: min {low:.1f} / median {mid:.1f} / max {high:.1f} ms"
+
+        calls = ", ".join(f"{k} {v}" for k, v in sorted(self.calls.items()))
+        return "\n".join(
+            [
+                line("sync CPU", self.sync_ms),
+                f"list answer decode (json.loads, every object): {self.list_decode_ms:.1f} ms"
+                f" for {self.list_bytes} bytes",
+                f"Admin calls per sync: {calls}; topics described: {self.described_topics}",
+            ]
+        )
+
+
+def _scale_layout(objects: int, partitions: int) -> list[list[tuple[str, int]]]:
+    """Return the operator-scale bench's layout: consecutive runs over topics of 100 partitions."""
+    flat = [(f"scale-{i // 100}", i % 100) for i in range(objects * partitions)]
+    return [flat[o * partitions : (o + 1) * partitions] for o in range(objects)]
+
+
+def measure_sync(
+    objects: int,
+    partitions: int,
+    syncs: int,
+    other_topics: int = 0,
+    profile: str | None = None,
+) -> SyncCost:
+    """Time ``syncs`` throttle syncs with ``objects`` Moving objects of ``partitions`` each.
+
+    Every object is Moving with all its partitions in flight (its status written as
+    the operator writes it, the cluster told with AlterPartitionReassignments), and the
+    throttles are in place (one sync before the measured ones). Each measured sync
+    overrides one object's contribution, as a step does before it submits.
+    """
+    from kpo_operator.throttles import reassignment_contribution
+
+    fake_kafka = importlib.import_module("tests.unit.operator.fake_kafka")
+    fake_store = importlib.import_module("tests.unit.operator.fake_store")
+    env = importlib.import_module("tests.unit.operator.reassignment_env")
+    # An older operator (through PYTHONPATH) has no ``reader`` argument: it reads per sync.
+    signature = inspect.signature(ThrottleWriter)
+    status_mod = importlib.import_module("kpo_operator.reassignment_status")
+    kafka = fake_kafka.FakeKafkaAdmin(brokers=dict.fromkeys(range(3)))
+    layout = _scale_layout(objects, partitions)
+    sizes: dict[str, int] = {}
+    for parts in layout:
+        for topic, p in parts:
+            sizes[topic] = max(sizes.get(topic, 0), p + 1)
+    for topic, count in sizes.items():
+        kafka.create_topic(topic, {p: [0, 1] for p in range(count)})
+    for i in range(other_topics):
+        kafka.create_topic(f"other-{i}", {0: [0, 1]})
+    store = fake_store.FakeObjectStore()
+    clock = env.Clock()
+    reader = SharedClusterReader(kafka, POLL_S / 2, clock=clock)
+    reading = {"reader": reader} if "reader" in signature.parameters else {}
+    writer = ThrottleWriter(kafka, store, fake_store.MemoryLedgerStore(), clock=clock, **reading)
+    throttle = {"replicationRate": 1_000_000}
+    sources: list[str] = []
+    for o, parts in enumerate(layout):
+        name = f"scale-{o}"
+        store.apply(env.reassignment(name, [(t, p, [2, 1]) for t, p in parts], throttle=throttle))
+        kafka.alter_partition_reassignments({(t, p): [2, 1] for t, p in parts})
+        entries = [
+            status_mod.PartitionStatus(
+                t, p, status_mod.MoveState.MOVING, (0, 1), (2, 1), (2,), (0,), (0, 1), 0, 0, 1
+            ).to_status()
+            for t, p in parts
+        ]
+        status = {"phase": "Moving", "throttle": throttle, "partitions": entries}
+        store.patch_status(PARTITION_REASSIGNMENT, NAMESPACE, name, status)
+        sources.append(f"PartitionReassignment {NAMESPACE}/{name}")
+    writer.sync()
+    snapshot = writer.sync().snapshot
+    assert snapshot is not None
+    overrides = []
+    for o in range(objects):
+        status = store.status_of(PARTITION_REASSIGNMENT, NAMESPACE, f"scale-{o}")
+        spec = status_mod.accepted_spec(status)
+        overrides.append(reassignment_contribution(sources[o], spec, snapshot.view))
+    listed = store.list(PARTITION_REASSIGNMENT)
+    answer = json.dumps({"items": listed})
+    started = time.process_time()
+    json.loads(answer)
+    decode_ms = (time.process_time() - started) * 1000
+    answers: dict[str, list[Any]] = {}
+
+    def prepared(kind: ResourceKind) -> list[Any]:
+        return answers[kind.plural]
+
+    inner_list = store.list
+    store.list = prepared
+    profiler = cProfile.Profile() if profile else None
+    sync_ms: list[float] = []
+    for i in range(syncs):
+        for o in range(objects):  # every step writes its status (totals) once per poll
+            stored = store.objects[(PARTITION_REASSIGNMENT.plural, NAMESPACE, f"scale-{o}")]
+            stored["status"] = {**stored["status"], "totals": {"bytesDone": i}}
+            meta = stored["metadata"]
+            meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+        clock.advance(POLL_S)
+        reader.read(sizes)  # the steps' shared read, as the operator keeps it (not timed)
+        for kind in (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA):  # decoded anew, as a client does
+            answers[kind.plural] = json.loads(json.dumps(inner_list(kind)))
+        mark = len(kafka.calls)
+        started = time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        result = writer.sync({sources[i % objects]: overrides[i % objects]})
+        if profiler is not None:
+            profiler.disable()
+        sync_ms.append((time.process_time() - started) * 1000)
+        if result.applied:
+            raise RuntimeError(f"a steady-state sync wrote configs: {result.applied[:3]}")
+    if profiler is not None and profile:
+        profiler.dump_stats(profile)
+    calls: dict[str, int] = {}
+    described = 0
+    for call, argument in kafka.calls[mark:]:
+        calls[call] = calls.get(call, 0) + 1
+        if call == "describe_configs":
+            described = len(argument[1])
+    return SyncCost(sync_ms, decode_ms, len(answer), calls, described)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse the arguments, measure, print the summary."""
     parser = argparse.ArgumentParser(prog="python -m kpo_bench.step_cost", description=__doc__)
@@ -193,7 +350,24 @@ def main(argv: list[str] | None = None) -> int:
         default=30.0,
         help="the operator's KPO_PARTITION_STATUS_INTERVAL_S, seconds (0: every step)",
     )
+    parser.add_argument(
+        "--sync-objects",
+        type=int,
+        default=0,
+        help="measure the throttle writer's sync with this many Moving objects instead",
+    )
+    parser.add_argument("--other-topics", type=int, default=0, help="topics no object moves")
     args = parser.parse_args(argv)
+    if args.sync_objects:
+        synced = measure_sync(
+            args.sync_objects, args.partitions, args.steps, args.other_topics, args.profile
+        )
+        print(
+            f"throttle sync, {args.sync_objects} Moving objects of {args.partitions} partitions"
+            f" (+{args.other_topics} other topics), {args.steps} syncs"
+        )
+        print(synced.summary())
+        return 0
     cost = measure(args.partitions, args.steps, args.profile, args.partition_status_interval)
     print(f"one Moving object of {args.partitions} partitions, {args.steps} steps")
     print(cost.summary())

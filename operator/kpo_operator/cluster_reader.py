@@ -15,9 +15,13 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
   the read's latency (workers / latency), not by the operator's CPU;
 - otherwise a caller waits for a read in flight that covers its topics, or reads: the
   union of the topics asked for in the last :data:`INTEREST_READS` read intervals (or
-  ``serve_stale_s``, if longer) when no
-  other read is in flight, else only its own topics (a slow read of other objects' topics
-  never holds a step up, issue 12);
+  ``serve_stale_s``, if longer) when no other such *wide* read is in flight; else it
+  shares the last read up to ``serve_stale_s`` (the wide read in flight refreshes it),
+  and reads only its own topics when that read does not cover them (a topic new to the
+  reader; a slow read of other objects' topics never holds a step up, issue 12). A read
+  of one caller's topics never replaces a wider shared read it does not cover: under
+  load, when reads overlapped, each step then read its own topics and the wide read was
+  never made again (about one read per step instead of one per ``max_age_s``);
 - :meth:`SharedClusterReader.invalidate` (after an AlterPartitionReassignments of the
   operator) makes the next read fresh: a step never decides on a view from before its
   own object's submission. A read in flight when invalidated is not shared afterwards.
@@ -108,6 +112,7 @@ class _Pending:
     topics: frozenset[str]
     sized: bool
     generation: int
+    wide: bool = True
     done: threading.Event = field(default_factory=threading.Event)
     result: _Read | None = None
 
@@ -265,8 +270,14 @@ class SharedClusterReader:
             if covering is None:
                 # Reads of an older generation (before an invalidate) do not count: with
                 # them still in flight, each caller read only its own topics, every step
-                # after a submission one more read of the already slow brokers.
-                if not any(p.generation == self._generation for p in self._pending):
+                # after a submission one more read of the already slow brokers. Nor do
+                # reads of one caller's topics: with those in flight (they overlap under
+                # load), no wide read was made again and every step read for itself.
+                wide = not any(p.generation == self._generation and p.wide for p in self._pending)
+                if not wide and (stale := self._usable(wanted, sized, now, self.serve_stale_s)):
+                    self._observe("shared")
+                    return stale  # the wide read in flight refreshes it
+                if wide:
                     # Steps come once per poll interval, or slower under load: a topic
                     # stays of interest as long as its read may be served stale, else
                     # each read covered only the last few objects and the others read
@@ -277,7 +288,7 @@ class SharedClusterReader:
                     sized = sized or (self._last is not None and self._last.sized)
                 else:
                     topics = wanted
-                mine = _Pending(topics, sized, self._generation)
+                mine = _Pending(topics, sized, self._generation, wide)
                 self._pending.append(mine)
         if covering is not None:
             covering.done.wait()
@@ -339,10 +350,12 @@ class SharedClusterReader:
         )
         with self._lock:
             last = self._last
+            covers = topics >= last.topics and (pending.sized or not last.sized) if last else True
             if pending.generation == self._generation and (
                 last is None
-                or started - last.at >= self.max_age_s
-                or (topics >= last.topics and (pending.sized or not last.sized))
+                or last.generation != pending.generation
+                or covers
+                or (pending.wide and started - last.at >= self.max_age_s)
             ):
                 self._last = read
         return read

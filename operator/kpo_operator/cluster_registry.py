@@ -105,11 +105,11 @@ class ClusterRuntime:
         connection: The KafkaCluster connection ``admin`` uses (``None``: the default).
         metrics: Where shared reads are counted (``None``: not counted).
 
-    The cluster's reassignments share one cluster read per half poll interval
-    (:class:`~kpo_operator.cluster_reader.SharedClusterReader`) and one in-flight owner
-    index (:class:`~kpo_operator.owner_index.InFlightOwners`), kept current by the steps
-    and listed every :data:`OWNERS_RELIST_S`, so the requests to Kafka and the API server
-    grow with the number of clusters, not of objects.
+    The cluster's reassignments and its throttle writer share one cluster read per half
+    poll interval (:class:`~kpo_operator.cluster_reader.SharedClusterReader`) and one
+    in-flight owner index (:class:`~kpo_operator.owner_index.InFlightOwners`), kept current
+    by the steps and listed every :data:`OWNERS_RELIST_S`, so the requests to Kafka and the
+    API server grow with the number of clusters, not of objects.
     """
 
     def __init__(
@@ -126,7 +126,6 @@ class ClusterRuntime:
         self.admin = admin
         self.store = ScopedStore(store, key)
         self.connection = connection
-        self.writer = ThrottleWriter(admin, self.store, ledger_store)
         self.cordons = CordonWriter(admin, self.store, cordon_store_beside(ledger_store))
         share_s = settings.poll_interval_s / 2
         observe = None
@@ -137,6 +136,7 @@ class ClusterRuntime:
         # (the request timeout): waiting made every worker wait for slow brokers.
         stale_s = max(4 * share_s, settings.request_timeout_ms / 1000)
         self.reader = SharedClusterReader(admin, share_s, observe=observe, serve_stale_s=stale_s)
+        self.writer = ThrottleWriter(admin, self.store, ledger_store, reader=self.reader)
         self.owners = InFlightOwners(self.store, max(share_s, OWNERS_RELIST_S))
         self.reassignments = ReassignmentReconciler(
             admin,

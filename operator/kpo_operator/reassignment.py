@@ -257,6 +257,7 @@ class ReassignmentReconciler:
         self._rates: dict[str, RateEstimator] = {}
         self._specs: dict[str, tuple[int, PartitionReassignmentSpec]] = {}  # uid -> parsed
         self._accepted: dict[str, _Parsed] = {}  # uid -> its status.partitions, parsed
+        self._throttled: dict[str, float] = {}  # uid -> when its throttles were last synced
 
     # -- entry points -------------------------------------------------------------------
 
@@ -298,6 +299,7 @@ class ReassignmentReconciler:
         self._rates.pop(_object_uid(obj), None)
         self._specs.pop(_object_uid(obj), None)
         self._accepted.pop(_object_uid(obj), None)
+        self._throttled.pop(_object_uid(obj), None)
         self.owners.forget(object_key(obj))
         return True
 
@@ -317,6 +319,7 @@ class ReassignmentReconciler:
         if phase in FINAL_PHASES:
             self._specs.pop(_object_uid(obj), None)
             self._accepted.pop(_object_uid(obj), None)
+            self._throttled.pop(_object_uid(obj), None)
             return phase
         if phase == Phase.FAILED and status.get("observedGeneration") == generation:
             return phase
@@ -434,8 +437,13 @@ class ReassignmentReconciler:
         ctx = replace(ctx, accepted=dict(self._parsed(ctx.obj, ctx.status).entries))
         self._sync_cordons(ctx)
         throttles = self._apply_throttles(ctx)
+        uid = _object_uid(ctx.obj)
         if throttles.changed_for(ctx.source) and pending:
-            return Phase.MOVING  # submitted on the next step, once brokers have the throttles
+            # Submitted on the next step, once brokers have the throttles; any sync begun
+            # after this one that finds them in place confirms them (:meth:`_submit`).
+            self._throttled[uid] = self.clock()
+            return Phase.MOVING
+        self._throttled[uid] = throttles.started
         return self._track(ctx)
 
     def _reject_edit(self, ctx: StepContext, problems: list[str]) -> str:
@@ -653,12 +661,19 @@ class ReassignmentReconciler:
 
         The throttles of the accepted work are synced first (also after a crash before
         they were written); the targets are sent only if no config had to change, else
-        on a later step. Returns ``entries`` with the submitted ones Moving and the
-        refused ones Failed.
+        on a later step. A sync begun after this object's throttles were written (by the
+        step that accepted it, a poll interval ago) that found them in place confirms them
+        without a sync of its own (:meth:`ThrottleWriter.confirmed`): at scale each sync
+        waits for the one in progress, and every object took two. Returns ``entries``
+        with the submitted ones Moving and the refused ones Failed.
         """
         moving = accepted_spec(ctx.status)
         own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
-        if self.writer.sync({ctx.source: own or Contribution(ctx.source)}).changed_for(ctx.source):
+        own = own or Contribution(ctx.source)
+        since = self._throttled.pop(_object_uid(ctx.obj), None)
+        if (since is None or not self.writer.confirmed(ctx.source, own, since)) and (
+            self.writer.sync({ctx.source: own}).changed_for(ctx.source)
+        ):
             return entries
         errors = self.admin.alter_partition_reassignments(dict(targets))
         self.reader.invalidate()

@@ -9,12 +9,17 @@ writers can fight and removing one object removes exactly what it alone set:
    namespaces, and compute their contributions (a reassignment's from the targets
    and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
    (:func:`~kpo_operator.throttles.quota_contribution`,
-   :func:`~kpo_operator.throttles.reassignment_contribution`) over a fresh snapshot
-   of the cluster; a caller's ``overrides`` replace (or, with ``None``, drop) the
-   contribution of the objects it is changing right now;
+   :func:`~kpo_operator.throttles.reassignment_contribution`) over a snapshot of the
+   topics they name (with a :class:`~kpo_operator.cluster_reader.SharedClusterReader`,
+   the read the cluster's steps share; else a fresh read); a caller's ``overrides``
+   replace (or, with ``None``, drop) the contribution of the objects it is changing
+   right now;
 2. :func:`~kpo_operator.throttles.merge` them (lowest rate wins);
 3. read the five throttle keys back with DescribeConfigs from every live broker and
-   topic, :func:`~kpo_operator.throttles.plan` the writes against the ownership
+   every topic a contribution or the ledger names (a topic neither names holds no
+   value the operator may change: :func:`~kpo_operator.throttles.plan` leaves foreign
+   values alone unless they are wanted), :func:`~kpo_operator.throttles.plan` the writes
+   against the ownership
    ledger (:class:`~kpo_operator.throttle_ledger.ThrottleLedger`: only values the
    operator wrote are changed or deleted; foreign replica-list pairs are kept), save
    the ledger ahead of the write (pending entries), apply with
@@ -29,6 +34,11 @@ recorded on each object that wants the key, once per distinct finding.
 At most one sync runs at a time; the syncs asked for meanwhile are merged into the next
 one (group commit), and a caller content with a recent sync (``max_age_s``) gets it
 without waiting for the one in progress.
+
+A sync's CPU must not grow with every object's partitions at every sync (issue 17):
+each object's accepted spec is parsed again only when its accepted entries or throttle
+changed (not at each status write of its totals), and its contribution is computed
+again only when that spec or the state of its partitions in the snapshot changed.
 """
 
 from __future__ import annotations
@@ -36,13 +46,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import ApiError, ConfigResource, ConfigResourceKind
 from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
+from kpo_operator.cluster_reader import SharedClusterReader
+from kpo_operator.model import ClusterView
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.states import THROTTLING_PHASES
@@ -56,6 +69,7 @@ from kpo_operator.throttles import (
     EffectiveThrottles,
     ForeignThrottle,
     OpType,
+    ReplicaListCache,
     ThrottleConfigs,
     ThrottledReplicas,
     ThrottleFormatError,
@@ -88,6 +102,7 @@ class SyncResult:
         snapshot: The cluster snapshot the contributions were computed on.
         generations: source -> ``metadata.generation`` of the object whose spec was read.
         before: The throttle configs as read before the writes.
+        started: When the sync began (the writer's monotonic clock).
     """
 
     effective: EffectiveThrottles
@@ -99,6 +114,7 @@ class SyncResult:
     snapshot: ClusterSnapshot | None = None
     generations: dict[str, int] = field(default_factory=dict)
     before: ThrottleConfigs = field(default_factory=ThrottleConfigs)
+    started: float = 0.0
 
     def changed_for(self, source: str) -> bool:
         """Whether this sync wrote a config ``source`` needs that was not in place before.
@@ -127,6 +143,15 @@ class SyncResult:
         return False
 
 
+@dataclass(frozen=True)
+class _Moving:
+    """A PartitionReassignment with accepted work in flight, as one sync listed it."""
+
+    source: str
+    obj: Object
+    spec: PartitionReassignmentSpec
+
+
 @dataclass
 class _Batch:
     """Sync requests merged into one sync (group commit)."""
@@ -135,6 +160,39 @@ class _Batch:
     done: threading.Event = field(default_factory=threading.Event)
     result: SyncResult | None = None
     error: BaseException | None = None
+
+
+@dataclass(frozen=True)
+class _Accepted:
+    """One object's accepted work as last parsed (see :meth:`ThrottleWriter._accepted_spec`)."""
+
+    version: str
+    partitions: Any
+    throttle: Any
+    spec: PartitionReassignmentSpec | None
+
+
+@dataclass(frozen=True)
+class _Computed:
+    """One object's contribution and what it was computed from."""
+
+    spec: PartitionReassignmentSpec
+    states: tuple[object, ...]
+    contribution: Contribution
+
+
+def partition_states(spec: PartitionReassignmentSpec, view: ClusterView) -> tuple[object, ...]:
+    """Return what :func:`reassignment_contribution` reads of ``view`` for ``spec``, per partition.
+
+    ``(replicas, adding)`` of each target partition (``None`` when it is missing): equal
+    tuples give equal contributions for one spec.
+    """
+    found: list[object] = []
+    topics = view.topics
+    for target in spec.partitions:
+        state = topics.get(target.topic, {}).get(target.partition)
+        found.append(None if state is None else (state.replicas, state.adding))
+    return tuple(found)
 
 
 class ThrottleWriter:
@@ -146,6 +204,11 @@ class ThrottleWriter:
         ledger_store: Where the ownership ledger is kept (read on the first sync, and
             again whenever the cluster id changes).
         clock: Monotonic seconds, for ``max_age_s``.
+        reader: The cluster's shared reads (the steps' own): a sync's snapshot of the
+            topics it needs comes from it (a read at most its ``max_age_s`` old, fresh
+            after an :meth:`~kpo_operator.cluster_reader.SharedClusterReader.invalidate`);
+            ``None``: a fresh read per sync. A TopicReplicaQuota of every topic
+            (``topics.all``) makes a sync read every topic fresh either way.
 
     Errors of :meth:`sync`: ``KafkaAdminError`` from the Admin API and
     ``ObjectStoreError`` from the Kubernetes API propagate (the caller retries).
@@ -157,6 +220,7 @@ class ThrottleWriter:
         store: ObjectStore,
         ledger_store: ThrottleLedgerStore,
         clock: Callable[[], float] = time.monotonic,
+        reader: SharedClusterReader | None = None,
     ) -> None:
         self.admin = admin
         self.store = store
@@ -168,7 +232,10 @@ class ThrottleWriter:
         self._ledger: ThrottleLedger | None = None
         self._reported: set[tuple[str, ForeignThrottle]] = set()
         self._last: tuple[float, SyncResult] | None = None
-        self._parsed: dict[str, tuple[str, PartitionReassignmentSpec | None]] = {}
+        self.reader = reader
+        self._parsed: dict[str, _Accepted] = {}
+        self._computed: dict[str, _Computed] = {}
+        self._lists = ReplicaListCache()
 
     def sync(
         self,
@@ -217,7 +284,9 @@ class ThrottleWriter:
             with self._lock:
                 with self._batch_lock:
                     self._open = None  # later callers start the next batch
+                started = self.clock()
                 result = self._sync(dict(batch.overrides))
+                result.started = started
                 with self._batch_lock:
                     self._last = (self.clock(), result)
             batch.result = result
@@ -228,50 +297,139 @@ class ThrottleWriter:
         finally:
             batch.done.set()
 
-    def _contributors(
-        self, snapshot: ClusterSnapshot
-    ) -> tuple[dict[str, Contribution], dict[str, Object]]:
-        contributions: dict[str, Contribution] = {}
-        objects: dict[str, Object] = {}
+    def confirmed(self, source: str, contribution: Contribution, since: float) -> bool:
+        """Whether the last sync, begun at or after ``since``, found ``contribution`` in place.
+
+        That sync merged ``contribution`` as ``source``'s (read from its status, or
+        asked for), wrote nothing it needed (:meth:`SyncResult.changed_for`) and failed on
+        none of its resources: the configs ``source`` needs were read back in place after
+        ``since``. A step about to submit that has seen its own throttles written at
+        ``since`` (a poll interval ago) can take that instead of a sync of its own, which
+        at scale waits for the sync in progress and then makes one more.
+        """
+        with self._batch_lock:
+            last = self._last
+        if last is None:
+            return False
+        result = last[1]
+        if result.started < since or result.contributions.get(source) != contribution:
+            return False
+        for resource in result.errors:
+            if wants_any(contribution, resource.kind, resource.name):
+                return False
+        return not result.changed_for(source)
+
+    def _listed(self) -> tuple[list[tuple[str, Object, TopicReplicaQuotaSpec]], list[_Moving]]:
+        """Return the contributors: quotas (parsed specs), reassignments (accepted specs)."""
+        quotas: list[tuple[str, Object, TopicReplicaQuotaSpec]] = []
         for obj in self.store.list(TOPIC_REPLICA_QUOTA):
             if obj.get("metadata", {}).get("deletionTimestamp"):
                 continue
             source = source_of(TOPIC_REPLICA_QUOTA, obj)
             try:
-                spec = TopicReplicaQuotaSpec.from_object(obj)
-                contributions[source] = quota_contribution(source, spec, snapshot.view)
-            except (SpecError, ThrottleFormatError) as exc:
+                quotas.append((source, obj, TopicReplicaQuotaSpec.from_object(obj)))
+            except SpecError as exc:
                 logger.warning("%s contributes nothing: %s", source, exc)
-                continue
-            objects[source] = obj
         listed = self.store.list(PARTITION_REASSIGNMENT)
         present = {source_of(PARTITION_REASSIGNMENT, o) for o in listed}
         self._parsed = {k: v for k, v in self._parsed.items() if k in present}
+        self._computed = {k: v for k, v in self._computed.items() if k in present}
+        moving: list[_Moving] = []
         for obj in listed:
             if (obj.get("status") or {}).get("phase") not in THROTTLING_PHASES:
                 continue
             source = source_of(PARTITION_REASSIGNMENT, obj)
-            moving = self._accepted_spec(source, obj)
-            if moving is None:
+            spec = self._accepted_spec(source, obj)
+            if spec is not None:
+                moving.append(_Moving(source, obj, spec))
+        return quotas, moving
+
+    def _contributors(
+        self,
+        quotas: list[tuple[str, Object, TopicReplicaQuotaSpec]],
+        moving: list[_Moving],
+        snapshot: ClusterSnapshot,
+    ) -> tuple[dict[str, Contribution], dict[str, Object]]:
+        contributions: dict[str, Contribution] = {}
+        objects: dict[str, Object] = {}
+        for source, obj, quota in quotas:
+            try:
+                contributions[source] = quota_contribution(source, quota, snapshot.view)
+            except ThrottleFormatError as exc:
+                logger.warning("%s contributes nothing: %s", source, exc)
                 continue
-            contributions[source] = reassignment_contribution(source, moving, snapshot.view)
             objects[source] = obj
+        for found in moving:
+            contributions[found.source] = self._contribution(found.source, found.spec, snapshot)
+            objects[found.source] = found.obj
         return contributions, objects
 
+    def _contribution(
+        self, source: str, spec: PartitionReassignmentSpec, snapshot: ClusterSnapshot
+    ) -> Contribution:
+        """:func:`reassignment_contribution`, computed again only when its inputs changed.
+
+        Its inputs are ``spec`` (the same object while the accepted work is unchanged,
+        :meth:`_accepted_spec`) and the replicas and adding replicas of its partitions
+        (:func:`partition_states`): looking those up costs a fraction of computing.
+        Only the thread holding the sync lock calls it.
+        """
+        states = partition_states(spec, snapshot.view)
+        cached = self._computed.get(source)
+        if cached is not None and cached.spec is spec and cached.states == states:
+            return cached.contribution
+        contribution = reassignment_contribution(source, spec, snapshot.view)
+        self._computed[source] = _Computed(spec, states, contribution)
+        return contribution
+
     def _accepted_spec(self, source: str, obj: Object) -> PartitionReassignmentSpec | None:
-        """:func:`accepted_spec` of ``obj``, parsed again only when its resourceVersion changed.
+        """:func:`accepted_spec` of ``obj``, parsed again only when its accepted work changed.
 
         A sync lists every moving object; parsing each one's accepted entries (up to 2,000)
-        at every sync was most of a sync's CPU. Only the thread holding the sync lock calls it.
+        at every sync was most of a sync's CPU. Every step writes its object's status
+        (totals), so the ``resourceVersion`` changes at every step: when it differs, the
+        entries and ``status.throttle`` are compared with those last parsed (a comparison
+        of plain lists and dicts costs a small part of parsing them). Only the thread
+        holding the sync lock calls it.
         """
-        version = obj.get("metadata", {}).get("resourceVersion")
+        version = str(obj.get("metadata", {}).get("resourceVersion") or "")
+        status = obj.get("status") or {}
         cached = self._parsed.get(source)
-        if version and cached is not None and cached[0] == version:
-            return cached[1]
-        moving = accepted_spec(obj.get("status") or {})
-        if version:
-            self._parsed[source] = (str(version), moving)
-        return moving
+        if cached is not None and version and cached.version == version:
+            return cached.spec
+        partitions, throttle = status.get("partitions"), status.get("throttle")
+        if cached is not None and cached.partitions == partitions and cached.throttle == throttle:
+            spec = cached.spec
+        else:
+            spec = accepted_spec(status)
+        self._parsed[source] = _Accepted(version, partitions, throttle, spec)
+        return spec
+
+    def _snapshot(
+        self,
+        quotas: list[tuple[str, Object, TopicReplicaQuotaSpec]],
+        moving: list[_Moving],
+        overrides: Mapping[str, Contribution | None],
+        owned: Collection[str],
+    ) -> tuple[ClusterSnapshot, frozenset[str] | None]:
+        """Read the topics the sync needs (``None``: every topic); return them with the snapshot.
+
+        Those are the topics of the accepted work, of the quotas and overrides, and
+        ``owned`` (the ledger's): a topic none of them names gets nothing written.
+        """
+        if any(q.topics.names is None for _, _, q in quotas):
+            return read_cluster(self.admin), None
+        topics: set[str] = set(owned)
+        for _, _, quota in quotas:
+            topics.update(quota.topics.names or ())
+        for found in moving:
+            topics.update(t.topic for t in found.spec.partitions)
+        for contribution in overrides.values():
+            if contribution is not None:
+                topics.update(contribution.topic_replicas)
+        if self.reader is not None:
+            return self.reader.read(topics), frozenset(topics)
+        return read_cluster(self.admin, topics), frozenset(topics)
 
     def _ledger_of(self, cluster_id: str | None) -> ThrottleLedger:
         """Return the ledger of ``cluster_id``: cached, else loaded (another cluster: empty)."""
@@ -300,9 +458,14 @@ class ThrottleWriter:
         self._ledger = ledger
 
     def _sync(self, overrides: dict[str, Contribution | None]) -> SyncResult:
-        snapshot = read_cluster(self.admin)
+        quotas, moving = self._listed()
+        known = set(self._ledger.topics) if self._ledger is not None else set()
+        snapshot, asked = self._snapshot(quotas, moving, overrides, known)
         ledger = self._ledger_of(snapshot.cluster_id)
-        contributions, objects = self._contributors(snapshot)
+        if asked is not None and not set(ledger.topics) <= asked:
+            # First sync, or another cluster: the ledger's topics are read too.
+            snapshot, asked = self._snapshot(quotas, moving, overrides, ledger.topics)
+        contributions, objects = self._contributors(quotas, moving, snapshot)
         for source, contribution in overrides.items():
             if contribution is None:
                 contributions.pop(source, None)
@@ -325,7 +488,8 @@ class ThrottleWriter:
             effective.conflicts,
             {(b, k) for b, k in effective.claims if b in live},
         )
-        decided = plan(wanted, current, ledger)
+        self._lists.keep(current.topics)
+        decided = plan(wanted, current, ledger, self._lists)
         result = SyncResult(
             effective,
             contributions,
@@ -410,6 +574,13 @@ class ThrottleWriter:
                 if (source, found) not in self._reported:
                     self.store.event(obj, WARNING, "ForeignThrottle", found.message)
         self._reported = seen
+
+
+def wants_any(contribution: Contribution, kind: ConfigResourceKind, name: str) -> bool:
+    """Whether ``contribution`` sets any throttle key on the broker or topic ``kind``/``name``."""
+    if kind is ConfigResourceKind.BROKER:
+        return bool(contribution.broker_rates.get(int(name)))
+    return bool(contribution.topic_replicas.get(name))
 
 
 def wants(contribution: Contribution, kind: ConfigResourceKind, name: str, key: str) -> bool:

@@ -487,19 +487,53 @@ def _plan_rate(
     return _Decision(foreign=ForeignThrottle(BROKER, name, key, current, str(want)))
 
 
+class ReplicaListCache:
+    """Replica lists last read back, parsed (:meth:`ThrottledReplicas.parse`), per topic and key.
+
+    A sync reads every list it may change back at each sync, most of them unchanged
+    since the last one; parsing one of thousands of pairs again costs far more than
+    comparing its text. Not thread-safe (one sync at a time uses it).
+    """
+
+    def __init__(self) -> None:
+        self._parsed: dict[tuple[str, str], tuple[str, ThrottledReplicas]] = {}
+
+    def parse(self, topic: str, key: str, text: str) -> ThrottledReplicas:
+        """:meth:`ThrottledReplicas.parse` of ``text``, kept while ``topic``'s ``key`` reads so.
+
+        Raises:
+            ThrottleFormatError: As :meth:`ThrottledReplicas.parse` (nothing is kept).
+        """
+        cached = self._parsed.get((topic, key))
+        if cached is not None and cached[0] == text:
+            return cached[1]
+        parsed = ThrottledReplicas.parse(text)
+        self._parsed[(topic, key)] = (text, parsed)
+        return parsed
+
+    def keep(self, topics: Collection[str]) -> None:
+        """Forget the lists of topics not in ``topics`` (deleted, or no longer read)."""
+        self._parsed = {k: v for k, v in self._parsed.items() if k[0] in topics}
+
+
 def _plan_replicas(
     topic: str,
     key: str,
     current: str | None,
     owned: OwnedReplicas | None,
     want: ThrottledReplicas | None,
+    lists: ReplicaListCache | None = None,
 ) -> _Decision:
     """Decide one topic's replica list (see :func:`plan`)."""
     if current is None:
         found: ThrottledReplicas | None = None
     else:
         try:
-            found = ThrottledReplicas.parse(current)
+            found = (
+                lists.parse(topic, key, current)
+                if lists is not None
+                else ThrottledReplicas.parse(current)
+            )
         except ThrottleFormatError:
             if owned is None:  # someone else's malformed value: not ours to fix
                 if want is None:
@@ -551,7 +585,10 @@ def _plan_replicas(
 
 
 def plan(
-    wanted: EffectiveThrottles, current: ThrottleConfigs, ledger: ThrottleLedger
+    wanted: EffectiveThrottles,
+    current: ThrottleConfigs,
+    ledger: ThrottleLedger,
+    lists: ReplicaListCache | None = None,
 ) -> ThrottlePlan:
     """Decide the writes that give ``wanted`` while touching only what the operator owns.
 
@@ -561,6 +598,8 @@ def plan(
             with DescribeConfigs (a resource with none of them maps to ``{}``); other
             keys are ignored.
         ledger: What the operator owns (:class:`~kpo_operator.throttle_ledger.ThrottleLedger`).
+        lists: Parsed replica lists of earlier plans, reused when unchanged (the result
+            does not depend on it).
 
     Broker rates, per broker and key (``owned``: the ledger has it and the broker holds
     a value the operator wrote):
@@ -625,11 +664,12 @@ def plan(
         owned_lists = ledger.topics.get(topic, {})
         want_lists = wanted.topics.get(topic, {})
         for key in TOPIC_KEYS:
-            lists = _plan_replicas(
-                topic, key, configs.get(key), owned_lists.get(key), want_lists.get(key)
+            topic_list = _plan_replicas(
+                topic, key, configs.get(key), owned_lists.get(key), want_lists.get(key), lists
             )
-            note(lists)
-            for book, owned in ((result.ledger, lists.after), (result.write_ahead, lists.ahead)):
+            note(topic_list)
+            sides = ((result.ledger, topic_list.after), (result.write_ahead, topic_list.ahead))
+            for book, owned in sides:
                 if isinstance(owned, OwnedReplicas):
                     book.topics.setdefault(topic, {})[key] = owned
     result.changes.sort()

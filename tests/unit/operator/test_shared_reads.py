@@ -535,3 +535,100 @@ def test_callers_waiting_for_a_slow_metadata_read_share_it() -> None:
     for thread in [first, *others]:
         thread.join(WAIT_S)
     assert len(got) == 4 and all(g is got[0] for g in got)
+
+
+class _GatedKafka(FakeKafkaAdmin):
+    """Each Metadata read blocks until the gate of its topics opens (reads finish in any order)."""
+
+    def __init__(self, topics: int) -> None:
+        super().__init__(brokers={0: None, 1: None, 2: None})
+        for i in range(topics):
+            self.create_topic(f"t{i}", {0: [0, 1]})
+        self.gated = False
+        self.entered: dict[tuple[str, ...], threading.Event] = {}
+        self.gates: dict[tuple[str, ...], threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def _gate(self, topics: tuple[str, ...]) -> tuple[threading.Event, threading.Event]:
+        with self._lock:
+            return (
+                self.entered.setdefault(topics, threading.Event()),
+                self.gates.setdefault(topics, threading.Event()),
+            )
+
+    def wait_entered(self, *topics: str) -> None:
+        assert self._gate(topics)[0].wait(WAIT_S), f"no read of {topics}"
+
+    def open(self, *topics: str) -> None:
+        self._gate(topics)[1].set()
+
+    def describe_topics(self, topics: Collection[str] | None = None) -> Any:
+        if self.gated and topics is not None:
+            entered, gate = self._gate(tuple(topics))
+            entered.set()
+            assert gate.wait(WAIT_S), f"read of {tuple(topics)} never let through"
+        return super().describe_topics(topics)
+
+
+def _reading(reader: SharedClusterReader, topic: str) -> threading.Thread:
+    thread = threading.Thread(target=lambda: reader.read([topic], replica_sizes=True))
+    thread.start()
+    return thread
+
+
+def test_overlapping_reads_of_single_steps_do_not_stop_the_shared_read() -> None:
+    # Under load reads overlap. A step whose topics were new read them alone (while the
+    # shared read was in flight); a later step then found that read in flight and read its
+    # own topics too, and so on: one read per step, never the shared one again.
+    kafka, clock = _GatedKafka(topics=4), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock, serve_stale_s=30.0)
+    for i in range(3):
+        reader.read([f"t{i}"], replica_sizes=True)
+    kafka.gated = True
+    clock.advance(1.5)
+    wide = _reading(reader, "t0")  # too old to share: one read of every interest
+    kafka.wait_entered("t0", "t1", "t2")
+    new = _reading(reader, "t3")  # not covered by the read in flight: reads t3 alone
+    kafka.wait_entered("t3")
+    kafka.open("t0", "t1", "t2")
+    wide.join(WAIT_S)
+    clock.advance(1.5)  # the shared read is too old again; only t3's read is in flight
+    again = _reading(reader, "t1")
+    kafka.wait_entered("t0", "t1", "t2", "t3")  # the shared read again (it was t1 alone)
+    mark = len(kafka.calls)
+    reader.read(["t2"], replica_sizes=True)  # the last is served while that read is made
+    assert "describe_topics" not in [c for c, _ in kafka.calls[mark:]]
+    kafka.open("t3")
+    new.join(WAIT_S)
+    mark = len(kafka.calls)
+    # t3's read finished after the wider shared read: it does not replace it
+    reader.read(["t0"], replica_sizes=True)
+    assert "describe_topics" not in [c for c, _ in kafka.calls[mark:]]
+    kafka.open("t0", "t1", "t2", "t3")
+    again.join(WAIT_S)
+    assert not any(t.is_alive() for t in (wide, new, again))
+    reads = [tuple(a) for c, a in kafka.calls if c == "describe_topics"]  # type: ignore[arg-type]
+    assert reads[-3:] == [("t0", "t1", "t2"), ("t3",), ("t0", "t1", "t2", "t3")]
+
+
+def test_a_step_left_out_of_the_read_in_flight_is_served_the_last_read() -> None:
+    # A wide read in flight that does not cover a step's topics (asked for too long ago
+    # to be of interest when it began) no longer makes the step read alone when the last
+    # read, younger than serve_stale_s, covers them.
+    kafka, clock = _GatedKafka(topics=2), Clock()
+    reader = SharedClusterReader(kafka, 1.0, clock=clock, serve_stale_s=30.0)
+    reader.read(["t0"], replica_sizes=True)
+    clock.advance(25.0)
+    reader.read(["t1"], replica_sizes=True)  # last: t0 (still of interest) and t1
+    clock.advance(6.0)  # t0 asked for 31 s ago: no longer of interest
+    kafka.gated = True
+    wide = _reading(reader, "t1")
+    kafka.wait_entered("t1")
+    mark = len(kafka.calls)
+    snapshot = reader.read(["t0"], replica_sizes=True)  # the last read (6 s old) covers t0
+    assert set(snapshot.view.topics) == {"t0"}
+    assert ("t0",) not in kafka.entered  # served at once, not read alone
+    assert "describe_topics" not in [c for c, _ in kafka.calls[mark:]]
+    kafka.open("t1")
+    wide.join(WAIT_S)
+    assert not wide.is_alive()

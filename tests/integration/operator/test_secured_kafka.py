@@ -546,12 +546,20 @@ def test_kafka_cluster_with_mutual_tls_from_secrets(
         60,
         "the quota on the KafkaCluster Ready",
     )
-    configs = _throttle_configs(secured, ["kc-quota"])
-    assert configs == {
+    # Ready means written. A ZooKeeper-mode broker applies its dynamic config when it sees
+    # the change notification, so its DescribeConfigs may lag the write by a moment (as it
+    # does for kafka-configs.sh --alter).
+    expected = {
         "0": {"leader.replication.throttled.rate": str(3 * MB)},
         "1": {"leader.replication.throttled.rate": str(3 * MB)},
         "kc-quota": {"leader.replication.throttled.replicas": "*"},
     }
+    deadline = time.monotonic() + 30
+    while (configs := _throttle_configs(secured, ["kc-quota"])) != expected:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert configs == expected
     stack.kubectl("delete", "topicreplicaquota", "kc-quota", "--timeout=60s")
     wait_for(lambda: not _throttle_configs(secured, ["kc-quota"]), 30, "the quota's configs gone")
     for text in (

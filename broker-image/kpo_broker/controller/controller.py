@@ -68,8 +68,13 @@ Topic events (Kafka's ``onNewPartitionCreation`` and the topic deletion handlers
   :class:`~kpo_broker.controller.topic_deletion.TopicDeletionManager`, or the markers
   removed when ``delete.topic.enable`` is false.
 - StopReplica responses of deletions advance the deletion.
-- IsrChangeNotification: leaders changed ISRs; the states are re-read and sent to every
-  broker in UpdateMetadata, then the notifications are deleted.
+- AlterPartition (KIP-497): a leader asks for ISR changes; each is checked against the
+  context (:mod:`~kpo_broker.controller.alter_partition`), the accepted ones written in
+  batched compare-and-sets, every broker gets UpdateMetadata of the partitions asked
+  about, and reassignments whose targets all joined the ISR complete.
+- IsrChangeNotification: leaders that write their ISR themselves (Kafka's path before
+  KIP-497) changed ISRs; the states are re-read and sent to every broker in
+  UpdateMetadata, then the notifications are deleted.
 """
 
 from __future__ import annotations
@@ -80,6 +85,13 @@ from concurrent.futures import Future
 from typing import Any
 
 from kpo_broker.config import BrokerConfig
+from kpo_broker.controller.alter_partition import (
+    INVALID_UPDATE_VERSION,
+    UNKNOWN_TOPIC_OR_PARTITION,
+    AlterPartitionResult,
+    ProposedIsr,
+    decide_alter_partition,
+)
 from kpo_broker.controller.channel_manager import ConnectionFactory, ControllerChannelManager
 from kpo_broker.controller.context import ControllerContext, PartitionAndReplica
 from kpo_broker.controller.errors import (
@@ -91,6 +103,7 @@ from kpo_broker.controller.errors import (
 from kpo_broker.controller.event_manager import ControllerEventManager
 from kpo_broker.controller.events import (
     AlterPartitionReassignments,
+    AlterPartitionReceived,
     AutoPreferredReplicaLeaderElection,
     BrokerChange,
     BrokerModifications,
@@ -138,7 +151,12 @@ from kpo_broker.controller.watches import ControllerWatches
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_broker.zk.data import new_topic_id
 from kpo_broker.zk.errors import ControllerMovedError
-from kpo_broker.zk.model import ReplicaAssignment, TopicAssignment
+from kpo_broker.zk.model import (
+    LeaderAndIsr,
+    LeaderIsrAndControllerEpoch,
+    ReplicaAssignment,
+    TopicAssignment,
+)
 from kpo_broker.zk.session import ZkSessionState
 from kpo_broker.zk.watches import ZkWatch, ZkWatchEvent, ZkWatchEventType
 from kpo_kafka.topic_partition import TopicPartition
@@ -319,6 +337,35 @@ class KafkaController:
         self.event_manager.put(event)
         return event.result
 
+    def alter_partitions(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        proposals: Mapping[TopicPartition, ProposedIsr],
+        proposals_by_topic_id: Mapping[str, Mapping[int, ProposedIsr]],
+        request_version: int,
+    ) -> Future[AlterPartitionResult]:
+        """Apply a leader's ISR changes (AlterPartition API, KIP-497).
+
+        Args:
+            broker_id: the leader.
+            broker_epoch: its broker epoch.
+            proposals: partition -> proposed change, for topics named by name (v0-v1).
+            proposals_by_topic_id: Kafka topic id -> partition index -> proposed change
+                (v2+).
+            request_version: the AlterPartition version.
+
+        Returns:
+            a future of the per-partition outcome, or failed with
+            :class:`NotControllerError` or :class:`StaleBrokerEpochError` (the leader
+            is not registered under ``broker_epoch``).
+        """
+        event = AlterPartitionReceived(
+            broker_id, broker_epoch, proposals, proposals_by_topic_id, request_version
+        )
+        self.event_manager.put(event)
+        return event.result
+
     def enable_topic_unclean_leader_election(self, topic: str) -> None:
         """Elect the offline partitions of ``topic`` now that it allows unclean elections.
 
@@ -425,6 +472,8 @@ class KafkaController:
             self._process_topic_deletion()
         elif isinstance(event, TopicDeletionStopReplicaResponseReceived):
             self._process_topic_deletion_stop_replica_response(event)
+        elif isinstance(event, AlterPartitionReceived):
+            self._process_alter_partition(event)
         elif isinstance(event, IsrChangeNotification):
             self._process_isr_change_notification()
         elif isinstance(event, LogDirEventNotification):
@@ -983,6 +1032,83 @@ class KafkaController:
         deleted = set(event.partition_errors) - in_error
         if deleted:
             manager.complete_replica_deletion(_replicas(deleted, event.replica_id))
+
+    def _process_alter_partition(self, event: AlterPartitionReceived) -> None:
+        """Answer an AlterPartition event (Kafka's ``processAlterPartition``, ZooKeeper mode).
+
+        Raises:
+            NotControllerError: this broker is not the controller.
+            StaleBrokerEpochError: the leader is not registered under the request's epoch.
+            ControllerMovedError: a ZooKeeper write was fenced.
+        """
+        if not self.is_active:
+            raise NotControllerError("controller moved to another broker")
+        ctx = self.context
+        registered = ctx.broker_epoch(event.broker_id)
+        if registered is None or registered != event.broker_epoch:
+            raise StaleBrokerEpochError(
+                f"AlterPartition of broker {event.broker_id} under epoch {event.broker_epoch};"
+                f" registered: {registered}"
+            )
+        proposals = dict(event.proposals)
+        names = {topic_id: topic for topic, topic_id in ctx.topic_ids.items()}
+        unknown_ids: dict[str, list[int]] = {}
+        for topic_id, partitions in event.proposals_by_topic_id.items():
+            topic = names.get(topic_id)
+            if topic is None:
+                unknown_ids[topic_id] = sorted(partitions)
+                continue
+            for index, proposed in partitions.items():
+                proposals[TopicPartition(topic, index)] = proposed
+        current = {}
+        for tp in proposals:
+            leadership = ctx.partition_leadership(tp)
+            if leadership is not None:
+                current[tp] = leadership.leader_and_isr
+        decision = decide_alter_partition(
+            event.broker_id,
+            proposals,
+            current,
+            ctx.live_broker_epochs,
+            ctx.shutting_down_broker_ids,
+            event.request_version,
+        )
+        outcome: dict[TopicPartition, int | LeaderAndIsr] = {
+            **decision.errors,
+            **decision.unchanged,
+        }
+        if decision.accepted:
+            written = self.zk.update_leader_and_isr(
+                decision.accepted, ctx.epoch, controller_epoch_zk_version=ctx.epoch_zk_version
+            )
+            for tp, state in written.written.items():
+                ctx.put_partition_leadership(tp, LeaderIsrAndControllerEpoch(state, ctx.epoch))
+                outcome[tp] = state
+            for tp in written.version_conflicts:
+                outcome[tp] = INVALID_UPDATE_VERSION
+            for tp in written.missing:
+                outcome[tp] = UNKNOWN_TOPIC_OR_PARTITION
+            _log.debug(
+                "AlterPartition of broker %d: %d ISRs written",
+                event.broker_id,
+                len(written.written),
+            )
+        known = set(proposals) & set(current)
+        if known:
+            self.send_update_metadata_request(ctx.live_or_shutting_down_broker_ids, known)
+        result = AlterPartitionResult(
+            outcome, {tp.topic: ctx.topic_ids.get(tp.topic) for tp in outcome}, unknown_ids
+        )
+        if not event.result.done():
+            event.result.set_result(result)
+        # As Kafka, after answering: a reassignment completes once its targets joined the ISR.
+        reassigned = [
+            tp
+            for tp, state in outcome.items()
+            if not isinstance(state, int) and tp in ctx.partitions_being_reassigned
+        ]
+        if reassigned:
+            self.reassignment_manager.on_partition_isr_changes(reassigned)
 
     def _process_isr_change_notification(self) -> None:
         """Re-read the states of partitions whose ISR changed and send them to every broker."""

@@ -167,6 +167,37 @@ class ControlledShutdown(ControllerEvent):
 
 
 @dataclass(frozen=True)
+class AlterPartitionReceived(ControllerEvent):
+    """A leader asks for ISR changes (AlterPartition API, KIP-497).
+
+    Attributes:
+        broker_id: the leader.
+        broker_epoch: its broker epoch; a stale one fails the whole request.
+        proposals: partition -> the proposed change
+            (:class:`~kpo_broker.controller.alter_partition.ProposedIsr`), for topics
+            named by name (v0-v1).
+        proposals_by_topic_id: Kafka topic id -> partition index -> proposed change, for
+            topics named by id (v2+); the controller resolves the names.
+        request_version: the AlterPartition version.
+        result: completed with an
+            :class:`~kpo_broker.controller.alter_partition.AlterPartitionResult`, or
+            failed with a :class:`~kpo_broker.controller.errors.ControllerError`
+            (NOT_CONTROLLER, STALE_BROKER_EPOCH) for the whole request.
+    """
+
+    broker_id: int
+    broker_epoch: int
+    proposals: Mapping[TopicPartition, Any]
+    proposals_by_topic_id: Mapping[str, Mapping[int, Any]]
+    request_version: int
+    result: Future[Any] = field(default_factory=Future, compare=False)
+
+    def preempt(self, error: BaseException) -> None:
+        """Fail the future with ``error``."""
+        _fail(self.result, error)
+
+
+@dataclass(frozen=True)
 class ElectLeaders(ControllerEvent):
     """Leader elections asked for by the ElectLeaders API (KIP-183, KIP-460).
 

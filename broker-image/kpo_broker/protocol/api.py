@@ -106,6 +106,8 @@ from kafka.protocol.sasl import (
 )
 
 from kpo_broker.protocol.interbroker import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     ControlledShutdownRequest,
     ControlledShutdownResponse,
     LeaderAndIsrRequest,
@@ -176,6 +178,7 @@ APIS: Mapping[int, ApiSpec] = {
         _spec(StopReplicaRequest, StopReplicaResponse),
         _spec(UpdateMetadataRequest, UpdateMetadataResponse),
         _spec(ControlledShutdownRequest, ControlledShutdownResponse),
+        _spec(AlterPartitionRequest, AlterPartitionResponse),
         _spec(FindCoordinatorRequest, FindCoordinatorResponse),
         _spec(ApiVersionsRequest, ApiVersionsResponse),
         _spec(CreateTopicsRequest, CreateTopicsResponse),

@@ -22,6 +22,10 @@ compact encoding with tagged fields, request header v2 and response header v1):
 * ControlledShutdown (api key 7), v1-v3, flexible from v3. v2 adds
   ``broker_epoch``. v0, whose request header lacks the client id, is not
   declared.
+* AlterPartition (api key 56, KIP-497), v0-v3, flexible in every version. v1
+  adds ``leader_recovery_state`` (KIP-704), v2 names topics by ``topic_id``
+  instead of ``topic_name`` (KIP-841), v3 replaces ``new_isr`` by
+  ``new_isr_with_epochs`` (KIP-903).
 
 Nested struct types are reachable as class attributes named after the schema
 type, for example ``LeaderAndIsrRequest.LeaderAndIsrTopicState`` and
@@ -38,6 +42,8 @@ from kafka.protocol.api_message import ApiMessage
 _SCHEMAS = "kpo_broker.protocol.schemas"
 
 __all__ = [
+    "AlterPartitionRequest",
+    "AlterPartitionResponse",
     "ControlledShutdownRequest",
     "ControlledShutdownResponse",
     "LeaderAndIsrLiveLeader",
@@ -114,6 +120,25 @@ class ControlledShutdownRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore
 
 class ControlledShutdownResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[misc,call-arg]
     """Controller -> broker: ``error_code`` and ``remaining_partitions`` it still leads."""
+
+
+class AlterPartitionRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[misc,call-arg]
+    """Leader -> controller: ISR changes of partitions it leads (Kafka's ``AlterPartitionManager``).
+
+    Top-level fields: ``broker_id``, ``broker_epoch``, ``topics`` (each ``topic_name``
+    (v0-v1) or ``topic_id`` (v2+) and ``partitions``). A partition carries
+    ``partition_index``, ``leader_epoch``, ``new_isr`` (v0-v2) or
+    ``new_isr_with_epochs`` (v3+, each ``broker_id`` and ``broker_epoch``),
+    ``leader_recovery_state`` (v1+) and ``partition_epoch`` (the state znode version).
+    """
+
+
+class AlterPartitionResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[misc,call-arg]
+    """Controller -> leader: ``error_code`` and, per partition, its error or new state.
+
+    A partition entry carries ``partition_index``, ``error_code``, ``leader_id``,
+    ``leader_epoch``, ``isr``, ``leader_recovery_state`` (v1+) and ``partition_epoch``.
+    """
 
 
 # The nested struct classes of the grouped (current) request shapes, named as in

@@ -57,6 +57,7 @@ from kpo_broker.security.config import (
 from kpo_broker.security.credentials import CredentialCache, desanitize
 from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
+from kpo_broker.server.alter_partition_manager import AlterPartitionManager, ControllerEndpoint
 from kpo_broker.server.apis import versions
 from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.auth_helper import AuthHelper
@@ -68,7 +69,6 @@ from kpo_broker.server.dynamic_broker_config import DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TopicConfigs
 from kpo_broker.server.fetch_session import new_fetch_manager
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
-from kpo_broker.server.isr_writer import ZkIsrWriter
 from kpo_broker.server.log_dir_failure import LogDirFailureHandler
 from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
@@ -96,8 +96,6 @@ log = logging.getLogger(__name__)
 #: defaults to Long.MAX, i.e. never, in Kafka; a topic's ``flush.ms`` still applies here).
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
 
-#: How often a leader's ISR changes are announced in /isr_change_notification, s (Kafka: 2.5 s).
-ISR_CHANGE_PROPAGATION_INTERVAL_S = 2.5
 #: Pause between two attempts to register again after a ZooKeeper session expiry, s.
 REGISTRATION_RETRY_BACKOFF_S = 0.5
 
@@ -115,6 +113,7 @@ class KafkaServer:
         self.components: BrokerComponents | None = None
         self.log_dir_failure_handler: LogDirFailureHandler | None = None
         self.socket_server: SocketServer | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
         self.zk: KafkaZkClient | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._config_watch: object | None = None
@@ -220,10 +219,17 @@ class KafkaServer:
         await asyncio.to_thread(self._load_throttle_rates, quotas)
         await asyncio.to_thread(self._load_credentials)
         metadata_cache = MetadataCache(cluster_id=cluster_id)
+        self.alter_partition_manager = AlterPartitionManager(
+            self.broker_id,
+            lambda: self.components.broker_epoch if self.components is not None else -1,
+            _controller_endpoint(metadata_cache, c.inter_broker_listener),
+            connector=connector,
+            request_timeout_ms=c.controller_socket_timeout_ms,
+        )
         replica_manager = ReplicaManager(
             self.broker_id,
             log_manager,
-            ZkIsrWriter(zk, self.broker_id),
+            self.alter_partition_manager,
             c.replica_lag_time_max_ms,
             topic_configs.log_config,
             known_partition=lambda tp: metadata_cache.partition(tp[0], tp[1]) is not None,
@@ -329,12 +335,7 @@ class KafkaServer:
             lambda _event: config_changes.trigger_threadsafe()
         )
         self._tasks = [
-            self._every(
-                c.replica_lag_time_max_ms / 2000, replica_manager.shrink_isrs, "isr-shrink"
-            ),
-            self._every(
-                ISR_CHANGE_PROPAGATION_INTERVAL_S, self._propagate_isr_changes, "isr-propagate"
-            ),
+            self._every(c.replica_lag_time_max_ms / 2000, self._shrink_isrs, "isr-shrink"),
             self._every(
                 c.replica_high_watermark_checkpoint_interval_ms / 1000,
                 self._checkpoint,
@@ -518,13 +519,12 @@ class KafkaServer:
 
         return asyncio.create_task(loop(), name=name)
 
-    async def _propagate_isr_changes(self) -> None:
-        assert self.components is not None and self.zk is not None
-        changed = self.components.replica_manager.isr_changed
-        if changed:
-            batch = sorted(changed)
-            changed.clear()
-            await asyncio.to_thread(self.zk.propagate_isr_change, batch)
+    async def _shrink_isrs(self) -> None:
+        """Propose the ISR shrinks now; the controller's answers arrive in the background."""
+        assert self.components is not None
+        rm = self.components.replica_manager
+        rm.run_in_background(rm.shrink_isrs())
+        await asyncio.sleep(0)
 
     async def _checkpoint(self) -> None:
         assert self.components is not None
@@ -737,6 +737,8 @@ class KafkaServer:
             if components.log_dir_mover is not None:
                 await components.log_dir_mover.stop()
             await components.fetchers.shutdown()
+            if self.alter_partition_manager is not None:
+                await self.alter_partition_manager.close()
             if components.controller is not None:
                 await asyncio.to_thread(components.controller.shutdown)
             with contextlib.suppress(Exception):
@@ -811,6 +813,21 @@ def _resign_offline_coordinators(
     for tp in partitions:
         if tp.topic == GROUP_METADATA_TOPIC_NAME:
             coordinator.on_resignation(tp.partition, None)
+
+
+def _controller_endpoint(metadata_cache: MetadataCache, listener: str) -> ControllerEndpoint:
+    """Return a getter of the active controller and its endpoint on ``listener``.
+
+    Kafka's ``MetadataCacheControllerNodeProvider`` (ZooKeeper mode).
+    """
+
+    def current() -> tuple[int, EndPoint] | None:
+        controller = metadata_cache.controller_id
+        info = metadata_cache.brokers.get(controller) if controller is not None else None
+        endpoint = info.endpoint(listener) if info is not None else None
+        return None if controller is None or endpoint is None else (controller, endpoint)
+
+    return current
 
 
 def _new_cluster_id() -> str:

@@ -252,7 +252,10 @@ async def _record_follower_fetch(
             continue
         if on_follower_caught_up is not None and replica_id not in partition.isr:
             caught_up.append(on_follower_caught_up(request.tp, partition, replica_id))
-    # The partitions' ISR expansions run together (their ZooKeeper writes are batched),
-    # not one after another: a follower back on thousands of partitions rejoins at once.
+    # The partitions' ISR expansions run together (one AlterPartition request carries
+    # them all): a follower back on thousands of partitions rejoins at once. The fetch
+    # does not wait for the controller's answer; each expansion proposes its change now
+    # (the HW counts the follower from then on) and completes in the background.
     if caught_up:
-        await asyncio.gather(*caught_up)
+        rm.run_in_background(asyncio.gather(*caught_up))
+        await asyncio.sleep(0)

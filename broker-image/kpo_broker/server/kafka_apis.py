@@ -41,6 +41,7 @@ HANDLERS: dict[int, Handler] = {
     v.API_KEY_UPDATE_METADATA: interbroker.handle_update_metadata,
     v.API_KEY_STOP_REPLICA: interbroker.handle_stop_replica,
     v.API_KEY_CONTROLLED_SHUTDOWN: interbroker.handle_controlled_shutdown,
+    v.API_KEY_ALTER_PARTITION: interbroker.handle_alter_partition,
     v.API_KEY_CREATE_TOPICS: topics.handle_create_topics,
     v.API_KEY_DELETE_TOPICS: topics.handle_delete_topics,
     v.API_KEY_CREATE_PARTITIONS: topics.handle_create_partitions,

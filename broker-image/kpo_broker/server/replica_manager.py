@@ -4,7 +4,7 @@ As Kafka's ``ReplicaManager``: applies the controller's LeaderAndIsr and StopRep
 requests (fenced by controller epoch and leader epoch), appends produced records on
 leaders and waits for ``acks=all``, serves consumer fetches up to the HW and replica
 fetches up to the LEO (updating the leader's view of each follower), and proposes ISR
-changes, which an :class:`IsrWriter` persists to ZooKeeper.
+changes, which an :class:`IsrWriter` asks the controller for (AlterPartition, KIP-497).
 
 Partitions whose log dir failed (``LogDirFailureChannel``) are offline here until the
 broker restarts (Kafka's ``HostedPartition.Offline``): requests on them are answered
@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -30,6 +30,7 @@ from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.epoch import LeaderEpochCache, deferred_checkpoints
 from kpo_broker.log.log import Log
 from kpo_broker.log.manager import LogManager
+from kpo_broker.server.alter_partition_manager import IsrChangeAbandonedError
 from kpo_broker.server.delayed import PartitionWatchers
 from kpo_broker.server.errors import StaleControllerEpochError
 from kpo_broker.server.metrics import BrokerTopicStats
@@ -38,7 +39,6 @@ from kpo_broker.server.partition import (
     LeaderAndIsrState,
     Partition,
 )
-from kpo_broker.zk.errors import ZkConnectionLossError
 from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -50,15 +50,18 @@ def now_ms() -> int:
 
 
 class IsrWriter(Protocol):
-    """Persists a leader's ISR change (ZooKeeper CAS on the partition state znode)."""
+    """Gets a leader's ISR change applied (by the controller, with AlterPartition)."""
 
     async def write_isr(
         self, tp: TopicPartition, partition: Partition, change: IsrChange
     ) -> int | None:
-        """Write ``change``; return the state znode's new version, or None on a CAS conflict.
+        """Apply ``change``; return the new partition epoch, or None when it was refused.
+
+        Refused: the controller's state moved on (a stale leader epoch or partition
+        epoch), a proposed member is not eligible, or a newer change replaced it.
 
         Raises:
-            ZkConnectionLossError: no ZooKeeper session (the write may be retried later).
+            IsrChangeAbandonedError: the outcome is unknown (the broker is stopping).
         """
         ...
 
@@ -116,9 +119,9 @@ class ReplicaManager:
         self.controller_epoch = -1
         self.watchers = PartitionWatchers()
         self._high_watermarks = log_manager.read_high_watermarks()
-        self.isr_changed: set[TopicPartition] = set()
         self.topic_stats = BrokerTopicStats()
         self.offline_partitions: set[TopicPartition] = set()
+        self._isr_updates: set[asyncio.Future[object]] = set()
 
     # ---------------------------------------------------------- lookups
     def get_partition(self, tp: TopicPartition) -> Partition | None:
@@ -181,7 +184,6 @@ class ReplicaManager:
         self.partitions.pop(tp, None)
         self.offline_partitions.add(tp)
         self._high_watermarks.pop(tp, None)
-        self.isr_changed.discard(tp)
         self.watchers.notify(tp)
 
     # ---------------------------------------------------- controller requests
@@ -356,22 +358,39 @@ class ReplicaManager:
             change = partition.propose_isr_shrink(now, self.replica_lag_time_max_ms)
             if change is not None:
                 writes.append(self._write_isr(tp, partition, change))
-        if writes:  # together: the ISR writer batches their ZooKeeper writes
+        if writes:  # together: the ISR writer sends them in one AlterPartition request
             await asyncio.gather(*writes)
 
-    async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
-        """Persist ``change``; apply it only when the compare-and-set wrote it.
+    def run_in_background(self, isr_updates: Awaitable[object]) -> None:
+        """Let ISR changes (:meth:`maybe_expand_isr`, :meth:`shrink_isrs`) finish on their own.
 
-        A failed or lost write leaves the ISR (and so the HW) as it was: a leader cut
-        off from ZooKeeper, or one the controller already replaced (a zombie after a
-        session expiry), never shrinks the ISR to itself and never acknowledges
-        acks=all records on its own (Kafka's ``Partition.maybeShrinkIsr`` before KIP-497).
+        A fetch or the periodic shrink check must not wait for the controller's answer,
+        which may take long (no controller, a failover); the change stays pending on its
+        partition meanwhile (Kafka's ``Partition`` submits to its ``AlterPartitionManager``
+        and returns).
+        """
+        task = asyncio.ensure_future(isr_updates)
+        self._isr_updates.add(task)
+        task.add_done_callback(self._isr_update_done)
+
+    def _isr_update_done(self, task: asyncio.Future[object]) -> None:
+        self._isr_updates.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("ISR update failed", exc_info=task.exception())
+
+    async def _write_isr(self, tp: TopicPartition, partition: Partition, change: IsrChange) -> None:
+        """Ask for ``change``; apply it only when the controller accepted it.
+
+        A refused or unanswered change leaves the ISR (and so the HW) as it was: a leader
+        the controller already replaced (a zombie after a session expiry: stale broker
+        epoch, stale leader epoch) never shrinks the ISR to itself and never acknowledges
+        acks=all records on its own (Kafka's ``Partition.handleAlterPartitionError``).
         """
         try:
             version = await self.isr_writer.write_isr(tp, partition, change)
             failure = None
-        except ZkConnectionLossError as exc:
-            version, failure = None, f"no ZooKeeper session ({exc})"
+        except IsrChangeAbandonedError as exc:
+            version, failure = None, str(exc)
         except Exception as exc:
             log.exception("ISR update of %s-%s failed", *tp)
             version, failure = None, repr(exc)
@@ -380,19 +399,18 @@ class ReplicaManager:
         if version is None:
             if partition.apply_isr_change(change, None, unknown=failure is not None):
                 self.watchers.notify(tp)
-            # A lost race is routine (the controller changed the state, e.g. in a controlled
-            # shutdown of thousands of partitions): DEBUG; a failed write is worth INFO.
+            # A refusal is routine (the controller changed the state, e.g. in a controlled
+            # shutdown of thousands of partitions): DEBUG; no answer is worth INFO.
             log.log(
                 logging.DEBUG if failure is None else logging.INFO,
                 "ISR update of %s-%s to %s %s; awaiting the controller",
                 tp[0],
                 tp[1],
                 list(change.isr),
-                "lost a CAS race" if failure is None else f"not written: {failure}",
+                "refused" if failure is None else f"not answered: {failure}",
             )
             return
         log.debug("ISR of %s-%s is now %s", tp[0], tp[1], list(change.isr))
-        self.isr_changed.add(tp)
         if partition.apply_isr_change(change, version):
             self.watchers.notify(tp)
 

@@ -1,7 +1,7 @@
 """The inter-broker APIs.
 
 LeaderAndIsr, UpdateMetadata and StopReplica (controller -> broker), and
-ControlledShutdown (broker -> controller).
+ControlledShutdown and AlterPartition (broker -> controller).
 
 Every controller request is fenced by the controller epoch (STALE_CONTROLLER_EPOCH for
 an older one) and, from the versions that carry it, by the broker epoch (KIP-380:
@@ -20,8 +20,15 @@ from typing import Any
 
 from kafka import errors as kafka_errors
 
+from kpo_broker.controller.alter_partition import (
+    LEADER_RECOVERED,
+    UNKNOWN_TOPIC_ID,
+    AlterPartitionResult,
+    ProposedIsr,
+)
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME
 from kpo_broker.protocol.interbroker import (
+    AlterPartitionResponse,
     ControlledShutdownResponse,
     LeaderAndIsrResponse,
     StopReplicaResponse,
@@ -32,7 +39,7 @@ from kpo_broker.server.components import BrokerComponents, RequestContext
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import LeaderAndIsrState
-from kpo_broker.zk.data import uuid_to_topic_id
+from kpo_broker.zk.data import topic_id_to_uuid, uuid_to_topic_id
 from kpo_broker.zk.errors import KafkaZkError
 from kpo_broker.zk.model import EndPoint
 from kpo_kafka.topic_partition import TopicPartition
@@ -354,3 +361,106 @@ async def handle_controlled_shutdown(
             for tp in sorted(remaining, key=lambda t: (t.topic, t.partition))
         ],
     )
+
+
+async def handle_alter_partition(
+    broker: BrokerComponents, ctx: RequestContext, request: Any
+) -> AlterPartitionResponse:
+    """On the active controller: apply a leader's ISR changes (KIP-497).
+
+    Top-level errors: CLUSTER_AUTHORIZATION_FAILED, NOT_CONTROLLER, STALE_BROKER_EPOCH;
+    otherwise each partition gets its error or its state after the change (see
+    :mod:`kpo_broker.controller.alter_partition`).
+    """
+    if _cluster_action_denied(broker, ctx):
+        return AlterPartitionResponse(error_code=_CLUSTER_AUTHORIZATION_FAILED, topics=[])
+    controller = broker.controller
+    if controller is None or not controller.is_active:
+        return AlterPartitionResponse(error_code=kafka_errors.NotControllerError.errno, topics=[])
+    version = ctx.api_version
+    by_name: dict[TopicPartition, ProposedIsr] = {}
+    by_id: dict[str, dict[int, ProposedIsr]] = {}
+    for topic in request.topics:
+        if version >= 2:
+            topic_id = uuid_to_topic_id(topic.topic_id) or ""
+            target = by_id.setdefault(topic_id, {})
+            for p in topic.partitions:
+                target[p.partition_index] = _proposed_isr(p, version)
+        else:
+            for p in topic.partitions:
+                by_name[TopicPartition(topic.topic_name, p.partition_index)] = _proposed_isr(
+                    p, version
+                )
+    future = controller.alter_partitions(
+        request.broker_id, request.broker_epoch, by_name, by_id, version
+    )
+    try:
+        result = await asyncio.wrap_future(future)
+    except Exception as exc:
+        log.info("AlterPartition of broker %d failed: %s", request.broker_id, exc)
+        return AlterPartitionResponse(error_code=error_code_of(exc), topics=[])
+    return _alter_partition_response(result, version)
+
+
+def _proposed_isr(partition: Any, version: int) -> ProposedIsr:
+    if version >= 3:
+        members = partition.new_isr_with_epochs
+        isr = tuple(m.broker_id for m in members)
+        epochs = {m.broker_id: m.broker_epoch for m in members}
+    else:
+        isr, epochs = tuple(partition.new_isr), {}
+    return ProposedIsr(
+        partition.leader_epoch,
+        isr,
+        partition.partition_epoch,
+        epochs,
+        getattr(partition, "leader_recovery_state", LEADER_RECOVERED),
+    )
+
+
+def _alter_partition_response(result: AlterPartitionResult, version: int) -> AlterPartitionResponse:
+    topic_data = AlterPartitionResponse.TopicData
+    partition_data = topic_data.PartitionData
+    by_topic: dict[str, list[Any]] = {}
+    for tp, outcome in sorted(result.partitions.items()):
+        if isinstance(outcome, int):
+            entry = partition_data(
+                partition_index=tp.partition,
+                error_code=outcome,
+                leader_id=-1,
+                leader_epoch=-1,
+                isr=[],
+                partition_epoch=-1,
+            )
+        else:
+            entry = partition_data(
+                partition_index=tp.partition,
+                error_code=0,
+                leader_id=outcome.leader,
+                leader_epoch=outcome.leader_epoch,
+                isr=list(outcome.isr),
+                leader_recovery_state=LEADER_RECOVERED,
+                partition_epoch=outcome.partition_epoch,
+            )
+        by_topic.setdefault(tp.topic, []).append(entry)
+    topics = []
+    for topic, entries in by_topic.items():
+        if version >= 2:
+            wire_id = topic_id_to_uuid(result.topic_ids.get(topic))
+            topics.append(topic_data(topic_id=wire_id, partitions=entries))
+        else:
+            topics.append(topic_data(topic_name=topic, partitions=entries))
+    for unknown_id, indexes in result.unknown_topic_ids.items():
+        entries = [
+            partition_data(
+                partition_index=i,
+                error_code=UNKNOWN_TOPIC_ID,
+                leader_id=-1,
+                leader_epoch=-1,
+                isr=[],
+                partition_epoch=-1,
+            )
+            for i in indexes
+        ]
+        topics.append(topic_data(topic_id=topic_id_to_uuid(unknown_id), partitions=entries))
+    return AlterPartitionResponse(throttle_time_ms=0, error_code=0, topics=topics)

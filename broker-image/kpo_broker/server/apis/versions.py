@@ -92,11 +92,14 @@ API_KEY_DELETE_RECORDS = 21
 API_KEY_DESCRIBE_ACLS = 29
 API_KEY_CREATE_ACLS = 30
 API_KEY_DELETE_ACLS = 31
+API_KEY_ALTER_PARTITION = 56
 
-#: The controller's requests to brokers and ControlledShutdown (inter-broker only).
+#: The controller's requests to brokers, and ControlledShutdown and AlterPartition
+#: (KIP-497) from brokers to the controller (inter-broker only).
 INTER_BROKER_APIS: dict[int, tuple[int, int]] = {
     API_KEY_LEADER_AND_ISR: (0, 4),
     API_KEY_STOP_REPLICA: (0, 3),
     API_KEY_UPDATE_METADATA: (0, 7),
     API_KEY_CONTROLLED_SHUTDOWN: (1, 3),
+    API_KEY_ALTER_PARTITION: (0, 3),
 }

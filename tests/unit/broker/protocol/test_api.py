@@ -20,7 +20,7 @@ EXPECTED = {
     "IncrementalAlterConfigs", "AlterConfigs", "DescribeCluster", "ElectLeaders",
     "AlterPartitionReassignments", "ListPartitionReassignments", "DescribeLogDirs",
     "AlterReplicaLogDirs", "FindCoordinator", "LeaderAndIsr", "StopReplica",
-    "UpdateMetadata", "ControlledShutdown", "InitProducerId",
+    "UpdateMetadata", "ControlledShutdown", "AlterPartition", "InitProducerId",
     "SaslHandshake", "SaslAuthenticate", "DescribeUserScramCredentials",
     "AlterUserScramCredentials",
     "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit", "OffsetFetch",

@@ -32,14 +32,14 @@ CONFIG = LogConfig(file_delete_delay_ms=0)
 
 
 class InMemoryIsrWriter:
-    """Partition state znodes in a dict: ISR writes compare-and-set on the znode version.
+    """The controller's partition epochs in a dict: it accepts a change of the current one.
 
-    A znode's version starts at the partition epoch the leader holds when it first
-    writes; a test that sets ``partition_epochs[tp]`` to something else plays a
-    controller that changed the state meanwhile (the write loses the CAS, as in Kafka).
+    A partition's epoch starts at the one the leader holds when it first asks; a test
+    that sets ``partition_epochs[tp]`` to something else plays a controller that changed
+    the state meanwhile (it refuses with INVALID_UPDATE_VERSION, as Kafka's does).
 
     Attributes:
-        partition_epochs: tp -> current znode version (Kafka's ``zkVersion``).
+        partition_epochs: tp -> current partition epoch (the state znode version).
         writes: every successful write, in order: (tp, new ISR).
         fail_with: when set, every write raises it (ZooKeeper unreachable).
         on_write: called with ``tp`` before a write is decided (to interleave events).

@@ -1,7 +1,8 @@
-"""The replica manager (Kafka's ReplicaManager) over real logs, ZooKeeper faked in memory.
+"""The replica manager (Kafka's ReplicaManager) over real logs, the controller faked in memory.
 
 LeaderAndIsr and StopReplica fencing, the leader's ISR expansion and shrink through
-compare-and-set writes, and the high watermark checkpoint across a restart.
+changes the controller accepts or refuses (AlterPartition, KIP-497), and the high
+watermark checkpoint across a restart.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kpo_broker.log.config import LogConfig
 from kpo_broker.log.dir_failure import KafkaStorageError
 from kpo_broker.log.manager import LogManager
 from kpo_broker.server import replica_manager as replica_manager_module
+from kpo_broker.server.alter_partition_manager import IsrChangeAbandonedError
 from kpo_broker.server.errors import (
     FencedLeaderEpochError,
     NotLeaderOrFollowerError,
@@ -25,7 +27,6 @@ from kpo_broker.server.errors import (
 )
 from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
-from kpo_broker.zk.errors import ZkConnectionLossError
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.log.batches import make_value_batch
 from tests.unit.broker.server.replicas import (
@@ -244,7 +245,7 @@ def _lead_with_follower(
     return rm
 
 
-def test_a_follower_that_caught_up_joins_the_isr_through_a_cas_write(
+def test_a_follower_that_caught_up_joins_the_isr_once_the_controller_accepts(
     open_broker: OpenBroker,
 ) -> None:
     writer = InMemoryIsrWriter()
@@ -258,11 +259,10 @@ def test_a_follower_that_caught_up_joins_the_isr_through_a_cas_write(
     asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
     assert writer.writes == [(TP, (0, 1))]
     assert partition.isr == (0, 1)
-    assert partition.partition_epoch == 5  # the znode's new version, for the next CAS
-    assert rm.isr_changed == {TP}
+    assert partition.partition_epoch == 5  # the new partition epoch, for the next change
 
 
-def test_an_isr_write_that_loses_the_cas_leaves_the_isr_to_the_controller(
+def test_an_isr_change_the_controller_refuses_leaves_the_isr_to_the_controller(
     open_broker: OpenBroker,
 ) -> None:
     writer = InMemoryIsrWriter()
@@ -273,7 +273,6 @@ def test_an_isr_write_that_loses_the_cas_leaves_the_isr_to_the_controller(
     asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
     assert partition.isr == (0,)
     assert partition.partition_epoch == 4
-    assert rm.isr_changed == set()
     # Nothing stays pending: the next LeaderAndIsr brings the state, or a retry may win.
     assert partition.pending_isr is None
     writer.partition_epochs[TP] = 4
@@ -284,28 +283,27 @@ def test_an_isr_write_that_loses_the_cas_leaves_the_isr_to_the_controller(
 def test_an_isr_write_that_fails_changes_nothing(open_broker: OpenBroker) -> None:
     writer = InMemoryIsrWriter()
     rm = _lead_with_follower(open_broker, writer)
-    writer.fail_with = ConnectionError("ZooKeeper is unreachable")
+    writer.fail_with = ConnectionError("the controller is unreachable")
     partition = hosted(rm, TP)
     partition.update_follower_fetch_state(1, 3, now_ms())
     asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
     assert partition.isr == (0,)
     assert partition.pending_isr is None
-    assert rm.isr_changed == set()
 
 
-def test_an_isr_write_without_a_zookeeper_session_changes_nothing(
+def test_an_isr_change_abandoned_at_shutdown_changes_nothing(
     open_broker: OpenBroker, caplog: pytest.LogCaptureFixture
 ) -> None:
     writer = InMemoryIsrWriter()
     rm = _lead_with_follower(open_broker, writer)
-    writer.fail_with = ZkConnectionLossError("SessionExpiredError during a request")
+    writer.fail_with = IsrChangeAbandonedError("broker stopping")
     partition = hosted(rm, TP)
     partition.update_follower_fetch_state(1, 3, now_ms())
     with caplog.at_level(logging.INFO, "kpo_broker.server.replica_manager"):
         asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
     assert partition.isr == (0,)
     assert partition.pending_isr is None
-    assert "not written: no ZooKeeper session" in caplog.text
+    assert "not answered: broker stopping" in caplog.text
     assert "Traceback" not in caplog.text
 
 
@@ -316,9 +314,9 @@ def test_a_zombie_leader_never_acknowledges_acks_all_records_on_its_own(
 
     Its followers stopped fetching (they follow the new leader), so its ISR shrink would
     leave it alone in the ISR and let the HW pass records no other replica holds. The
-    controller rewrote the state znode, so the compare-and-set fails: the ISR, the HW and
-    the acks=all produce stay put until the LeaderAndIsr with the new leader epoch
-    arrives, which fails the produce (the producer retries on the new leader).
+    controller rewrote the state (a newer partition epoch), so it refuses the change:
+    the ISR, the HW and the acks=all produce stay put until the LeaderAndIsr with the new
+    leader epoch arrives, which fails the produce (the producer retries on the new leader).
     """
     writer = InMemoryIsrWriter()
     rm = open_broker(0, writer, replica_lag_time_max_ms=20)
@@ -333,7 +331,7 @@ def test_a_zombie_leader_never_acknowledges_acks_all_records_on_its_own(
             append_records(rm, {TP: make_value_batch(2)}, -1, 5000, lambda _t: 1)
         )
         await asyncio.sleep(0.05)
-        await rm.shrink_isrs()  # followers 1 and 2 lag: the shrink to (0,) loses the CAS
+        await rm.shrink_isrs()  # followers 1 and 2 lag: the controller refuses the shrink to (0,)
         assert not produce.done()
         assert partition.isr == (0, 1, 2)
         assert partition.high_watermark == 0
@@ -359,7 +357,6 @@ def test_an_isr_write_for_a_partition_stopped_meanwhile_is_dropped(
     asyncio.run(rm.maybe_expand_isr(TP, partition, 1))
     assert writer.writes == [(TP, (0, 1))]
     assert partition.isr == (0,)  # the stopped replica's state is not touched
-    assert rm.isr_changed == set()
 
 
 def test_shrink_removes_lagging_followers_and_lets_the_high_watermark_advance(
@@ -390,7 +387,6 @@ def test_shrink_removes_lagging_followers_and_lets_the_high_watermark_advance(
     assert writer.writes == [(TP, (0, 1))]
     assert partition.isr == (0, 1)
     assert partition.high_watermark == 5
-    assert rm.isr_changed == {TP}
 
 
 def test_shrink_leaves_followers_that_keep_up_and_partitions_led_elsewhere(

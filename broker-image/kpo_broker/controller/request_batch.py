@@ -263,8 +263,11 @@ class ControllerBrokerRequestBatch:
                         self._leader_and_isr_callback(broker_id),
                     )
             if self._metadata_brokers:
+                # The states and live brokers are the same for every broker (Kafka builds
+                # them once per batch too); only the broker epoch differs.
+                shared = self._update_metadata_content()
                 for broker_id in sorted(self._metadata_brokers):
-                    request = self.update_metadata_request(broker_id, controller_epoch)
+                    request = self.update_metadata_request(broker_id, controller_epoch, shared)
                     self.sender.send_request(broker_id, request, self._versions.update_metadata)
             for broker_id, stops in sorted(self._stop_replica.items()):
                 if stops:
@@ -330,8 +333,31 @@ class ControllerBrokerRequestBatch:
             live_leaders=live_leaders,
         )
 
-    def update_metadata_request(self, broker_id: int, controller_epoch: int) -> Any:
-        """Build the UpdateMetadata request (v5+ shape) for ``broker_id``."""
+    def update_metadata_request(
+        self,
+        broker_id: int,
+        controller_epoch: int,
+        content: tuple[list[Any], list[Any]] | None = None,
+    ) -> Any:
+        """Build the UpdateMetadata request (v5+ shape) for ``broker_id``.
+
+        Args:
+            broker_id: the receiving broker (its epoch goes in the request).
+            controller_epoch: this controller's epoch.
+            content: the batch's topic states and live brokers, when already built
+                (:meth:`_update_metadata_content`, shared by every broker's request).
+        """
+        topic_states, live_brokers = self._update_metadata_content() if content is None else content
+        return UpdateMetadataRequest(
+            controller_id=self._controller_id,
+            controller_epoch=controller_epoch,
+            broker_epoch=self._broker_epoch(broker_id),
+            topic_states=topic_states,
+            live_brokers=live_brokers,
+        )
+
+    def _update_metadata_content(self) -> tuple[list[Any], list[Any]]:
+        """Return the UpdateMetadata topic states and live brokers of this batch."""
         by_topic: dict[str, list[Any]] = defaultdict(list)
         for tp, entry in sorted(self._metadata_partitions.items()):
             lai = entry.leadership.leader_and_isr
@@ -363,20 +389,15 @@ class ControllerBrokerRequestBatch:
             )
             for broker in self._context.live_or_shutting_down_brokers
         ]
-        return UpdateMetadataRequest(
-            controller_id=self._controller_id,
-            controller_epoch=controller_epoch,
-            broker_epoch=self._broker_epoch(broker_id),
-            topic_states=[
-                UpdateMetadataTopicState(
-                    topic_name=topic,
-                    topic_id=topic_id_to_uuid(self._context.topic_ids.get(topic)),
-                    partition_states=states,
-                )
-                for topic, states in sorted(by_topic.items())
-            ],
-            live_brokers=live_brokers,
-        )
+        topic_states = [
+            UpdateMetadataTopicState(
+                topic_name=topic,
+                topic_id=topic_id_to_uuid(self._context.topic_ids.get(topic)),
+                partition_states=states,
+            )
+            for topic, states in sorted(by_topic.items())
+        ]
+        return topic_states, live_brokers
 
     def stop_replica_request(
         self, broker_id: int, stops: Mapping[TopicPartition, bool], controller_epoch: int

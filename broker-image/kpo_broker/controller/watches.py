@@ -57,10 +57,6 @@ class WatchRegistrar(Protocol):
         """Watch a znode's children."""
         ...
 
-    def watch_data(self, path: str, callback: WatchCallback) -> ZkWatch:
-        """Watch a znode's existence and data."""
-        ...
-
     def watch_data_many(self, watched: Sequence[tuple[str, WatchCallback]]) -> list[ZkWatch]:
         """Watch many znodes' existence and data, installed together."""
         ...
@@ -88,8 +84,14 @@ class ControllerWatches:
             self._watches[path] = self._zk.watch_children(path, self._enqueue(event))
 
     def _data(self, path: str, on_event: WatchCallback) -> None:
-        if path not in self._watches:
-            self._watches[path] = self._zk.watch_data(path, on_event)
+        self._data_many({path: on_event})
+
+    def _data_many(self, watched: dict[str, WatchCallback]) -> None:
+        """Watch the znodes not watched yet, installed in one pipelined batch."""
+        wanted = {path: cb for path, cb in watched.items() if path not in self._watches}
+        if wanted:
+            handles = self._zk.watch_data_many(list(wanted.items()))
+            self._watches.update(zip(wanted, handles, strict=True))
 
     def register_failover_watches(self) -> None:
         """Watch brokers, topics, deletions, ISR and log dir notifications, preferred elections."""
@@ -122,9 +124,7 @@ class ControllerWatches:
             path = paths.partition_state_path(tp.topic, tp.partition)
             if path not in self._watches and path not in wanted:
                 wanted[path] = self._on_state_change(PartitionReassignmentIsrChange(tp))
-        if wanted:
-            handles = self._zk.watch_data_many(list(wanted.items()))
-            self._watches.update(zip(wanted, handles, strict=True))
+        self._data_many(wanted)
 
     def _on_state_change(self, event: ControllerEvent) -> WatchCallback:
         """Return a watch callback that enqueues ``event`` unless the znode was deleted."""
@@ -140,20 +140,23 @@ class ControllerWatches:
         self._cancel(paths.partition_state_path(tp.topic, tp.partition))
 
     def watch_topics(self, topics: Iterable[str]) -> None:
-        """Watch the assignment znodes of ``topics`` (partition additions)."""
-        for topic in topics:
-            self._data(paths.topic_path(topic), self._enqueue(PartitionModifications(topic)))
+        """Watch the assignment znodes of ``topics`` (partition additions), together."""
+        self._data_many(
+            {
+                paths.topic_path(topic): self._enqueue(PartitionModifications(topic))
+                for topic in topics
+            }
+        )
 
     def unwatch_topic(self, topic: str) -> None:
         """Stop watching a deleted topic's assignment."""
         self._cancel(paths.topic_path(topic))
 
     def watch_brokers(self, broker_ids: Iterable[int]) -> None:
-        """Watch the registration znodes of ``broker_ids`` (endpoint changes)."""
-        for broker_id in broker_ids:
-            self._data(
-                paths.broker_path(broker_id), self._on_data_change(BrokerModifications(broker_id))
-            )
+        """Watch the registration znodes of ``broker_ids`` (endpoint changes), together."""
+        self._data_many(
+            {paths.broker_path(b): self._on_data_change(BrokerModifications(b)) for b in broker_ids}
+        )
 
     def _on_data_change(self, event: ControllerEvent) -> WatchCallback:
         """Return a watch callback that enqueues ``event`` when the data changed."""

@@ -142,7 +142,7 @@ from kpo_broker.zk.session import (
     ZkSessionState,
     multi_results,
 )
-from kpo_broker.zk.watches import WatchCallback, ZkWatch, children_watcher, data_watcher
+from kpo_broker.zk.watches import WatchCallback, ZkWatch, children_watcher
 from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -1412,14 +1412,12 @@ class KafkaZkClient:
     def watch_data(self, path: str, callback: WatchCallback) -> ZkWatch:
         """Call ``callback`` when ``path`` is created, deleted or its data changes.
 
-        The znode need not exist.
+        The znode need not exist. One watch of :meth:`watch_data_many`.
 
         Raises:
             ZkConnectionLossError: the session failed.
         """
-        handle = ZkWatch(path)
-        self._session.add_data_watch(path, data_watcher(handle, callback))
-        return handle
+        return self._session.add_data_watches([(path, callback)])[0]
 
     def watch_data_many(self, watched: Sequence[tuple[str, WatchCallback]]) -> list[ZkWatch]:
         """Watch many znodes as :meth:`watch_data` does, installed in one pipelined batch.

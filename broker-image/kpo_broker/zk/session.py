@@ -17,8 +17,8 @@ kazoo reports an expired session as LOST, drops the session id and keeps reconne
 by itself, which opens a new session. :class:`SessionStateTracker` maps kazoo's states
 onto :class:`ZkSessionState`: EXPIRED when the session is gone, NEW_SESSION when a
 session with another id is connected (the broker then re-creates its ephemeral znodes
-and the controller runs for election again). Kazoo's ``ChildrenWatch``/``DataWatch``
-recipes re-arm themselves on the new session, and so do the pipelined data watches
+and the controller runs for election again). Kazoo's ``ChildrenWatch`` recipe re-arms
+itself on the new session, and so do the data watches
 (:class:`~kpo_broker.zk.data_watches.DataWatchSet`); other raw one-shot watches would
 be lost.
 Reconnection attempts (and the recipes' re-reads) back off to at most
@@ -53,7 +53,7 @@ from kazoo.exceptions import (
 )
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KazooState
-from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+from kazoo.recipe.watchers import ChildrenWatch
 
 from kpo_broker.zk import multi_read, paths
 from kpo_broker.zk.data_watches import DataWatchSet
@@ -423,15 +423,6 @@ class ZkSession:
         kazoo's thread; it returns False to stop watching. ``path`` must exist.
         """
         ChildrenWatch(self._zk, path, on_children, send_event=True)
-
-    def add_data_watch(self, path: str, on_data: Callable[[bytes | None, Any, Any], Any]) -> None:
-        """Install kazoo's ``DataWatch`` recipe on ``path``, which need not exist.
-
-        ``on_data(data, stat, event)`` is called at once and after each creation, change
-        or deletion (``stat`` None when absent), from kazoo's thread; it returns False to
-        stop watching.
-        """
-        DataWatch(self._zk, path, on_data)
 
     def add_data_watches(self, watched: Sequence[tuple[str, WatchCallback]]) -> list[ZkWatch]:
         """Watch many znodes at once, their ``exists`` requests pipelined.

@@ -4,11 +4,12 @@ Callbacks receive only a :class:`ZkWatchEvent` (which znode, what happened), nev
 data: as in Kafka's controller, the callback just enqueues the event and the event
 thread re-reads ZooKeeper (Kafka's ``ZNodeChangeHandler`` and
 ``ZNodeChildChangeHandler``: BrokerChange, TopicChange, TopicDeletion, PartitionModifications,
-PartitionReassignment, PreferredReplicaElection, IsrChangeNotification...). Watches are
-kazoo's ``ChildrenWatch``/``DataWatch`` recipes, which re-arm themselves after each
-trigger and after a reconnection (a change missed while disconnected is reported then);
-:func:`children_watcher` and :func:`data_watcher` turn their calls into events.
-Callbacks run on kazoo's threads and must not block.
+PartitionReassignment, PreferredReplicaElection, IsrChangeNotification...). Children
+watches are kazoo's ``ChildrenWatch`` recipe, which re-arms itself after each trigger and
+after a reconnection (a change missed while disconnected is reported then);
+:func:`children_watcher` turns its calls into events. Data watches are raw ``exists``
+watches kept by :class:`~kpo_broker.zk.data_watches.DataWatchSet`, with the same
+guarantees. Callbacks run on kazoo's threads and must not block.
 """
 
 from __future__ import annotations
@@ -88,34 +89,3 @@ def children_watcher(
         return None
 
     return on_children
-
-
-def data_watcher(
-    handle: ZkWatch, callback: WatchCallback
-) -> Callable[[bytes | None, Any, Any], bool | None]:
-    """Return the function a ``DataWatch`` recipe calls, delivering CREATED/DELETED/DATA_CHANGED.
-
-    The recipe's first call records whether the znode exists and delivers nothing; each
-    later call compares with the previous one: absent now is DELETED, present after
-    absent is CREATED, present after present is DATA_CHANGED. Once ``handle`` is
-    cancelled the function returns False, which ends the recipe.
-    """
-    existed: list[bool | None] = [None]
-
-    def on_data(data: bytes | None, stat: Any, event: Any) -> bool | None:
-        if not handle.active:
-            return False
-        exists, before = stat is not None, existed[0]
-        existed[0] = exists
-        if before is None:
-            return None
-        if not exists:
-            kind = ZkWatchEventType.DELETED
-        elif not before:
-            kind = ZkWatchEventType.CREATED
-        else:
-            kind = ZkWatchEventType.DATA_CHANGED
-        callback(ZkWatchEvent(handle.path, kind))
-        return None
-
-    return on_data

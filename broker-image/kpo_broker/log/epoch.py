@@ -70,6 +70,11 @@ class EpochCheckpointBatch:
     def __init__(self) -> None:
         self._pending: dict[Path, LeaderEpochCache] = {}
 
+    @property
+    def pending(self) -> int:
+        """Number of checkpoints held for :meth:`flush`."""
+        return len(self._pending)
+
     def add(self, cache: LeaderEpochCache) -> None:
         """Write ``cache``'s checkpoint at :meth:`flush` (once, however often it changed)."""
         self._pending[cache.path] = cache

@@ -71,6 +71,7 @@ async def append_records(
     """
     if required_acks not in (-1, 0, 1):
         return {tp: ProduceResult(kafka_errors.InvalidRequiredAcksError.errno) for tp in entries}
+    await replica_manager.wait_for_epoch_checkpoints(entries)
     results: dict[TopicPartition, ProduceResult] = {}
     waiting: dict[TopicPartition, int] = {}
     now = now_ms()

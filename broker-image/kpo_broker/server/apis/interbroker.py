@@ -122,7 +122,9 @@ async def handle_leader_and_isr(
     }
     await _load_new_topic_configs(broker, {topic for topic, _ in states_in})
     try:
-        results = broker.replica_manager.become_leader_or_follower(request.controller_epoch, states)
+        results = await broker.replica_manager.become_leader_or_follower_async(
+            request.controller_epoch, states
+        )
     except StaleControllerEpochError as exc:
         log.info("ignoring LeaderAndIsr: %s", exc)
         return _leader_and_isr_error(states_in, kafka_errors.StaleControllerEpochError.errno)

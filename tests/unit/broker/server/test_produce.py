@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
+import pytest
 from kafka import errors as kafka_errors
 
 from kpo_broker.log.dir_failure import KAFKA_STORAGE_ERROR
+from kpo_broker.log.epoch import LeaderEpochCache
 from kpo_broker.server.fetch import FetchPartition, fetch_messages
 from kpo_broker.server.produce import ProduceResult, append_records
 from kpo_broker.server.replica_manager import ReplicaManager
@@ -263,3 +266,47 @@ def test_invalid_records_carry_record_errors_and_append_nothing(open_broker: Ope
     assert (corrupt.error_code, corrupt.record_errors) == (2, ())
     assert corrupt.error_message
     assert hosted(rm, TP).log_end_offset == hosted(rm, OTHER).log_end_offset == 0
+
+
+def test_a_produce_waits_while_the_new_leaders_epoch_checkpoint_is_written(
+    open_broker: OpenBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint is written off the event loop; the append waits until it is durable.
+
+    Other work on the loop goes on meanwhile (the loop is not blocked by the fsyncs), and
+    the record lands under the new leader epoch only once the checkpoint holds it.
+    """
+    rm = open_broker(0)
+    rm.become_leader_or_follower(1, {TP: leader_and_isr(0, (0,), leader_epoch=1)})
+    release = threading.Event()
+    written: list[tuple[int, ...]] = []
+    original = LeaderEpochCache.write
+
+    def slow_write(cache: LeaderEpochCache) -> None:
+        release.wait(10)
+        original(cache)
+        written.append(tuple(e.epoch for e in cache.entries))
+
+    monkeypatch.setattr(LeaderEpochCache, "write", slow_write)
+
+    async def scenario() -> tuple[bool, bool, dict[TopicPartition, ProduceResult]]:
+        change = asyncio.ensure_future(
+            rm.become_leader_or_follower_async(1, {TP: leader_and_isr(0, (0,), leader_epoch=2)})
+        )
+        await asyncio.sleep(0.05)
+        produce = asyncio.ensure_future(
+            append_records(rm, {TP: make_value_batch(1)}, 1, 1000, lambda _topic: 1)
+        )
+        await asyncio.sleep(0.05)  # the loop runs: this coroutine was scheduled again
+        held = not produce.done() and not change.done()
+        release.set()
+        await change
+        result = await produce
+        return held, written == [(1, 2)], result
+
+    held, durable_first, result = asyncio.run(scenario())
+    assert held
+    assert durable_first
+    assert result[TP].error_code == 0
+    batch = hosted(rm, TP).log.read(0, 1 << 20).to_bytes()
+    assert int.from_bytes(batch[12:16], "big") == 2  # partitionLeaderEpoch of the new leader

@@ -57,7 +57,7 @@ from kpo_broker.security.config import (
 from kpo_broker.security.credentials import CredentialCache, desanitize
 from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
-from kpo_broker.server.alter_partition_manager import AlterPartitionManager, ControllerEndpoint
+from kpo_broker.server.alter_partition_manager import AlterPartitionManager
 from kpo_broker.server.apis import versions
 from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.auth_helper import AuthHelper
@@ -222,7 +222,7 @@ class KafkaServer:
         self.alter_partition_manager = AlterPartitionManager(
             self.broker_id,
             lambda: self.components.broker_epoch if self.components is not None else -1,
-            _controller_endpoint(metadata_cache, c.inter_broker_listener),
+            lambda: metadata_cache.controller_endpoint(c.inter_broker_listener),
             connector=connector,
             request_timeout_ms=c.controller_socket_timeout_ms,
         )
@@ -813,21 +813,6 @@ def _resign_offline_coordinators(
     for tp in partitions:
         if tp.topic == GROUP_METADATA_TOPIC_NAME:
             coordinator.on_resignation(tp.partition, None)
-
-
-def _controller_endpoint(metadata_cache: MetadataCache, listener: str) -> ControllerEndpoint:
-    """Return a getter of the active controller and its endpoint on ``listener``.
-
-    Kafka's ``MetadataCacheControllerNodeProvider`` (ZooKeeper mode).
-    """
-
-    def current() -> tuple[int, EndPoint] | None:
-        controller = metadata_cache.controller_id
-        info = metadata_cache.brokers.get(controller) if controller is not None else None
-        endpoint = info.endpoint(listener) if info is not None else None
-        return None if controller is None or endpoint is None else (controller, endpoint)
-
-    return current
 
 
 def _new_cluster_id() -> str:

@@ -30,11 +30,9 @@ async def request_controlled_shutdown(components: BrokerComponents, config: Brok
     """
     listener = config.inter_broker_listener
     for attempt in range(1, config.controlled_shutdown_max_retries + 1):
-        cache = components.metadata_cache
-        controller = cache.controller_id
-        info = cache.brokers.get(controller) if controller is not None else None
-        endpoint = info.endpoint(listener) if info is not None else None
-        if endpoint is not None:
+        known = components.metadata_cache.controller_endpoint(listener)
+        if known is not None:
+            _, endpoint = known
             client = BrokerClient(
                 endpoint.host,
                 endpoint.port,

@@ -105,3 +105,15 @@ class MetadataCache:
     def alive(self, broker_id: int) -> bool:
         """Whether ``broker_id`` is a live broker."""
         return broker_id in self.brokers
+
+    def controller_endpoint(self, listener: str) -> tuple[int, EndPoint] | None:
+        """Return the active controller's id and its endpoint on ``listener``, or None.
+
+        As the last UpdateMetadata said (Kafka's ``MetadataCacheControllerNodeProvider``,
+        ZooKeeper mode); None while no controller, or none reachable on ``listener``, is
+        known.
+        """
+        controller = self.controller_id
+        info = self.brokers.get(controller) if controller is not None else None
+        endpoint = info.endpoint(listener) if info is not None else None
+        return None if controller is None or endpoint is None else (controller, endpoint)

@@ -49,6 +49,10 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+#: A LeaderAndIsr's checkpoint writes taking this long or more are logged at INFO, s.
+SLOW_CHECKPOINTS_S = 1.0
+
+
 class IsrWriter(Protocol):
     """Gets a leader's ISR change applied (by the controller, with AlterPartition)."""
 
@@ -254,8 +258,16 @@ class ReplicaManager:
             held = [tp for tp, r in results.items() if r.error_code == 0]
             for tp in held:
                 self._epoch_checkpoints_pending[tp] = durable
+            count, began = checkpoints.pending, time.monotonic()
             try:
                 failed = await asyncio.to_thread(checkpoints.flush)
+                took = time.monotonic() - began
+                log.log(
+                    logging.INFO if took >= SLOW_CHECKPOINTS_S else logging.DEBUG,
+                    "LeaderAndIsr: %d leader epoch checkpoints written in %.2f s",
+                    count,
+                    took,
+                )
             finally:
                 for tp in held:
                     if self._epoch_checkpoints_pending.get(tp) is durable:

@@ -95,8 +95,6 @@ class ReassignmentIndex:
         self.max_age_s = max_age_s
         self.serve_stale_s = 4 * max_age_s if serve_stale_s is None else serve_stale_s
         self.clock = clock
-        self.lists = 0
-        """How many times the index listed the objects (a count for tests and benches)."""
         self._lock = threading.Lock()
         self._listing = threading.Lock()
         self._listed_at: float | None = None
@@ -209,7 +207,6 @@ class ReassignmentIndex:
         """List every object; keep what was written or read here since the list began."""
         started = self.clock()
         objects = self.store.list(PARTITION_REASSIGNMENT)
-        self.lists += 1
         listed = {object_key(o): o for o in objects}
         with self._lock:
             entries: dict[str, _Entry] = {}

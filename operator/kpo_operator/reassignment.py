@@ -312,11 +312,10 @@ class ReassignmentReconciler:
     def _step(self, obj: Object, deleting: bool = False, read_at: float | None = None) -> str:
         """One step, as Kafka's ``KafkaController.onPartitionReassignment`` sequences one.
 
-        ``read_at``: when the read of ``obj`` began (the index's clock; ``None``: now).
-
         validate -> plan (suspend) -> record the accepted targets (write-ahead) ->
         apply throttles -> submit (AlterPartitionReassignments) -> track progress ->
         move log dirs -> finish (remove throttles, preferred election); or cancel.
+        ``read_at``: when the read of ``obj`` began (the index's clock; ``None``: now).
         """
         status: dict[str, Any] = dict(obj.get("status") or {})
         phase = status.get("phase") or ""

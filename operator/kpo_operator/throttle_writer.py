@@ -9,8 +9,8 @@ writers can fight and removing one object removes exactly what it alone set:
    cluster's :class:`~kpo_operator.owner_index.ReassignmentIndex` (each object as the
    operator last saw it: a status written by a step is in it at once, objects created or
    changed elsewhere after its next list, at most its ``max_age_s`` later; a sync does not
-   list every object's status), and compute their contributions (a reassignment's from the targets
-   and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
+   list every object's status), and compute their contributions (a reassignment's from
+   the targets and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
    (:func:`~kpo_operator.throttles.quota_contribution`,
    :func:`~kpo_operator.throttles.reassignment_contribution`) over a snapshot of the
    topics they name (with a :class:`~kpo_operator.cluster_reader.SharedClusterReader`,

@@ -31,7 +31,11 @@ laid out as the operator-scale bench does (topics of 100 partitions on brokers [
 each partition moved to [2, 1] at one shared throttle), plus ``--other-topics`` topics
 no object moves. Each measured sync is the one a step asks for before submitting (its
 own contribution as override), after every object's status was written once more (a
-new ``resourceVersion`` and totals, as each step writes them).
+new ``resourceVersion`` and totals, as each step writes them, through the cluster's
+:class:`~kpo_operator.owner_index.ReassignmentIndex` the writer takes them from), a poll
+interval (2 s) apart. Printed besides: the lists the syncs asked the API server for and
+the bytes of their answers, per sync (with the index, the PartitionReassignments are
+listed once per :data:`~kpo_operator.cluster_registry.OWNERS_RELIST_S`, not per sync).
 """
 
 from __future__ import annotations
@@ -47,11 +51,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kpo_operator import owner_index
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.cluster_registry import OWNERS_RELIST_S
-from kpo_operator.owner_index import InFlightOwners
 from kpo_operator.reassignment import ReassignmentReconciler
-from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
+from kpo_operator.resources import PARTITION_REASSIGNMENT, ResourceKind
 from kpo_operator.throttle_writer import ThrottleWriter
 
 NAMESPACE = "ns"
@@ -60,6 +64,10 @@ TOPIC = "big"
 POLL_S = 2.0
 BYTES_PER_STEP = 100_000
 """Bytes each adding replica gains between two steps."""
+
+# The cluster's index of PartitionReassignments (an older operator, through PYTHONPATH,
+# has only the in-flight owner index of the steps, not shared with the throttle writer).
+Index: Any = getattr(owner_index, "ReassignmentIndex", None) or owner_index.InFlightOwners  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -131,8 +139,9 @@ def measure(
     store = fake_store.FakeObjectStore()
     clock = env.Clock()
     reader = SharedClusterReader(kafka, 1e9, clock=clock)
-    writer = ThrottleWriter(kafka, store, fake_store.MemoryLedgerStore(), clock=clock)
-    owners = InFlightOwners(store, OWNERS_RELIST_S, clock=clock)
+    owners = Index(store, OWNERS_RELIST_S, clock=clock)
+    shared = {"index": owners} if "index" in inspect.signature(ThrottleWriter).parameters else {}
+    writer = ThrottleWriter(kafka, store, fake_store.MemoryLedgerStore(), clock=clock, **shared)
     # An older operator (``--interval 0`` through PYTHONPATH) has no such argument.
     paced: dict[str, Any] = {"partition_status_interval_s": interval_s} if interval_s > 0 else {}
     reconciler = ReassignmentReconciler(
@@ -195,10 +204,12 @@ class SyncCost:
     """CPU milliseconds of the measured syncs and what each asked of Kafka (one value per sync).
 
     Attributes:
-        sync_ms: The whole sync (the store's lists answer objects decoded beforehand).
+        sync_ms: The whole sync, without making and decoding its lists' answers.
         list_decode_ms: ``json.loads`` of a list answer of every object (what the
-            ``kubernetes`` client pays for each list of a sync; measured once).
+            ``kubernetes`` client pays for each list of PartitionReassignments; measured once).
         list_bytes: That answer's size.
+        lists: Lists the measured syncs asked the API server for, by kind.
+        listed_bytes: The bytes of those lists' answers, all kinds.
         calls: Admin API calls of one sync, by name (the last sync's).
         described_topics: Topics in the sync's DescribeConfigs (the last sync's).
     """
@@ -208,6 +219,8 @@ class SyncCost:
     list_bytes: int
     calls: dict[str, int]
     described_topics: int
+    lists: dict[str, int] = field(default_factory=dict)
+    listed_bytes: int = 0
 
     def summary(self) -> str:
         """One line per figure: min / median / max over the syncs."""
@@ -217,12 +230,16 @@ class SyncCost:
             return f"{name}: min {low:.1f} / median {mid:.1f} / max {high:.1f} ms"
 
         calls = ", ".join(f"{k} {v}" for k, v in sorted(self.calls.items()))
+        syncs = len(self.sync_ms)
+        lists = ", ".join(f"{k} {v / syncs:.2f}" for k, v in sorted(self.lists.items()))
         return "\n".join(
             [
                 line("sync CPU", self.sync_ms),
                 f"list answer decode (json.loads, every object): {self.list_decode_ms:.1f} ms"
                 f" for {self.list_bytes} bytes",
                 f"Admin calls per sync: {calls}; topics described: {self.described_topics}",
+                f"API server lists per sync: {lists or 'none'};"
+                f" listed bytes per sync: {self.listed_bytes / syncs:.0f}",
             ]
         )
 
@@ -268,7 +285,11 @@ def measure_sync(
     store = fake_store.FakeObjectStore()
     clock = env.Clock()
     reader = SharedClusterReader(kafka, POLL_S / 2, clock=clock)
-    reading = {"reader": reader} if "reader" in signature.parameters else {}
+    reading: dict[str, Any] = {"reader": reader} if "reader" in signature.parameters else {}
+    # The index the steps share with it, listed once per OWNERS_RELIST_S (older: a list per sync).
+    index = Index(store, OWNERS_RELIST_S, clock=clock) if "index" in signature.parameters else None
+    if index is not None:
+        reading["index"] = index
     writer = ThrottleWriter(kafka, store, fake_store.MemoryLedgerStore(), clock=clock, **reading)
     throttle = {"replicationRate": 1_000_000}
     sources: list[str] = []
@@ -298,10 +319,19 @@ def measure_sync(
     started = time.process_time()
     json.loads(answer)
     decode_ms = (time.process_time() - started) * 1000
-    answers: dict[str, list[Any]] = {}
+    lists: dict[str, int] = {}
+    listed_bytes = [0]
+    preparing_s = [0.0]
 
     def prepared(kind: ResourceKind) -> list[Any]:
-        return answers[kind.plural]
+        """Answer the list decoded anew, as a client does (its CPU is not the sync's)."""
+        started = time.process_time()
+        text = json.dumps({"items": inner_list(kind)})
+        items: list[Any] = json.loads(text)["items"]
+        lists[kind.kind] = lists.get(kind.kind, 0) + 1
+        listed_bytes[0] += len(text)
+        preparing_s[0] += time.process_time() - started
+        return items
 
     inner_list = store.list
     store.list = prepared
@@ -313,29 +343,31 @@ def measure_sync(
             stored["status"] = {**stored["status"], "totals": {"bytesDone": i}}
             meta = stored["metadata"]
             meta["resourceVersion"] = str(int(meta["resourceVersion"]) + 1)
+            if index is not None:  # the step's write-through: its copy, the answer's version
+                index.written({**stored, "metadata": dict(meta)}, frozenset())
         clock.advance(POLL_S)
         reader.read(sizes)  # the steps' shared read, as the operator keeps it (not timed)
-        for kind in (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA):  # decoded anew, as a client does
-            answers[kind.plural] = json.loads(json.dumps(inner_list(kind)))
         mark = len(kafka.calls)
+        preparing_s[0] = 0.0
         started = time.process_time()
         if profiler is not None:
             profiler.enable()
         result = writer.sync({sources[i % objects]: overrides[i % objects]})
         if profiler is not None:
             profiler.disable()
-        sync_ms.append((time.process_time() - started) * 1000)
+        sync_ms.append((time.process_time() - started - preparing_s[0]) * 1000)
         if result.applied:
             raise RuntimeError(f"a steady-state sync wrote configs: {result.applied[:3]}")
     if profiler is not None and profile:
         profiler.dump_stats(profile)
+    measured = dict(lists)
     calls: dict[str, int] = {}
     described = 0
     for call, argument in kafka.calls[mark:]:
         calls[call] = calls.get(call, 0) + 1
         if call == "describe_configs":
             described = len(argument[1])
-    return SyncCost(sync_ms, decode_ms, len(answer), calls, described)
+    return SyncCost(sync_ms, decode_ms, len(answer), calls, described, measured, listed_bytes[0])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,7 +37,7 @@ from kpo_operator.connections import (
 )
 from kpo_operator.cordon_writer import CordonWriter, cordon_store_beside
 from kpo_operator.metrics import OperatorMetrics, cluster_label
-from kpo_operator.owner_index import InFlightOwners
+from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import KAFKA_CLUSTER, ResourceKind
@@ -49,11 +49,13 @@ from kpo_operator.throttle_writer import ThrottleWriter
 logger = logging.getLogger(__name__)
 
 OWNERS_RELIST_S = 30.0
-"""Seconds between two lists of every PartitionReassignment for the in-flight owner index.
+"""Seconds between two lists of every PartitionReassignment for the cluster's index.
 
-The steps keep the index current (each records its object as read and as written), so the
-list only catches objects no step of this process has seen; listed each half poll interval,
-it was most of the operator's CPU (every object's status, up to 2,000 entries, decoded)."""
+The index (:class:`~kpo_operator.owner_index.ReassignmentIndex`: in-flight owners and the
+throttle sync's contributors) is kept current by the steps (each records its object as
+read and as written), so the list only catches objects no step of this process has seen
+or changed elsewhere; listed each half poll interval, it was most of the operator's CPU
+(every object's status, up to 2,000 entries, decoded), and once per throttle sync more."""
 
 POOL_SIZE = 8
 """Admin API clients per cluster (kopf's worker threads, :data:`runtime.MAX_WORKERS`)."""
@@ -84,9 +86,9 @@ class ScopedStore:
 
     def patch_status(
         self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> None:
+    ) -> Object | None:
         """See :meth:`ObjectStore.patch_status`."""
-        self._store.patch_status(kind, namespace, name, status)
+        return self._store.patch_status(kind, namespace, name, status)
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """See :meth:`ObjectStore.event`."""
@@ -107,9 +109,10 @@ class ClusterRuntime:
 
     The cluster's reassignments and its throttle writer share one cluster read per half
     poll interval (:class:`~kpo_operator.cluster_reader.SharedClusterReader`) and one
-    in-flight owner index (:class:`~kpo_operator.owner_index.InFlightOwners`), kept current
-    by the steps and listed every :data:`OWNERS_RELIST_S`, so the requests to Kafka and the
-    API server grow with the number of clusters, not of objects.
+    index of its PartitionReassignments (:class:`~kpo_operator.owner_index.ReassignmentIndex`,
+    ``index``: the in-flight owners of the steps and the contributors of the throttle
+    syncs), kept current by the steps and listed every :data:`OWNERS_RELIST_S`, so the
+    requests to Kafka and the API server grow with the number of clusters, not of objects.
     """
 
     def __init__(
@@ -136,8 +139,10 @@ class ClusterRuntime:
         # (the request timeout): waiting made every worker wait for slow brokers.
         stale_s = max(4 * share_s, settings.request_timeout_ms / 1000)
         self.reader = SharedClusterReader(admin, share_s, observe=observe, serve_stale_s=stale_s)
-        self.writer = ThrottleWriter(admin, self.store, ledger_store, reader=self.reader)
-        self.owners = InFlightOwners(self.store, max(share_s, OWNERS_RELIST_S))
+        self.index = ReassignmentIndex(self.store, max(share_s, OWNERS_RELIST_S))
+        self.writer = ThrottleWriter(
+            admin, self.store, ledger_store, reader=self.reader, index=self.index
+        )
         self.reassignments = ReassignmentReconciler(
             admin,
             self.store,
@@ -147,7 +152,7 @@ class ClusterRuntime:
             partition_status_interval_s=settings.partition_status_interval_s,
             cordons=self.cordons,
             reader=self.reader,
-            owners=self.owners,
+            owners=self.index,
         )
         self.quotas = QuotaReconciler(self.store, self.writer)
 

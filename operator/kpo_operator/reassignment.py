@@ -62,7 +62,7 @@ from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
 from kpo_operator.cordons import drained_by
-from kpo_operator.owner_index import InFlightOwners
+from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
@@ -222,7 +222,9 @@ class ReassignmentReconciler:
         reader: Where step snapshots come from (default: a read per step); a
             :class:`~kpo_operator.cluster_reader.SharedClusterReader` shared by the
             cluster's objects batches them.
-        owners: Who owns which in-flight partition (default: a list per step).
+        owners: The cluster's PartitionReassignments as last seen, shared with the
+            throttle writer: who owns which in-flight partition; every status written
+            and every object read by a step goes into it (default: a list per step).
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
     """
@@ -239,7 +241,7 @@ class ReassignmentReconciler:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         cordons: CordonWriter | None = None,
         reader: SharedClusterReader | None = None,
-        owners: InFlightOwners | None = None,
+        owners: ReassignmentIndex | None = None,
     ) -> None:
         self.admin = admin
         self.cordons = cordons
@@ -247,7 +249,7 @@ class ReassignmentReconciler:
         self.store = store
         self.writer = writer
         self.reader = reader or SharedClusterReader(admin, 0.0)
-        self.owners = owners or InFlightOwners(store, 0.0)
+        self.owners = owners or ReassignmentIndex(store, 0.0)
         self.rate_window_s = rate_window_s
         self.throttle_resync_s = throttle_resync_s
         self.partition_status_interval_s = partition_status_interval_s
@@ -268,11 +270,12 @@ class ReassignmentReconciler:
         store returns it instead of reading when it is the latest version it has seen
         (:meth:`~kpo_operator.store.ObjectStore.get`).
         """
+        read_at = self.owners.clock()
         obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name, known)
         if obj is None:
             return None
         try:
-            return self._step(obj)
+            return self._step(obj, read_at=read_at)
         except KafkaAdminError as exc:
             self._refused(obj, exc)
             raise
@@ -284,11 +287,12 @@ class ReassignmentReconciler:
             ``True`` once nothing of this object is in flight and its throttles are
             gone (the finalizer may be removed); ``False`` to be called again later.
         """
+        read_at = self.owners.clock()
         obj = self.store.get(PARTITION_REASSIGNMENT, namespace, name)
         if obj is None:
             return True
         try:
-            phase = self._step(obj, deleting=True)
+            phase = self._step(obj, deleting=True, read_at=read_at)
         except KafkaAdminError as exc:
             self._refused(obj, exc)
             raise
@@ -305,12 +309,13 @@ class ReassignmentReconciler:
 
     # -- the step -------------------------------------------------------------------------
 
-    def _step(self, obj: Object, deleting: bool = False) -> str:
+    def _step(self, obj: Object, deleting: bool = False, read_at: float | None = None) -> str:
         """One step, as Kafka's ``KafkaController.onPartitionReassignment`` sequences one.
 
         validate -> plan (suspend) -> record the accepted targets (write-ahead) ->
         apply throttles -> submit (AlterPartitionReassignments) -> track progress ->
         move log dirs -> finish (remove throttles, preferred election); or cancel.
+        ``read_at``: when the read of ``obj`` began (the index's clock; ``None``: now).
         """
         status: dict[str, Any] = dict(obj.get("status") or {})
         phase = status.get("phase") or ""
@@ -331,7 +336,7 @@ class ReassignmentReconciler:
                 self._write(obj, status, update, "InvalidSpec", now)
                 return Phase.FAILED
             spec = None  # keep tracking what was accepted; cancel on delete
-        ctx = self._context(obj, status, generation, now, spec, deleting)
+        ctx = self._context(obj, status, generation, now, spec, deleting, read_at)
         if ctx.deleting or (spec is not None and spec.cancel):
             return self._cancel(ctx)
         edited = phase not in THROTTLING_PHASES or status.get("observedGeneration") != generation
@@ -364,6 +369,7 @@ class ReassignmentReconciler:
         now: datetime,
         spec: PartitionReassignmentSpec | None,
         deleting: bool,
+        read_at: float | None = None,
     ) -> StepContext:
         """Read the cluster for ``obj`` and build its step context.
 
@@ -379,7 +385,7 @@ class ReassignmentReconciler:
         snapshot = self.reader.read(sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
         held = parsed.active if status.get("phase") in THROTTLING_PHASES else frozenset()
-        self.owners.seen(key, held)  # as active_partitions(status), without parsing it again
+        self.owners.seen(obj, held, read_at)  # held: active_partitions(status), not parsed again
         owners = self.owners.owners_of(snapshot.view.reassigning, exclude=key)
         owners.update(dict.fromkeys(parsed.active, key))
         with_owners(snapshot.view, owners)
@@ -584,9 +590,12 @@ class ReassignmentReconciler:
         if all(ctx.status.get(k) == v for k, v in new.items()):
             return
         meta = ctx.obj["metadata"]
-        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new)
+        answer = self.store.patch_status(
+            PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new
+        )
         ctx.status.update(new)
         ctx.obj["status"] = dict(ctx.status)
+        _patched(ctx.obj, answer)
         if (before.get("status"), before.get("reason")) != (cond.status, cond.reason):
             warn = cond.reason in ("CordonFailed", "CordonedOutside")
             self.store.event(ctx.obj, WARNING if warn else NORMAL, cond.reason, cond.message)
@@ -964,15 +973,18 @@ class ReassignmentReconciler:
             return
         meta = obj["metadata"]
         patch = status_patch(old, new)
-        self.store.patch_status(PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], patch)
+        answer = self.store.patch_status(
+            PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], patch
+        )
         obj["status"] = {k: v for k, v in new.items() if v is not None}
+        _patched(obj, answer)
         if "partitions" in patch and update.partitions is not None:
             written = {e.key: e for e in update.partitions if e.target_replicas}  # as parsed
             self._accepted[_object_uid(obj)] = _Parsed.of(new["partitions"], written)
         held: frozenset[TopicPartition] = frozenset()
         if update.phase in THROTTLING_PHASES:
             held = self._parsed(obj, obj["status"]).active
-        self.owners.written(obj, held)
+        self.owners.written(obj, held)  # with the answer's resourceVersion: write-through
         old.clear()
         old.update(obj["status"])
         if reason is not None and update.phase.value != before:
@@ -987,6 +999,20 @@ def _released(status: dict[str, Any]) -> bool:
         (c for c in conditions if c.get("type") == ConditionType.CORDONED), {}
     )
     return bool(found.get("reason") == "Released")
+
+
+def _patched(obj: Object, answer: Object | None) -> None:
+    """Give ``obj`` (its status just written) the ``resourceVersion`` the patch was answered with.
+
+    Without an answer the version is dropped (the written status is not the one it
+    named): caches keyed by it compare contents instead. ``metadata`` is replaced, not
+    edited (it may be shared with the caller's copy or the owner index's).
+    """
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    version = ((answer or {}).get("metadata") or {}).get("resourceVersion")
+    if version:
+        meta["resourceVersion"] = version
+    obj["metadata"] = meta
 
 
 def _name_of(obj: Object) -> tuple[str, str]:

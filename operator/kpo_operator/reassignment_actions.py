@@ -16,10 +16,9 @@ from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, PartitionTar
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot
 from kpo_operator.model import ClusterView
-from kpo_operator.reassignment_status import PartitionStatus, accepted_partitions
-from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.states import ACTIVE_STATES, THROTTLING_PHASES, MoveState
-from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
+from kpo_operator.reassignment_status import PartitionStatus
+from kpo_operator.states import MoveState
+from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
 
 logger = logging.getLogger(__name__)
 
@@ -97,20 +96,6 @@ def elect_preferred(
         f"preferred replicas lead all {len(results)} partitions",
     )
     return "; preferred leaders elected"
-
-
-def owners_of_in_flight(store: ObjectStore, exclude: str) -> dict[TopicPartition, str]:
-    """Partitions that other Moving/Cancelling objects submitted -> their ``namespace/name``."""
-    owners: dict[TopicPartition, str] = {}
-    for other in store.list(PARTITION_REASSIGNMENT):
-        key = object_key(other)
-        status = other.get("status") or {}
-        if key == exclude or status.get("phase") not in THROTTLING_PHASES:
-            continue
-        for tp, accepted in accepted_partitions(status).items():
-            if accepted.state in ACTIVE_STATES:
-                owners[tp] = key
-    return owners
 
 
 def oar(target: PartitionTarget, snapshot: ClusterSnapshot) -> tuple[int, ...]:

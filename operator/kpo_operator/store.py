@@ -76,8 +76,13 @@ class ObjectStore(Protocol):
 
     def patch_status(
         self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> None:
-        """Merge-patch ``status`` (RFC 7386: ``None`` values delete keys, lists are replaced)."""
+    ) -> Object | None:
+        """Merge-patch ``status`` (RFC 7386: ``None`` values delete keys, lists are replaced).
+
+        Returns:
+            The object as the API server answered the patch (with its new
+            ``metadata.resourceVersion``); ``None`` when it does not exist any more.
+        """
         ...
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
@@ -190,8 +195,8 @@ class KubeObjectStore:
 
     def patch_status(
         self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> None:
-        """See :meth:`ObjectStore.patch_status`; a vanished object is ignored."""
+    ) -> Object | None:
+        """See :meth:`ObjectStore.patch_status`; a vanished object is ignored (``None``)."""
         from kubernetes.client.exceptions import ApiException
 
         try:
@@ -207,11 +212,12 @@ class KubeObjectStore:
         except ApiException as exc:
             if exc.status == 404:
                 self._versions.pop((kind.plural, namespace, name), None)
-                return
+                return None
             raise ObjectStoreError(
                 f"patch status of {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
             ) from exc
         self._saw(kind, namespace, name, patched)
+        return dict(patched) if isinstance(patched, dict) else None
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """See :meth:`ObjectStore.event`; failures are logged, never raised."""

@@ -4,10 +4,13 @@ Every reconciler that wants a throttle changed calls :meth:`ThrottleWriter.sync`
 A sync recomputes the whole effective configuration from *all* objects, so no two
 writers can fight and removing one object removes exactly what it alone set:
 
-1. list every TopicReplicaQuota (unless being deleted) and every
-   PartitionReassignment whose status is Moving or Cancelling, in the watched
-   namespaces, and compute their contributions (a reassignment's from the targets
-   and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
+1. list every TopicReplicaQuota (unless being deleted), in the watched namespaces, and
+   take every PartitionReassignment whose status is Moving or Cancelling from the
+   cluster's :class:`~kpo_operator.owner_index.ReassignmentIndex` (each object as the
+   operator last saw it: a status written by a step is in it at once, objects created or
+   changed elsewhere after its next list, at most its ``max_age_s`` later; a sync does not
+   list every object's status), and compute their contributions (a reassignment's from
+   the targets and throttle it *accepted*, recorded in its status, not from an unaccepted edit)
    (:func:`~kpo_operator.throttles.quota_contribution`,
    :func:`~kpo_operator.throttles.reassignment_contribution`) over a snapshot of the
    topics they name (with a :class:`~kpo_operator.cluster_reader.SharedClusterReader`,
@@ -56,6 +59,7 @@ from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQu
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.model import ClusterView
+from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.states import THROTTLING_PHASES
@@ -209,6 +213,10 @@ class ThrottleWriter:
             after an :meth:`~kpo_operator.cluster_reader.SharedClusterReader.invalidate`);
             ``None``: a fresh read per sync. A TopicReplicaQuota of every topic
             (``topics.all``) makes a sync read every topic fresh either way.
+        index: The cluster's PartitionReassignments as last seen, shared with its steps
+            (:class:`~kpo_operator.owner_index.ReassignmentIndex`: listed at most once per
+            its ``max_age_s``, written through by every status the steps write); ``None``:
+            a list per sync.
 
     Errors of :meth:`sync`: ``KafkaAdminError`` from the Admin API and
     ``ObjectStoreError`` from the Kubernetes API propagate (the caller retries).
@@ -221,6 +229,7 @@ class ThrottleWriter:
         ledger_store: ThrottleLedgerStore,
         clock: Callable[[], float] = time.monotonic,
         reader: SharedClusterReader | None = None,
+        index: ReassignmentIndex | None = None,
     ) -> None:
         self.admin = admin
         self.store = store
@@ -233,6 +242,7 @@ class ThrottleWriter:
         self._reported: set[tuple[str, ForeignThrottle]] = set()
         self._last: tuple[float, SyncResult] | None = None
         self.reader = reader
+        self.index = index or ReassignmentIndex(store, 0.0)
         self._parsed: dict[str, _Accepted] = {}
         self._computed: dict[str, _Computed] = {}
         self._lists = ReplicaListCache()
@@ -320,7 +330,10 @@ class ThrottleWriter:
         return not result.changed_for(source)
 
     def _listed(self) -> tuple[list[tuple[str, Object, TopicReplicaQuotaSpec]], list[_Moving]]:
-        """Return the contributors: quotas (parsed specs), reassignments (accepted specs)."""
+        """Return the contributors: quotas (parsed specs), reassignments (accepted specs).
+
+        The quotas are listed (few and small); the reassignments come from the index.
+        """
         quotas: list[tuple[str, Object, TopicReplicaQuotaSpec]] = []
         for obj in self.store.list(TOPIC_REPLICA_QUOTA):
             if obj.get("metadata", {}).get("deletionTimestamp"):
@@ -330,7 +343,7 @@ class ThrottleWriter:
                 quotas.append((source, obj, TopicReplicaQuotaSpec.from_object(obj)))
             except SpecError as exc:
                 logger.warning("%s contributes nothing: %s", source, exc)
-        listed = self.store.list(PARTITION_REASSIGNMENT)
+        listed = self.index.objects()
         present = {source_of(PARTITION_REASSIGNMENT, o) for o in listed}
         self._parsed = {k: v for k, v in self._parsed.items() if k in present}
         self._computed = {k: v for k, v in self._computed.items() if k in present}
@@ -385,7 +398,7 @@ class ThrottleWriter:
     def _accepted_spec(self, source: str, obj: Object) -> PartitionReassignmentSpec | None:
         """:func:`accepted_spec` of ``obj``, parsed again only when its accepted work changed.
 
-        A sync lists every moving object; parsing each one's accepted entries (up to 2,000)
+        A sync goes through every moving object; parsing each one's accepted entries (up to 2,000)
         at every sync was most of a sync's CPU. Every step writes its object's status
         (totals), so the ``resourceVersion`` changes at every step: when it differs, the
         entries and ``status.throttle`` are compared with those last parsed (a comparison

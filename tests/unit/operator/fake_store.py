@@ -4,11 +4,12 @@ It keeps the custom resources as the API server would for what the reconcilers
 rely on: ``apply`` creates or replaces the spec and maintains ``metadata``
 (namespace, uid, ``generation`` bumped only when the spec changes); ``patch_status``
 applies an RFC 7386 JSON merge patch to ``status`` (``None`` deletes a key, lists
-are replaced); ``delete`` marks an object that has a finalizer (``deletionTimestamp``
-set, ``generation`` bumped, as the API server's ``markAsDeleting`` does) and
-``remove`` drops it once the finalizer is gone. Every read returns a deep copy, so
-a reconciler never shares state with the store. Events are recorded in order;
-``fail_next_patch`` makes chosen status patches fail as an unavailable API server would.
+are replaced) and answers the patched object; ``delete`` marks an object that has a
+finalizer (``deletionTimestamp`` set, ``generation`` bumped, as the API server's
+``markAsDeleting`` does) and ``remove`` drops it once the finalizer is gone. Every read
+returns a deep copy, so a reconciler never shares state with the store. Events are
+recorded in order; ``fail_next_patch`` makes chosen status patches fail as an
+unavailable API server would.
 """
 
 from __future__ import annotations
@@ -154,13 +155,13 @@ class FakeObjectStore:
 
     def patch_status(
         self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
-    ) -> None:
+    ) -> Object | None:
         failure = self.fail_next_patch.pop(0) if self.fail_next_patch else None
         if failure is not None:
             raise failure
         stored = self.objects.get((kind.plural, namespace, name))
         if stored is None:  # vanished, as KubeObjectStore ignores a 404
-            return
+            return None
         self.status_patches += 1
         new = merge_patch(stored.get("status") or {}, dict(status))
         if new:
@@ -168,6 +169,7 @@ class FakeObjectStore:
         else:
             stored.pop("status", None)
         self._touch(stored)
+        return copy.deepcopy(stored)  # the API server answers the patched object
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}

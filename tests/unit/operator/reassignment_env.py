@@ -20,6 +20,8 @@ from typing import Any
 from kpo_kafka.admin_errors import api_error
 from kpo_kafka.admin_types import ConfigResource
 from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.cluster_registry import OWNERS_RELIST_S
+from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter
@@ -78,8 +80,15 @@ class Env:
         self.restart()
 
     def restart(self) -> None:
-        """A new operator process: fresh writer and reconciler, same cluster and store."""
-        self.writer = ThrottleWriter(self.kafka, self.store, self.ledger, clock=self.clock)
+        """A new operator process: fresh writer and reconciler, same cluster and store.
+
+        They share one index of the objects, listed every :data:`OWNERS_RELIST_S`, as a
+        :class:`~kpo_operator.cluster_registry.ClusterRuntime` builds them.
+        """
+        self.index = ReassignmentIndex(self.store, OWNERS_RELIST_S, clock=self.clock)
+        self.writer = ThrottleWriter(
+            self.kafka, self.store, self.ledger, clock=self.clock, index=self.index
+        )
         self.reconciler = ReassignmentReconciler(
             self.kafka,
             self.store,
@@ -88,6 +97,7 @@ class Env:
             throttle_resync_s=30.0,
             clock=self.clock,
             now=self.clock.now,
+            owners=self.index,
         )
 
     def create(

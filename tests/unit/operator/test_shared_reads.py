@@ -1,12 +1,13 @@
 """One cluster read and one owner list per interval for all objects (issue 17, operator scale).
 
-:class:`SharedClusterReader` and :class:`InFlightOwners` batch what every reconcile step
+:class:`SharedClusterReader` and :class:`ReassignmentIndex` batch what every reconcile step
 reads; the throttle writer merges syncs asked for while one runs (group commit); the pool
 and the ``kubernetes`` client count the requests they send (:mod:`kpo_operator.metrics`).
 """
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Collection
 from typing import Any
@@ -16,7 +17,7 @@ from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.metrics import OperatorMetrics, kube_resource
-from kpo_operator.owner_index import InFlightOwners
+from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter
@@ -115,7 +116,7 @@ def test_owner_index_lists_once_per_interval_and_writes_through() -> None:
     listing = store.list
     store.list = lambda kind: (lists.append(1), listing(kind))[1]  # type: ignore[method-assign]
     store.apply(reassignment("a", [("t0", 0, [2, 1])]))
-    owners = InFlightOwners(store, 1.0, clock=clock)
+    owners = ReassignmentIndex(store, 1.0, clock=clock)
     assert owners.owners(exclude="x") == {}
     assert owners.owners(exclude="x") == {} and len(lists) == 1
     written = store.get(PARTITION_REASSIGNMENT, NS, "a")
@@ -148,7 +149,7 @@ def test_many_objects_accepted_at_once_cost_one_cluster_read_per_interval() -> N
         writer,
         clock=clock,
         reader=SharedClusterReader(kafka, 60.0, clock=clock),
-        owners=InFlightOwners(store, 60.0, clock=clock),
+        owners=ReassignmentIndex(store, 60.0, clock=clock),
     )
     for _ in range(2):  # accept (write-ahead, throttles), then submit
         for i in range(20):
@@ -359,7 +360,7 @@ def test_owner_index_serves_its_entries_while_another_step_lists() -> None:
         assert release.wait(WAIT_S)
         return lists(kind)  # type: ignore[arg-type]
 
-    owners = InFlightOwners(store, 1.0, clock=clock, serve_stale_s=4.0)
+    owners = ReassignmentIndex(store, 1.0, clock=clock, serve_stale_s=4.0)
     owners.owners(exclude="x")
     store.list = slow_list  # type: ignore[method-assign,assignment]
     clock.advance(1.5)
@@ -386,9 +387,11 @@ def test_a_step_uses_the_callers_copy_when_it_is_the_latest_version() -> None:
     assert reconciler.reconcile(NS, "m") == "Moving"
     latest = store.get(PARTITION_REASSIGNMENT, NS, "m")
     assert latest is not None
+    stale = copy.deepcopy(latest)  # kopf's copy: the step's status write comes after it
     assert reconciler.reconcile(NS, "m", known=latest) == "Moving"  # submits
     assert store.known_used == 1
-    stale = latest  # the status was written since: read the object again
+    # The step's own copy now carries what it wrote and the version the patch answered.
+    assert latest == store.get(PARTITION_REASSIGNMENT, NS, "m")
     clock.advance(2.0)
     assert reconciler.reconcile(NS, "m", known=stale) == "Moving"
     assert store.known_used == 1
@@ -457,20 +460,25 @@ def test_plain_copy_of_kopfs_live_body() -> None:
     assert plain_copy(kopf.Body({"metadata": {"name": "m"}})) is None  # no version
 
 
+def _named(name: str) -> dict[str, Any]:
+    """An object as a step read it (only what the index keys it by)."""
+    return {"kind": "PartitionReassignment", "metadata": {"namespace": NS, "name": name}}
+
+
 def test_a_step_looks_up_only_its_own_partitions_owners() -> None:
     # The owner index kept both ways: a step's cost grows with its partitions, not with
     # every object's (issue 17: 200 objects of 2,000 partitions).
     store, clock = FakeObjectStore(), Clock()
-    owners = InFlightOwners(store, 30.0, clock=clock)
+    owners = ReassignmentIndex(store, 30.0, clock=clock)
     a, b = TopicPartition("t0", 0), TopicPartition("t1", 0)
-    owners.seen(f"{NS}/a", frozenset({a}))
-    owners.seen(f"{NS}/b", frozenset({b}))
+    owners.seen(_named("a"), frozenset({a}))
+    owners.seen(_named("b"), frozenset({b}))
     assert owners.owners_of([a, b, TopicPartition("t2", 0)], exclude="x") == {
         a: f"{NS}/a",
         b: f"{NS}/b",
     }
     assert owners.owners_of([a, b], exclude=f"{NS}/a") == {b: f"{NS}/b"}
-    owners.seen(f"{NS}/a", frozenset())  # a's partition left flight
+    owners.seen(_named("a"), frozenset())  # a's partition left flight
     assert owners.owners_of([a], exclude="x") == {}
     owners.forget(f"{NS}/b")
     assert owners.owners_of([b], exclude="x") == {}

@@ -91,7 +91,7 @@ class ReplicaManager:
     Args:
         broker_id: this broker's ``broker.id``.
         log_manager: the started log manager.
-        isr_writer: persists ISR changes.
+        isr_writer: gets ISR changes applied (AlterPartition to the controller).
         replica_lag_time_max_ms: ``replica.lag.time.max.ms``.
         log_config_for: topic -> LogConfig for new logs (the topic's effective configs).
         known_partition: whether the metadata cache knows a partition; one known there but

@@ -32,7 +32,7 @@ each partition moved to [2, 1] at one shared throttle), plus ``--other-topics`` 
 no object moves. Each measured sync is the one a step asks for before submitting (its
 own contribution as override), after every object's status was written once more (a
 new ``resourceVersion`` and totals, as each step writes them, through the cluster's
-:class:`~kpo_operator.owner_index.ReassignmentIndex` the writer takes them from), a poll
+:class:`~kpo_operator.reassignment_index.ReassignmentIndex` the writer takes them from), a poll
 interval (2 s) apart. Printed besides: the lists the syncs asked the API server for and
 the bytes of their answers, per sync (with the index, the PartitionReassignments are
 listed once per :data:`~kpo_operator.cluster_registry.OWNERS_RELIST_S`, not per sync).
@@ -51,7 +51,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from kpo_operator import owner_index
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.cluster_registry import OWNERS_RELIST_S
 from kpo_operator.reassignment import ReassignmentReconciler
@@ -67,7 +66,10 @@ BYTES_PER_STEP = 100_000
 
 # The cluster's index of PartitionReassignments (an older operator, through PYTHONPATH,
 # has only the in-flight owner index of the steps, not shared with the throttle writer).
-Index: Any = getattr(owner_index, "ReassignmentIndex", None) or owner_index.InFlightOwners  # type: ignore[attr-defined]
+try:
+    Index: Any = importlib.import_module("kpo_operator.reassignment_index").ReassignmentIndex
+except ImportError:
+    Index = importlib.import_module("kpo_operator.owner_index").InFlightOwners
 
 
 @dataclass

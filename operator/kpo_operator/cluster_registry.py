@@ -37,9 +37,9 @@ from kpo_operator.connections import (
 )
 from kpo_operator.cordon_writer import CordonWriter, cordon_store_beside
 from kpo_operator.metrics import OperatorMetrics, cluster_label
-from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.resources import KAFKA_CLUSTER, ResourceKind
 from kpo_operator.settings import OperatorSettings
 from kpo_operator.store import Object, ObjectStore
@@ -51,7 +51,7 @@ logger = logging.getLogger(__name__)
 OWNERS_RELIST_S = 30.0
 """Seconds between two lists of every PartitionReassignment for the cluster's index.
 
-The index (:class:`~kpo_operator.owner_index.ReassignmentIndex`: in-flight owners and the
+The index (:class:`~kpo_operator.reassignment_index.ReassignmentIndex`: in-flight owners and the
 throttle sync's contributors) is kept current by the steps (each records its object as
 read and as written), so the list only catches objects no step of this process has seen
 or changed elsewhere; listed each half poll interval, it was most of the operator's CPU
@@ -109,10 +109,11 @@ class ClusterRuntime:
 
     The cluster's reassignments and its throttle writer share one cluster read per half
     poll interval (:class:`~kpo_operator.cluster_reader.SharedClusterReader`) and one
-    index of its PartitionReassignments (:class:`~kpo_operator.owner_index.ReassignmentIndex`,
-    ``index``: the in-flight owners of the steps and the contributors of the throttle
-    syncs), kept current by the steps and listed every :data:`OWNERS_RELIST_S`, so the
-    requests to Kafka and the API server grow with the number of clusters, not of objects.
+    index of its PartitionReassignments
+    (:class:`~kpo_operator.reassignment_index.ReassignmentIndex`, ``index``: the
+    in-flight owners of the steps and the contributors of the throttle syncs), kept
+    current by the steps and listed every :data:`OWNERS_RELIST_S`, so the requests to
+    Kafka and the API server grow with the number of clusters, not of objects.
     """
 
     def __init__(

@@ -62,7 +62,6 @@ from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
 from kpo_operator.cordons import drained_by
-from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.progress import (
     PartitionProgress,
     RateEstimator,
@@ -85,6 +84,7 @@ from kpo_operator.reassignment_actions import (
     oar,
     order_restores,
 )
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.reassignment_status import (
     PartitionStatus,
     StatusUpdate,
@@ -1006,7 +1006,7 @@ def _patched(obj: Object, answer: Object | None) -> None:
 
     Without an answer the version is dropped (the written status is not the one it
     named): caches keyed by it compare contents instead. ``metadata`` is replaced, not
-    edited (it may be shared with the caller's copy or the owner index's).
+    edited (it may be shared with the caller's copy or the reassignment index's).
     """
     meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
     version = ((answer or {}).get("metadata") or {}).get("resourceVersion")

@@ -6,7 +6,7 @@ writers can fight and removing one object removes exactly what it alone set:
 
 1. list every TopicReplicaQuota (unless being deleted), in the watched namespaces, and
    take every PartitionReassignment whose status is Moving or Cancelling from the
-   cluster's :class:`~kpo_operator.owner_index.ReassignmentIndex` (each object as the
+   cluster's :class:`~kpo_operator.reassignment_index.ReassignmentIndex` (each object as the
    operator last saw it: a status written by a step is in it at once, objects created or
    changed elsewhere after its next list, at most its ``max_age_s`` later; a sync does not
    list every object's status), and compute their contributions (a reassignment's from
@@ -59,7 +59,7 @@ from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQu
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.model import ClusterView
-from kpo_operator.owner_index import ReassignmentIndex
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.states import THROTTLING_PHASES
@@ -214,7 +214,7 @@ class ThrottleWriter:
             ``None``: a fresh read per sync. A TopicReplicaQuota of every topic
             (``topics.all``) makes a sync read every topic fresh either way.
         index: The cluster's PartitionReassignments as last seen, shared with its steps
-            (:class:`~kpo_operator.owner_index.ReassignmentIndex`: listed at most once per
+            (:class:`~kpo_operator.reassignment_index.ReassignmentIndex`: listed at most once per
             its ``max_age_s``, written through by every status the steps write); ``None``:
             a list per sync.
 

@@ -21,8 +21,8 @@ from kpo_kafka.admin_errors import api_error
 from kpo_kafka.admin_types import ConfigResource
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster_registry import OWNERS_RELIST_S
-from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter
 from kpo_operator.throttles import (

@@ -2,7 +2,7 @@
 
 Issue 17 (200 objects of 2,000 partitions on one cluster): a throttle sync used to list
 every PartitionReassignment, every object's status, at every sync. It now takes them from
-the :class:`~kpo_operator.owner_index.ReassignmentIndex` the steps keep current (the one
+the :class:`~kpo_operator.reassignment_index.ReassignmentIndex` the steps keep current (the one
 the in-flight owners come from). These tests pin what the sync must still see without a
 list: an acceptance just written, a phase that stops throttling, a deletion; what it sees
 at the next list: objects written elsewhere or removed behind the operator's back; that
@@ -19,8 +19,8 @@ import pytest
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator import throttle_writer
 from kpo_operator.cluster_registry import OWNERS_RELIST_S
-from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
 from kpo_operator.throttle_writer import ThrottleWriter
 from tests.unit.operator.fake_store import FakeObjectStore, MemoryLedgerStore

@@ -17,8 +17,8 @@ from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.admin_pool import KafkaAdminPool
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.metrics import OperatorMetrics, kube_resource
-from kpo_operator.owner_index import ReassignmentIndex
 from kpo_operator.reassignment import ReassignmentReconciler
+from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.throttle_writer import ThrottleWriter
 from kpo_operator.throttles import Contribution, ThrottledReplicas
@@ -110,7 +110,7 @@ def test_a_step_waits_for_the_read_in_flight_that_covers_it_and_shares_it() -> N
     assert len(got) == 5 and _reads(kafka) == 1
 
 
-def test_owner_index_lists_once_per_interval_and_writes_through() -> None:
+def test_reassignment_index_lists_once_per_interval_and_writes_through() -> None:
     store, clock = FakeObjectStore(), Clock()
     lists: list[int] = []
     listing = store.list
@@ -350,7 +350,7 @@ def test_after_invalidate_a_step_waits_for_the_read_in_flight() -> None:
         thread.join(WAIT_S)
 
 
-def test_owner_index_serves_its_entries_while_another_step_lists() -> None:
+def test_reassignment_index_serves_its_entries_while_another_step_lists() -> None:
     store, clock = FakeObjectStore(), Clock()
     listing, release = threading.Event(), threading.Event()
     lists = store.list

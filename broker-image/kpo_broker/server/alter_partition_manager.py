@@ -104,7 +104,6 @@ class AlterPartitionManager:
         self._client: BrokerClient | None = None
         self._client_target: tuple[int, str, int] | None = None
         self._closed = False
-        self.requests_sent = 0
 
     async def write_isr(
         self, tp: TopicPartition, partition: Partition, change: IsrChange
@@ -175,7 +174,6 @@ class AlterPartitionManager:
             return list(batch.values())
         request = _request(self.broker_id, self._broker_epoch(), batch.values())
         try:
-            self.requests_sent += 1
             response = await client.send(request, ALTER_PARTITION_VERSION)
         except (ProtocolError, OSError) as exc:
             log.info("AlterPartition to the controller failed: %s; sending again", exc)

@@ -145,12 +145,15 @@ def reassignment_changed(
     _step_reassignment(memo, namespace or "", name, spec, body)
 
 
-@kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, when=_active)
+@kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, sharp=True, when=_active)
 def reassignment_poll(
     *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
 ) -> None:
     """Track progress and finish moving PartitionReassignments.
 
+    The poll interval runs from the start of one step to the start of the next
+    (kopf's ``sharp`` timer), so a step's own duration does not stretch it; a step
+    longer than the interval makes the next one start at the following multiple.
     kopf's body (updated by the watch) stands in for a GET when it is the latest version
     the operator has read or written (:meth:`~kpo_operator.store.ObjectStore.get`).
     """

@@ -325,3 +325,51 @@ def test_cluster_ref_cannot_be_added_changed_or_removed(
         assert stored["spec"]["clusterRef"] == "orders"
     finally:
         control_plane.kubectl("delete", "trq", "pinned", "-n", namespace)
+
+
+def test_status_partitions_is_one_field_for_the_apiserver(
+    kube_client: client.ApiClient, namespace: str
+) -> None:
+    """The operator writes ``status.partitions`` whole, so the list is atomic: the API
+    server tracks one owned field for it, not one per entry, which it would otherwise
+    re-encode at every status write of the object (issue 17: CPU per PATCH)."""
+    api = client.CustomObjectsApi(kube_client)
+    body = copy.deepcopy(PR)
+    body["metadata"] = {"name": "atomic"}
+    body["spec"]["partitions"] = [
+        {"topic": "test", "partition": p, "replicas": [1, 2]} for p in range(50)
+    ]
+    api.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PARTITION_REASSIGNMENT.plural, body
+    )
+    try:
+        entries = [
+            {"topic": "test", "partition": p, "state": "Moving", "bytesDone": p} for p in range(50)
+        ]
+        api.patch_namespaced_custom_object_status(
+            GROUP,
+            VERSION,
+            namespace,
+            PARTITION_REASSIGNMENT.plural,
+            "atomic",
+            {"status": {"phase": "Moving", "partitions": entries}},
+        )
+        got = api.get_namespaced_custom_object(
+            GROUP, VERSION, namespace, PARTITION_REASSIGNMENT.plural, "atomic"
+        )
+        assert got["status"]["partitions"] == entries
+        owned = [
+            m["fieldsV1"]["f:status"]
+            for m in got["metadata"]["managedFields"]
+            if m.get("subresource") == "status"
+        ]
+        assert owned == [{".": {}, "f:partitions": {}, "f:phase": {}}]
+        # spec.partitions stays a map keyed by topic and partition (duplicates refused).
+        spec_owned = json.dumps(
+            [m["fieldsV1"].get("f:spec") for m in got["metadata"]["managedFields"]]
+        )
+        assert spec_owned.count('k:{\\"partition\\":') == 50
+    finally:
+        api.delete_namespaced_custom_object(
+            GROUP, VERSION, namespace, PARTITION_REASSIGNMENT.plural, "atomic"
+        )

@@ -38,6 +38,7 @@ from typing import Any
 import kopf
 
 from kpo_operator.cluster_status import ClusterInUse
+from kpo_operator.diffbase import SpecDigestDiffBaseStorage
 from kpo_operator.metrics import OperatorMetrics
 from kpo_operator.resources import (
     GROUP,
@@ -86,7 +87,8 @@ def startup(*, settings: kopf.OperatorSettings, memo: Any, **_: Any) -> None:
     """Configure kopf and create the runtime (Kafka client, API store, reconcilers)."""
     settings.persistence.finalizer = FINALIZER
     settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix=GROUP)
-    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix=GROUP)
+    # The last handled spec as a digest, not a copy of the spec (diffbase.py).
+    settings.persistence.diffbase_storage = SpecDigestDiffBaseStorage(prefix=GROUP)
     settings.posting.level = logging.WARNING  # the reconcilers record their own Events
     settings.execution.max_workers = MAX_WORKERS
     # Watching exact namespaces needs no namespace list/watch, which a namespaced install's

@@ -6,12 +6,14 @@ KRaft mode (``flavor``)."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import ConfigResource
+from kpo_operator.diffbase import SPEC_DIGEST, spec_digest
 from tests.integration.broker.conftest import wait_for
 from tests.integration.broker.server.helpers import create_topic, describe, wait_metadata_replicas
 from tests.integration.operator.conftest import (
@@ -77,6 +79,10 @@ def test_suspended_reassignment_plans_then_runs_when_resumed(stack: Stack) -> No
     status = stack.wait_phase("later", "Completed", 90)
     assert status["observedGeneration"] == 2
     wait_metadata_replicas(stack.cluster, "orders", {0: [2, 1]})
+    # kopf's record of the handled spec is its digest (diffbase.py), that of the edited spec.
+    obj = stack.get("partitionreassignments", "later")
+    handled = json.loads(obj["metadata"]["annotations"]["kpo.dev/last-handled-configuration"])
+    assert handled["spec"] == {SPEC_DIGEST: spec_digest(obj["spec"])}
 
 
 @pytest.mark.parametrize("flavor", [KPO, KAFKA4_KRAFT])

@@ -9,13 +9,16 @@ for etcd and for every watcher. This measures that cost on the real control plan
 (etcd and kube-apiserver from the tool cache, the checkout's CRDs)::
 
     .venv/bin/python -m kpo_bench.apiserver_cost --partitions 40,2000 --patches 50
-        [--crds DIR] [--watchers 1] [--workdir DIR]
+        [--crds DIR] [--diffbase digest|spec] [--last-applied] [--watchers 1] [--workdir DIR]
 
 For each size N, one object of N partitions (topics of 100 partitions, each moved from
-``[0, 1]`` to ``[2, 1]``) is created as ``kubectl apply`` would leave it for the
-operator: the spec, kopf's ``kpo.dev/last-handled-configuration`` annotation (the spec
-as JSON, which kopf keeps to detect spec changes), and a status of N Moving entries
+``[0, 1]`` to ``[2, 1]``) is created as the operator leaves it: the spec, kopf's
+``kpo.dev/last-handled-configuration`` annotation as
+:class:`~kpo_operator.diffbase.SpecDigestDiffBaseStorage` writes it (``--diffbase spec``:
+the whole spec, as kopf's default storage does), and a status of N Moving entries
 rendered by the operator's own :class:`~kpo_operator.reassignment_status.PartitionStatus`.
+``--last-applied`` adds the annotation a client-side ``kubectl apply`` writes (the
+applied object as JSON).
 Then ``--patches`` status PATCHes are sent one after another, of two kinds: the totals and
 message only (what a step writes between two ``partitionStatusIntervalSeconds``), and
 every entry's byte counters. Printed per size and kind: the object's size as the API
@@ -42,12 +45,14 @@ from kubernetes import client, config, watch
 
 from kpo_bench.operator_latency import CRDS_DIR
 from kpo_devenv.controlplane import ControlPlane
+from kpo_operator.diffbase import SPEC_DIGEST, spec_digest
 from kpo_operator.reassignment_status import PartitionStatus
 from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, VERSION
 from kpo_operator.states import MoveState
 
 NAMESPACE = "default"
 KOPF_DIFFBASE = f"{GROUP}/last-handled-configuration"
+LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
 @dataclass(frozen=True)
@@ -115,17 +120,33 @@ def _entries(partitions: int, done: int) -> list[dict[str, Any]]:
 
 
 def measure(
-    api: client.CustomObjectsApi, apiserver_pid: int, partitions: int, patches: int
+    api: client.CustomObjectsApi,
+    apiserver_pid: int,
+    partitions: int,
+    patches: int,
+    diffbase: str = "digest",
+    last_applied: bool = False,
 ) -> list[PatchCost]:
-    """Create one object of ``partitions`` partitions and time both kinds of status PATCH."""
+    """Create one object of ``partitions`` partitions and time both kinds of status PATCH.
+
+    Raises:
+        kubernetes.client.ApiException: The API server refused a write (e.g. 413 or
+            ``etcdserver: request is too large`` for an object over etcd's 1.5 MiB).
+    """
     name = f"cost-{partitions}"
     spec = _spec(partitions)
+    handled = {"spec": spec if diffbase == "spec" else {SPEC_DIGEST: spec_digest(spec)}}
     body: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "PartitionReassignment",
-        "metadata": {"name": name, "annotations": {KOPF_DIFFBASE: json.dumps({"spec": spec})}},
+        "metadata": {"name": name, "annotations": {KOPF_DIFFBASE: json.dumps(handled)}},
         "spec": spec,
     }
+    if last_applied:
+        applied = {k: v for k, v in body.items() if k != "metadata"} | {
+            "metadata": {"name": name, "namespace": NAMESPACE}
+        }
+        body["metadata"]["annotations"][LAST_APPLIED] = json.dumps(applied)
     args = (GROUP, VERSION, NAMESPACE, PARTITION_REASSIGNMENT.plural)
     api.create_namespaced_custom_object(*args, body)
     status: dict[str, Any] = {
@@ -173,7 +194,13 @@ def _watch(api_client: client.ApiClient, stop: threading.Event) -> None:
 
 
 def run(
-    workdir: Path, sizes: list[int], patches: int, crds: Path = CRDS_DIR, watchers: int = 1
+    workdir: Path,
+    sizes: list[int],
+    patches: int,
+    crds: Path = CRDS_DIR,
+    watchers: int = 1,
+    diffbase: str = "digest",
+    last_applied: bool = False,
 ) -> list[PatchCost]:
     """Start etcd and kube-apiserver with ``crds``, measure each size, stop them."""
     plane = ControlPlane(workdir / "control-plane", crds_dir=crds)
@@ -190,7 +217,7 @@ def run(
         api = client.CustomObjectsApi(api_client)
         costs = []
         for partitions in sizes:
-            for cost in measure(api, pid, partitions, patches):
+            for cost in measure(api, pid, partitions, patches, diffbase, last_applied):
                 print(cost.line(), flush=True)
                 costs.append(cost)
         return costs
@@ -206,14 +233,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--patches", type=int, default=50, help="PATCHes per size and kind")
     parser.add_argument("--crds", type=Path, default=CRDS_DIR, help="folder of the CRDs")
     parser.add_argument("--watchers", type=int, default=1, help="watches of the objects")
+    parser.add_argument(
+        "--diffbase", choices=("digest", "spec"), default="digest", help="kopf's stored essence"
+    )
+    parser.add_argument(
+        "--last-applied", action="store_true", help="add kubectl's last-applied annotation"
+    )
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a temporary one)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.partitions.split(",") if s.strip()]
-    if args.workdir is not None:
-        run(args.workdir, sizes, args.patches, args.crds, args.watchers)
-        return 0
     with tempfile.TemporaryDirectory(prefix="kpo-apiserver-cost-") as tmp:
-        run(Path(tmp), sizes, args.patches, args.crds, args.watchers)
+        run(
+            args.workdir or Path(tmp),
+            sizes,
+            args.patches,
+            crds=args.crds,
+            watchers=args.watchers,
+            diffbase=args.diffbase,
+            last_applied=args.last_applied,
+        )
     return 0
 
 

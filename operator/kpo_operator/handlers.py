@@ -156,6 +156,7 @@ def reassignment_poll(
     The poll interval runs from the start of one step to the start of the next
     (kopf's ``sharp`` timer), so a step's own duration does not stretch it; a step
     longer than the interval makes the next one start at the following multiple.
+
     kopf's body (updated by the watch) stands in for a GET when it is the latest version
     the operator has read or written (:meth:`~kpo_operator.store.ObjectStore.get`).
     """

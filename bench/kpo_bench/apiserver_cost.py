@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import threading
 import time
@@ -43,6 +42,7 @@ from typing import Any
 
 from kubernetes import client, config, watch
 
+from kpo_bench.machine import process_cpu_seconds
 from kpo_bench.operator_latency import CRDS_DIR
 from kpo_devenv.controlplane import ControlPlane
 from kpo_operator.diffbase import SPEC_DIGEST, spec_digest
@@ -82,12 +82,6 @@ class PatchCost:
             f"(managedFields {self.managed_fields_bytes / 1024:6.1f} KiB), {self.kind:10s}: "
             f"kube-apiserver {self.cpu_ms:7.1f} ms CPU per PATCH, {self.wall_ms:7.1f} ms wall"
         )
-
-
-def _cpu_s(pid: int) -> float:
-    """Return the CPU seconds (utime + stime, proc(5) fields 14 and 15) of ``pid``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _spec(partitions: int) -> dict[str, Any]:
@@ -160,7 +154,7 @@ def measure(
     owned = len(json.dumps(stored["metadata"].get("managedFields")))
     costs = []
     for kind in ("totals", "partitions"):
-        cpu, began = _cpu_s(apiserver_pid), time.monotonic()
+        cpu, began = process_cpu_seconds(apiserver_pid), time.monotonic()
         for n in range(patches):
             patch: dict[str, Any]
             if kind == "totals":
@@ -171,7 +165,7 @@ def measure(
             else:
                 patch = {"partitions": _entries(partitions, n + 1)}
             api.patch_namespaced_custom_object_status(*args, name, {"status": patch})
-        cpu_ms = (_cpu_s(apiserver_pid) - cpu) * 1000 / patches
+        cpu_ms = (process_cpu_seconds(apiserver_pid) - cpu) * 1000 / patches
         wall_ms = (time.monotonic() - began) * 1000 / patches
         costs.append(PatchCost(partitions, kind, size, owned, cpu_ms, wall_ms))
     api.delete_namespaced_custom_object(*args, name)

@@ -1,4 +1,4 @@
-"""Facts about the machine the benchmark ran on (CPU, memory, load, runtimes)."""
+"""Facts about the machine the benchmark ran on (CPU, memory, load, runtimes, a process's CPU)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,18 @@ def load_average() -> tuple[float, float, float] | None:
         return os.getloadavg()
     except OSError:
         return None
+
+
+def process_cpu_seconds(pid: int | None) -> float:
+    """User + system CPU seconds of process ``pid`` (``/proc/<pid>/stat``), 0 if unknown."""
+    if pid is None:
+        return 0.0
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def machine_info() -> dict[str, Any]:

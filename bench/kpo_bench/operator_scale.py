@@ -63,6 +63,7 @@ from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_bench.admin import admin_session, create_topic, wait_for_brokers
+from kpo_bench.machine import process_cpu_seconds
 from kpo_bench.operator_latency import CRDS_DIR, NAMESPACE
 from kpo_devenv.controlplane import ControlPlane
 from kpo_devenv.kafka_cluster import KafkaCluster
@@ -308,18 +309,6 @@ def _rss_bytes(pid: int | None) -> int:
     return 0
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    """User + system CPU seconds of process ``pid`` (``/proc/<pid>/stat``), 0 if unknown."""
-    if pid is None:
-        return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    ticks = int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of proc(5))
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
 def _status_ages(
     changes: dict[str, list[float]], names: Iterable[str], began: float, ended: float
 ) -> dict[str, float]:
@@ -534,7 +523,7 @@ def _window(
         spy = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api0, brokers0, own0 = _scrape_all(plane, cluster, metrics_port)
     began = time.monotonic()
-    cpu0 = _cpu_seconds(pid)
+    cpu0 = process_cpu_seconds(pid)
     result.load_average = [os.getloadavg()[0]]
     probe = _reassignment("scale-probe", [("scale-probe", 0)])
     plane.kubectl("-n", NAMESPACE, "apply", "-f", "-", input_text=yaml.safe_dump_all([probe]))
@@ -547,7 +536,7 @@ def _window(
         if result.probe_completed_s is None and status.get("phase") == "Completed":
             result.probe_completed_s = time.monotonic() - probe_applied
         time.sleep(POLL_S)
-    cpu1 = _cpu_seconds(pid)
+    cpu1 = process_cpu_seconds(pid)
     ended = time.monotonic()
     api1, brokers1, own1 = _scrape_all(plane, cluster, metrics_port)
     result.load_average.append(os.getloadavg()[0])

@@ -40,12 +40,9 @@ def spec_digest(spec: Any) -> str:
 class SpecDigestDiffBaseStorage(kopf.AnnotationsDiffBaseStorage):
     """kopf's annotations diff-base storage with the spec stored as its digest.
 
-    Args:
-        prefix: The annotations' prefix (the operator's API group).
+    Made as kopf's :class:`kopf.AnnotationsDiffBaseStorage` (``prefix``: the operator's
+    API group).
     """
-
-    def __init__(self, *, prefix: str) -> None:
-        super().__init__(prefix=prefix)
 
     def build(
         self,

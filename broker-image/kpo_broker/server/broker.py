@@ -308,7 +308,10 @@ class KafkaServer:
             authentication_stats=self.authentication_stats,
             failed_authentication_delay_ms=c.connection_failed_authentication_delay_ms,
         )
-        bound = await self.socket_server.start()
+        # Bound now (the registration names the ports), processing once started (Kafka's
+        # KafkaServer.startup): a client answered before this broker is registered and has
+        # the cluster's metadata would be told of no brokers and no topics.
+        bound = await self.socket_server.start(process_requests=False)
         registration = BrokerRegistration(
             id=self.broker_id,
             endpoints=tuple(
@@ -369,6 +372,7 @@ class KafkaServer:
             )
             self.metrics_server = MetricsHttpServer(registry, c.metrics_host, c.metrics_port)
             await self.metrics_server.start()
+        self.socket_server.enable_request_processing()
         log.info("broker %d started, listening on %s", self.broker_id, bound)
 
     async def _start_authorizer(

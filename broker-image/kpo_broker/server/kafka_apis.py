@@ -1,7 +1,18 @@
-"""Dispatch decoded requests to their handlers (Kafka's ``KafkaApis``)."""
+"""Dispatch decoded requests to their handlers (Kafka's ``KafkaApis``).
+
+A broker answers clients from its metadata cache, which the controller fills with
+UpdateMetadata once it sees the broker registered. Until that first UpdateMetadata, client
+requests wait for it (at most :data:`FIRST_METADATA_WAIT_S`), as a KRaft broker serves
+only once it has caught up with the metadata log. Answered from the empty cache, a
+Metadata request would name no brokers and no topics (a topic named in it is auto-created
+and refused with INVALID_REPLICATION_FACTOR: no live brokers), and a client taking that
+answer as the cluster's drops every broker it knew (librdkafka decommissions brokers
+missing from a Metadata response and bootstraps again).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -76,6 +87,19 @@ HANDLERS: dict[int, Handler] = {
 }
 
 
+#: How long a client request waits for the broker's first UpdateMetadata, s; after it, the
+#: request is answered from the cache as it is (Kafka's ZooKeeper-mode behaviour).
+FIRST_METADATA_WAIT_S = 10.0
+
+#: Requests answered without waiting for the first UpdateMetadata: the controller's and the
+#: ones sent to the controller (which must flow for the metadata to come), and those a
+#: client sends before anything else on a connection (ApiVersions, SASL).
+ANSWERED_BEFORE_METADATA = frozenset(
+    {*v.INTER_BROKER_APIS, v.API_KEY_API_VERSIONS, v.API_KEY_SASL_HANDSHAKE}
+    | {v.API_KEY_SASL_AUTHENTICATE}
+)
+
+
 class KafkaApis:
     """Routes each request to the handler of its API key.
 
@@ -87,17 +111,42 @@ class KafkaApis:
     def __init__(self, broker: BrokerComponents, handlers: dict[int, Handler]) -> None:
         self.broker = broker
         self.handlers = handlers
+        self._metadata_ready = asyncio.Event()
+        if broker.metadata_cache.initialized:
+            self._metadata_ready.set()
 
     async def handle(self, ctx: RequestContext, request: Any) -> Any | None:
         """Run the handler; a handler failure is logged and re-raised (the connection closes).
+
+        A client request that comes before the broker's first UpdateMetadata waits for it
+        first (see the module's docstring).
 
         Raises:
             KeyError: no handler for ``ctx.api_key`` (the socket server only passes
                 supported keys, so this means a table is inconsistent).
         """
         handler = self.handlers[ctx.api_key]
+        ready = self._metadata_ready
+        if not ready.is_set() and ctx.api_key not in ANSWERED_BEFORE_METADATA:
+            await self._wait_for_metadata(ctx)
         try:
             return await handler(self.broker, ctx, request)
         except Exception:
             log.exception("handler for api key %d v%d failed", ctx.api_key, ctx.api_version)
             raise
+        finally:
+            if not ready.is_set() and self.broker.metadata_cache.initialized:
+                ready.set()
+
+    async def _wait_for_metadata(self, ctx: RequestContext) -> None:
+        """Wait for the first UpdateMetadata, at most :data:`FIRST_METADATA_WAIT_S`."""
+        try:
+            async with asyncio.timeout(FIRST_METADATA_WAIT_S):
+                await self._metadata_ready.wait()
+        except TimeoutError:
+            log.warning(
+                "no UpdateMetadata from the controller after %.0f s; answering api key %d "
+                "from an empty metadata cache",
+                FIRST_METADATA_WAIT_S,
+                ctx.api_key,
+            )

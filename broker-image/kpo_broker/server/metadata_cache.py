@@ -67,6 +67,8 @@ class MetadataCache:
     cluster_id: str | None = None
     #: topic -> its id (KIP-516), from UpdateMetadata v7+.
     topic_ids: dict[str, str] = field(default_factory=dict)
+    #: Whether an UpdateMetadata request has been applied since the broker started.
+    initialized: bool = False
 
     def is_stale(self, controller_epoch: int) -> bool:
         """Whether a request from a controller of ``controller_epoch`` is older than our state."""
@@ -83,6 +85,7 @@ class MetadataCache:
         """Apply an UpdateMetadata request: replace live brokers, upsert/delete partitions."""
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
+        self.initialized = True
         self.brokers = {b.broker_id: b for b in brokers}
         for (topic, index), meta in partitions.items():
             self.partitions.setdefault(topic, {})[index] = meta

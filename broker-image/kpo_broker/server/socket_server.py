@@ -20,6 +20,11 @@ handshake, SASL exchange); a failure is logged without secrets, counted
 :class:`RequestContext`. Over TLS, Fetch data cannot be sent with ``sendfile``: it is read
 and written through the TLS transport instead.
 
+Binding and processing are separate steps, as in Kafka's ``SocketServer.startup`` with
+``startProcessingRequests = false`` and its later ``enableRequestProcessing``: a broker
+binds first (its registration needs the bound ports) and processes requests only once it
+has registered and started. Until then an accepted connection waits, unread.
+
 A connection over its address's limit (``max.connections.per.ip`` and its overrides) is
 closed at accept (Kafka's ConnectionQuotas). A connection idle for
 ``connections.max.idle.ms`` is closed; idle here means waiting for a frame's size prefix,
@@ -127,9 +132,17 @@ class SocketServer:
         self.bound_ports: dict[str, int] = {}
         self._servers: list[asyncio.Server] = []
         self._connections: set[asyncio.Task[None]] = set()
+        self._processing = asyncio.Event()
 
-    async def start(self) -> dict[str, int]:
-        """Bind every listener; return listener name -> bound port."""
+    async def start(self, process_requests: bool = True) -> dict[str, int]:
+        """Bind every listener; return listener name -> bound port.
+
+        Args:
+            process_requests: False to accept connections but leave their requests unread
+                until :meth:`enable_request_processing` (Kafka's ``startProcessingRequests``).
+        """
+        if process_requests:
+            self._processing.set()
         for listener in self.listeners:
             server = await asyncio.start_server(
                 functools.partial(self._accept, listener=listener),
@@ -140,6 +153,13 @@ class SocketServer:
             self._servers.append(server)
             self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
         return dict(self.bound_ports)
+
+    def enable_request_processing(self) -> None:
+        """Process requests (Kafka's ``SocketServer.enableRequestProcessing``).
+
+        Connections accepted before this are authenticated and served from now on.
+        """
+        self._processing.set()
 
     async def stop(self) -> None:
         """Stop accepting, close every connection and wait for their tasks.
@@ -174,6 +194,8 @@ class SocketServer:
             writer.close()
             return
         try:
+            if not self._processing.is_set():
+                await self._processing.wait()
             principal = await self._authenticate(reader, writer, listener, peer)
             if principal is not None:
                 await self._serve(reader, writer, listener.name, peer, principal)

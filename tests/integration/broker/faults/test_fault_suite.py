@@ -156,14 +156,38 @@ def _wait_healthy(env: FaultEnv) -> None:
     )
 
 
-def _wait_writes_resumed(producer: AckedWriteProducer, since: float) -> None:
-    """Wait until every partition acknowledged a write after ``since``."""
+def _wait_writes_resumed(producer: AckedWriteProducer, since: float, cluster: KafkaCluster) -> None:
+    """Wait until every partition acknowledged a write after ``since``.
+
+    On a timeout, prints what explains it before failing: the partition states in
+    ZooKeeper, the partitions without acks with their last acknowledgement, librdkafka's
+    idempotence events and the brokers' lines about those partitions since ``since``.
+    """
     writes = producer.writes
-    wait_for(
-        lambda: all(writes.first_ack_after(p, since) is not None for p in range(PARTITIONS)),
-        RECOVERY_BOUND_S + 40,
-        "writes acknowledged on every partition",
-    )
+    try:
+        wait_for(
+            lambda: all(writes.first_ack_after(p, since) is not None for p in range(PARTITIONS)),
+            RECOVERY_BOUND_S + 40,
+            "writes acknowledged on every partition",
+        )
+    except AssertionError:
+        now = time.monotonic()
+        stuck = [p for p in range(PARTITIONS) if writes.first_ack_after(p, since) is None]
+        print(f"  NO ACKS since {now - since:.0f} s on partitions {stuck}")
+        for p in stuck:
+            last = writes.ack_times.get(p, [])
+            when = f"{since - last[-1]:.1f} s before them" if last else "never"
+            print(f"    partition {p}: last acknowledged {when}")
+        try:
+            print(f"  states {_states(cluster)}")
+        except Exception as e:  # ZooKeeper itself may be the fault
+            print(f"  states unreadable: {e!r}")
+        events = writes.events_between(since, now)
+        print(f"  librdkafka idempotence events ({len(events)}): {events[-20:]}")
+        for p in stuck:
+            for line in _broker_lines(cluster, since, now, p, limit=40):
+                print(f"    {line}")
+        raise
 
 
 def _log_dir_offline(cluster: KafkaCluster, broker_id: int, log_dir: Path) -> bool:
@@ -182,7 +206,7 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
     started = time.monotonic()
     if fault.kind is FaultKind.KILL_LEADER:
         cluster.brokers[_leader(cluster, fault.partition)].kill()
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     elif fault.kind is FaultKind.KILL_CONTROLLER:
         zk = zk_client(cluster)
         try:
@@ -190,7 +214,7 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
         finally:
             zk.close()
         cluster.brokers[controller if controller in BROKERS else BROKERS[0]].kill()
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     elif fault.kind is FaultKind.PAUSE_LEADER:
         pid = cluster.brokers[_leader(cluster, fault.partition)].process.pid
         assert pid is not None
@@ -199,7 +223,7 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
             time.sleep(2 * SESSION_TIMEOUT_S)
         finally:
             os.kill(pid, signal.SIGCONT)
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     elif fault.kind is FaultKind.NETWORK_PARTITION:
         isolated = _partition_target(cluster, fault)
         peers = [b for b in cluster.brokers.values() if b is not isolated]
@@ -220,13 +244,13 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
                 f"broker {isolated.broker_id} out of /brokers/ids and leading nothing",
             )
             time.sleep(max(0.0, started + 2 * SESSION_TIMEOUT_S - time.monotonic()))
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     elif fault.kind is FaultKind.ZOOKEEPER_RESTART:
         env.zookeeper.stop()
         time.sleep(1.0)
         env.zookeeper = ZooKeeperServer(env.zookeeper.workdir, port=env.zookeeper.port)
         env.zookeeper.start()
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     elif fault.kind is FaultKind.FULL_LOG_DIR:
         broker = cluster.brokers[_leader(cluster, fault.partition)]
         full_dir = broker.log_dirs[1]
@@ -237,7 +261,7 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
                 60,
                 f"log dir {full_dir} offline",
             )
-            _wait_writes_resumed(producer, started)
+            _wait_writes_resumed(producer, started, cluster)
         finally:
             filler.unlink()
         # Repaired: the dir comes back online at the restart. A broker that does not stop
@@ -265,9 +289,9 @@ def inject(env: FaultEnv, producer: AckedWriteProducer, fault: Fault) -> float:
             )
         finally:
             zk.close()
-        _wait_writes_resumed(producer, started)
+        _wait_writes_resumed(producer, started, cluster)
     _wait_healthy(env)
-    _wait_writes_resumed(producer, time.monotonic())
+    _wait_writes_resumed(producer, time.monotonic(), cluster)
     # The recovery time: the longest a partition went without an acknowledgement from the
     # fault on (its leader's death, pause or failed dir until a new leader took writes).
     gaps = {p: producer.writes.longest_ack_gap_at(p, started) for p in range(PARTITIONS)}
@@ -318,10 +342,12 @@ def _partition_target(cluster: KafkaCluster, fault: Fault) -> BrokerProcess:
     return cluster.brokers[_leader(cluster, fault.partition)]
 
 
-def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: int) -> list[str]:
+def _broker_lines(
+    cluster: KafkaCluster, start: float, end: float, partition: int, limit: int = 15
+) -> list[str]:
     """Broker log lines in ``[start, end]`` (monotonic s) about ``partition`` or at WARNING+.
 
-    At most 15 per broker, to explain a long time without acknowledgements.
+    At most ``limit`` per broker, to explain a long time without acknowledgements.
     """
     offset = time.time() - time.monotonic()
     low = datetime.fromtimestamp(start + offset)
@@ -334,7 +360,7 @@ def _broker_lines(cluster: KafkaCluster, start: float, end: float, partition: in
         except OSError:
             continue
         for line in text.splitlines():
-            if len(kept) >= 15 or not line.startswith("[20"):
+            if len(kept) >= limit or not line.startswith("[20"):
                 continue
             try:
                 stamp = datetime.strptime(line[1:24], "%Y-%m-%d %H:%M:%S,%f")

@@ -9,12 +9,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
+from typing import Any
 
 import pytest
 from kafka import KafkaProducer
 from kafka.errors import KafkaTimeoutError
+from kafka.protocol.metadata import MetadataRequest
 
 from kpo_broker.protocol.client import BrokerClient
+from kpo_broker.protocol.errors import ProtocolError
 from kpo_broker.protocol.interbroker import LeaderAndIsrRequest
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import (
@@ -184,3 +188,63 @@ def test_restarted_follower_catches_up_and_rejoins_the_isr(
             cluster.brokers[broker_id].stop()
     wait_for(lambda: leaders(cluster, "ledger").get(0) == follower, 60, "the follower leading")
     assert consume_all(cluster, "ledger", 1, 400)[0] == values
+
+
+def test_a_restarted_broker_answers_clients_only_with_the_clusters_metadata(
+    kafka_cluster_factory: ClusterFactory,
+) -> None:
+    """Restarted at once after kill -9, a broker waits out its old registration (its
+    ZooKeeper session lives on until it expires), then the controller's UpdateMetadata.
+
+    A client asking it for metadata meanwhile is answered only with the cluster's: every
+    broker and the topic. Answered from the empty cache, it would be told of no brokers
+    and INVALID_REPLICATION_FACTOR for the topic (auto-created with no live broker), and
+    librdkafka would drop every broker it knew.
+    """
+    cluster = kafka_cluster_factory(3)
+    create_topic(cluster, "ledger", partitions=3, rf=3)
+    victim = cluster.brokers[1]
+    victim.kill()
+    victim.start()  # returns once the port accepts connections
+    answers = _metadata_answers(victim.port, "ledger", seconds=15)
+    assert answers, "no Metadata answer within 15 s"
+    assert all(a == ([0, 1, 2], 0, 3) for a in answers), answers
+
+
+def _metadata_answers(port: int, topic: str, seconds: float) -> list[tuple[list[int], int, int]]:
+    """(broker ids, topic error code, partition count) of each Metadata answer from ``port``.
+
+    Asks as librdkafka does on connecting (v9, auto-creation allowed), on a new connection
+    each time, for ``seconds``.
+    """
+
+    async def ask() -> list[tuple[list[int], int, int]]:
+        answers: list[tuple[list[int], int, int]] = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            client = BrokerClient("127.0.0.1", port, "rdkafka-like", request_timeout_ms=20000)
+            try:
+                request = MetadataRequest(
+                    topics=[MetadataRequest.MetadataRequestTopic(name=topic, topic_id=None)],
+                    allow_auto_topic_creation=True,
+                    include_cluster_authorized_operations=False,
+                    include_topic_authorized_operations=False,
+                )
+                response: Any = await client.send(request, 9)
+            except ProtocolError:
+                await asyncio.sleep(0.05)
+                continue
+            finally:
+                await client.close()
+            [entry] = response.topics
+            answers.append(
+                (
+                    sorted(b.node_id for b in response.brokers),
+                    entry.error_code,
+                    len(entry.partitions),
+                )
+            )
+            await asyncio.sleep(0.1)
+        return answers
+
+    return asyncio.run(ask())

@@ -109,6 +109,7 @@ async def serving(
     handler: RequestHandler,
     max_request_bytes: int = 1 << 20,
     observer: Callable[[int, int, Any, float], None] | None = None,
+    process_requests: bool = True,
     **limits: Any,
 ) -> AsyncIterator[tuple[SocketServer, Callable[[], Awaitable[Connection]]]]:
     server = SocketServer(
@@ -119,7 +120,7 @@ async def serving(
         request_observer=observer,
         **limits,
     )
-    ports = await server.start()
+    ports = await server.start(process_requests=process_requests)
     opened: list[asyncio.StreamWriter] = []
 
     async def connect() -> Connection:
@@ -168,6 +169,27 @@ def test_requests_reach_the_handler_with_their_context_and_are_answered() -> Non
             assert (ctx.api_key, ctx.api_version, ctx.correlation_id) == (METADATA, 9, 41)
             assert (ctx.client_id, ctx.listener, ctx.peer) == ("my-client", "INTERNAL", local)
             assert body.topics == []
+
+    asyncio.run(scenario())
+
+
+def test_requests_wait_unread_until_processing_is_enabled() -> None:
+    """Bound first, processing later (Kafka's ``startProcessingRequests = false``)."""
+    recorder = Recorder()
+
+    async def scenario() -> None:
+        async with serving(recorder.handle, process_requests=False) as (server, connect):
+            reader, writer = await connect()  # the port is bound: the connection is accepted
+            writer.write(_metadata_request(7))
+            early = asyncio.ensure_future(_response(reader, MetadataResponse, 9))
+            await asyncio.sleep(0.3)
+            assert not early.done() and recorder.seen == []
+            server.enable_request_processing()
+            correlation_id, _ = await early
+            assert correlation_id == 7 and len(recorder.seen) == 1
+            other_reader, other_writer = await connect()
+            other_writer.write(_metadata_request(8))
+            assert (await _response(other_reader, MetadataResponse, 9))[0] == 8
 
     asyncio.run(scenario())
 

@@ -6,8 +6,9 @@ requests wait for it (at most :data:`FIRST_METADATA_WAIT_S`), as a KRaft broker 
 only once it has caught up with the metadata log. Answered from the empty cache, a
 Metadata request would name no brokers and no topics (a topic named in it is auto-created
 and refused with INVALID_REPLICATION_FACTOR: no live brokers), and a client taking that
-answer as the cluster's drops every broker it knew (librdkafka decommissions brokers
-missing from a Metadata response and bootstraps again).
+answer as the cluster's drops every broker it knew (librdkafka 2.10+ decommissions brokers
+missing from a Metadata response and bootstraps again; its idempotent producer could then
+stall for good, as in confluentinc/librdkafka#5301).
 """
 
 from __future__ import annotations

@@ -96,8 +96,12 @@ FIRST_METADATA_WAIT_S = 10.0
 #: ones sent to the controller (which must flow for the metadata to come), and those a
 #: client sends before anything else on a connection (ApiVersions, SASL).
 ANSWERED_BEFORE_METADATA = frozenset(
-    {*v.INTER_BROKER_APIS, v.API_KEY_API_VERSIONS, v.API_KEY_SASL_HANDSHAKE}
-    | {v.API_KEY_SASL_AUTHENTICATE}
+    {
+        *v.INTER_BROKER_APIS,
+        v.API_KEY_API_VERSIONS,
+        v.API_KEY_SASL_HANDSHAKE,
+        v.API_KEY_SASL_AUTHENTICATE,
+    }
 )
 
 

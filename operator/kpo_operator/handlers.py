@@ -79,7 +79,16 @@ def _ref(spec: Any) -> str | None:
 
 
 def _active(*, status: Any, **_: Any) -> bool:
-    return (status or {}).get("phase") not in FINAL_PHASES
+    """Whether the poll timer runs: from the first phase a step wrote until a final phase.
+
+    A new object's first step is its creation handler's. kopf spawns timers before it
+    calls that handler, so a timer running from the start took the same first step (the
+    plan, the write-ahead record, the throttles, the submission) a second time, and while
+    many objects were applied at once both steps of each waited in the one queue of the
+    handlers' threads.
+    """
+    phase = (status or {}).get("phase")
+    return bool(phase) and phase not in FINAL_PHASES
 
 
 @kopf.on.startup()

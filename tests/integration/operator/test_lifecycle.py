@@ -64,6 +64,23 @@ def reasons(stack: Stack, name: str) -> list[str]:
     return [e["reason"] for e in stack.events(name)]
 
 
+def test_a_new_reassignments_first_step_is_its_creation_handlers(stack: Stack) -> None:
+    """kopf spawns an object's timers before it calls its creation handler; the poll timer
+    waits for the first phase a step writes, so a new object's first step (here its plan)
+    is not taken twice, by the timer and the creation handler."""
+    setup_topic(stack, 1)
+    stack.apply(reassignment("first", MOVE, suspend=True))
+    stack.wait_phase("first", "Suspended", 60)
+    created, polled = "Handler 'reassignment_changed' succeeded", "Timer 'reassignment_poll'"
+    wait_for(lambda: polled in stack.operator.log_path.read_text(), 30, "a poll step")
+    steps = [
+        line
+        for line in stack.operator.log_path.read_text().splitlines()
+        if created in line or polled in line
+    ]
+    assert created in steps[0], steps[:3]
+
+
 def test_suspended_reassignment_plans_then_runs_when_resumed(stack: Stack) -> None:
     setup_topic(stack, 4)
     stack.apply(reassignment("later", MOVE, suspend=True, throttle={"replicationRate": 1 << 20}))

@@ -82,10 +82,10 @@ def _active(*, status: Any, **_: Any) -> bool:
     """Whether the poll timer runs: from the first phase a step wrote until a final phase.
 
     A new object's first step is its creation handler's. kopf spawns timers before it
-    calls that handler, so a timer running from the start took the same first step (the
-    plan, the write-ahead record, the throttles, the submission) a second time, and while
-    many objects were applied at once both steps of each waited in the one queue of the
-    handlers' threads.
+    calls that handler, so a timer running from the start took that step (the plan, the
+    write-ahead record, the throttles) while the creation handler, called at once, held a
+    second worker thread waiting on the object's lock; with many objects applied at once,
+    both steps of each new object queued ahead of every other object's poll.
     """
     phase = (status or {}).get("phase")
     return bool(phase) and phase not in FINAL_PHASES

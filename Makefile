@@ -2,7 +2,8 @@
 #   make demo   the main job: ZooKeeper, control plane, 3 brokers and the operator; a throttled
 #               PartitionReassignment applied with kubectl, watched, verified; then stops
 #   make demo-down  stop whatever a demo (--hold, or interrupted) left running
-#   make test   install everything, lint, type-check and run the whole test suite
+#   make test   install everything, lint, type-check, build the docs and run the whole test suite
+#   make docs   regenerate the reference pages and build the documentation site into site/
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -12,7 +13,7 @@ PYTEST_ARGS ?=
 # time (its fixtures start once); the suite waits far more than it computes.
 TEST_WORKERS ?= 3
 
-.PHONY: all install tools demo-tools demo-setup lint format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
+.PHONY: all install tools demo-tools demo-setup lint docs docs-check format typecheck test test-unit test-integration soak test-real-node demo demo-containers demo-down bench image lock e2e-kind sync-crds clean
 
 all: test
 
@@ -33,9 +34,20 @@ tools:
 	bash tools/install-kafka.sh 4 >/dev/null
 	bash tools/install-jmx-exporter.sh >/dev/null
 
+# ruff; the layer contracts (import-linter, [tool.importlinter] in pyproject.toml); docs, code
+# and comments that speak of the product only (tools/check_wording.py).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+	$(BIN)/python tools/check_wording.py
+
+# The documentation site (docs/, mkdocs.yml): the generated reference pages written anew from
+# what defines them, then `mkdocs build --strict` (a broken link or a page missing from the
+# navigation fails) into site/.
+docs: install
+	$(BIN)/python -m tools.docgen
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 format: install
 	$(BIN)/ruff check --fix .
@@ -44,8 +56,13 @@ format: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install tools lint typecheck
+test: install tools lint typecheck docs-check
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope --durations=25 $(PYTEST_ARGS)
+
+# The site built as `make docs` does, without rewriting the generated pages (the tests in
+# tests/unit/docs fail when one is stale).
+docs-check: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 test-unit: install
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
@@ -53,7 +70,7 @@ test-unit: install
 test-integration: install tools
 	$(BIN)/pytest tests/integration $(PYTEST_ARGS)
 
-# The fault suite's soak (issue 16): KPO_FAULT_COUNT faults (default 100) from KPO_FAULT_SEED.
+# The fault suite's soak: KPO_FAULT_COUNT faults (default 100) from KPO_FAULT_SEED.
 KPO_FAULT_COUNT ?= 100
 KPO_FAULT_SEED ?= 16
 soak: install tools
@@ -74,7 +91,7 @@ demo-tools:
 	bash tools/install.sh demo
 
 # The Python environment and the demo's tools side by side (a first run: pip waits on the
-# network while Go compiles, README "Set-up on a fresh machine").
+# network while Go compiles, docs/development/tests.md).
 demo-setup:
 	$(MAKE) --no-print-directory -j2 install demo-tools
 

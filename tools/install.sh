@@ -18,8 +18,8 @@ STAMPS="$TOOLS_DIR/stamps"
 SRC="$TOOLS_DIR/src"
 mkdir -p "$BIN" "$STAMPS" "$SRC"
 # -gcflags=all=-dwarf=false: the compiler skips debug info that `-ldflags -w` drops at link
-# anyway (same code and pclntab; ~11% less compile CPU on Kubernetes, README "Tools").
-# KPO_GOFLAGS adds flags (e.g. `-toolexec` to time each compile, README "Tools").
+# anyway (same code and pclntab; ~11% less compile CPU on Kubernetes).
+# KPO_GOFLAGS adds flags (e.g. `-toolexec` to time each compile).
 export GOTOOLCHAIN=local GOFLAGS="-buildvcs=false -gcflags=all=-dwarf=false${KPO_GOFLAGS:+ $KPO_GOFLAGS}" CGO_ENABLED=0
 
 log() { printf '[tools %(%H:%M:%S)T] %s\n' -1 "$*" >&2; }

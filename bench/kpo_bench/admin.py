@@ -4,7 +4,7 @@ The client is :class:`kpo_kafka.admin.KafkaPythonAdmin` (kafka-python's admin cl
 The set-up uses only APIs both brokers implement: Metadata (leader, replicas, ISR,
 controller id) and CreateTopics (with a replica assignment and topic configs).
 kafka-python rather than librdkafka: librdkafka's ``list_topics`` sends a Metadata v12
-request that kpo's broker rejects as malformed (see ``bench/README.md``).
+request that kpo's broker rejects as malformed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """kube-apiserver CPU per status write of a PartitionReassignment, by object size.
 
-Issue 17 (operator at scale): every reconcile step that changes a Moving object's status
+The operator at scale: every reconcile step that changes a Moving object's status
 sends one merge PATCH to its ``status`` subresource. The number of PATCHes grows with the
 number of objects, but what each one costs the API server grows with the object: it
 decodes the stored object, applies the patch, validates the whole object against the
@@ -16,7 +16,7 @@ For each size N, one object of N partitions (topics of 100 partitions, each move
 ``kpo.dev/last-handled-configuration`` annotation as
 :class:`~kpo_operator.diffbase.SpecDigestDiffBaseStorage` writes it (``--diffbase spec``:
 the whole spec, as kopf's default storage does), and a status of N Moving entries
-rendered by the operator's own :class:`~kpo_operator.reassignment_status.PartitionStatus`.
+rendered by the operator's own :class:`~kpo_operator.progress.PartitionStatus`.
 ``--last-applied`` adds the annotation a client-side ``kubectl apply`` writes (the
 applied object as JSON).
 Then ``--patches`` status PATCHes are sent one after another, of two kinds: the totals and
@@ -45,10 +45,10 @@ from kubernetes import client, config, watch
 from kpo_bench.machine import process_cpu_seconds
 from kpo_bench.operator_latency import CRDS_DIR
 from kpo_devenv.controlplane import ControlPlane
+from kpo_kafka.states import MoveState
 from kpo_operator.diffbase import SPEC_DIGEST, spec_digest
-from kpo_operator.reassignment_status import PartitionStatus
+from kpo_operator.progress import PartitionStatus
 from kpo_operator.resources import GROUP, PARTITION_REASSIGNMENT, VERSION
-from kpo_operator.states import MoveState
 
 NAMESPACE = "default"
 KOPF_DIFFBASE = f"{GROUP}/last-handled-configuration"

@@ -3,17 +3,23 @@
 Starts one ZooKeeper server, then for each system in turn (kpo first, then Apache
 Kafka) a 3-broker cluster on its own ZooKeeper chroot, runs the same workload with
 the same clients, stops it, and prints a table with the ratios. The systems never
-run at the same time. The JSON report goes to ``--output``.
+run at the same time. The JSON report goes to ``--output``, and the run's record (command
+line, machine, start time, duration, each metric of both systems) to a new file of
+``--results-dir`` (:mod:`kpo_bench.run_record`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -34,11 +40,22 @@ from kpo_bench.results import (
     OURS,
     SystemResult,
     compare,
+    estimate_rows,
     report_json,
+)
+from kpo_bench.run_record import (
+    DEFAULT_RESULTS_DIR,
+    MetricLine,
+    comparison_lines,
+    estimate_lines,
+    load_average,
+    run_name,
+    run_record,
+    write_record,
 )
 from kpo_bench.runner import ONLY_CHOICES, ONLY_TLS, Step, run_system
 from kpo_bench.settings import DEFAULT, QUICK, Workload
-from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES
+from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES, TOLERANCE
 from kpo_bench.throughput import Transport
 from kpo_bench.tls import TlsSetup
 from kpo_devenv.apache_kafka import ApacheKafkaCluster, kafka_classpath
@@ -47,16 +64,16 @@ from kpo_devenv.tools import VERSIONS_ENV, ToolNotFoundError, pinned_version
 from kpo_devenv.zookeeper import ZooKeeperServer
 
 PLACEMENT = "placement"
-"""``--only placement``: the placement benchmark alone (issue 6)."""
+"""``--only placement``: the placement benchmark alone."""
 
 OPERATOR = "operator"
-"""``--only operator``: the operator's reconcile latency under load (issue 12)."""
+"""``--only operator``: the operator's reconcile latency under load."""
 
 CONTROLLER = "controller"
-"""``--only controller``: the controller and brokers at scale (issue 17)."""
+"""``--only controller``: the controller and brokers at scale."""
 
 OPERATOR_SCALE = "operator-scale"
-"""``--only operator-scale``: the operator with many objects on one cluster (issue 17)."""
+"""``--only operator-scale``: the operator with many objects on one cluster."""
 #: ``--only operator-scale``: partitions per object unless ``--partitions`` says otherwise.
 OPERATOR_SCALE_PARTITIONS = 10
 
@@ -96,6 +113,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--kafka-version", help="Apache Kafka version (default: versions.env)")
     parser.add_argument("--workdir", type=Path, help="scratch folder (default: a new temp dir)")
     parser.add_argument("--output", type=Path, help="JSON report (default: WORKDIR/results.json)")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=DEFAULT_RESULTS_DIR,
+        help="where the run's record goes, as <UTC date>-<run>.json (default bench/results)",
+    )
     parser.add_argument("--keep-data", action="store_true", help="keep the brokers' log dirs")
     parser.add_argument(
         "--quota-window-num",
@@ -270,8 +293,8 @@ def _cluster_factories(
     return {OURS: kpo, BASELINE: apache}
 
 
-def _placement(args: argparse.Namespace, workdir: Path) -> None:
-    """Run the placement benchmark (no brokers needed) and save its lines."""
+def _placement(args: argparse.Namespace, workdir: Path) -> list[MetricLine]:
+    """Run the placement benchmark (no brokers needed), save its lines, return its metrics."""
     from kpo_bench.placement import run_placement_bench
 
     if args.placement_crossover:
@@ -280,10 +303,11 @@ def _placement(args: argparse.Namespace, workdir: Path) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         lines = run_crossover_bench(workdir)
         (workdir / "placement-crossover.txt").write_text("\n".join(lines) + "\n")
-        return
-    lines = run_placement_bench(args.quick, large=args.placement_2m)
+        return []
+    run = run_placement_bench(args.quick, large=args.placement_2m)
     workdir.mkdir(parents=True, exist_ok=True)
-    (workdir / "placement.txt").write_text("\n".join(lines) + "\n")
+    (workdir / "placement.txt").write_text("\n".join(run.lines) + "\n")
+    return run.metrics
 
 
 def _operator(workdir: Path, pythonpath: str | None = None) -> None:
@@ -314,14 +338,59 @@ def _operator_scale(args: argparse.Namespace, workdir: Path) -> None:
     save(result, workdir / "operator-scale.json")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return 0 when every metric was measured on every system run, else 1.
 
-    Without ``--only`` the broker benchmark runs first, then the placement benchmark.
+    Without ``--only`` the broker benchmark runs first, then the placement benchmark. Either
+    way the run's record is written to a new file of ``--results-dir``.
     """
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(arguments)
+    started, clock = datetime.now(UTC), time.monotonic()
+    machine = machine_info()
+    metrics: list[MetricLine] = []
+    report: dict[str, Any] = {}
+    code = _run(args, metrics, machine, report)
+    record = run_record(
+        name=run_name(args.only, args.quick),
+        argv=arguments,
+        started=started,
+        duration_s=time.monotonic() - clock,
+        machine=machine,
+        load_average_end=load_average(),
+        metrics=metrics,
+        report=report,
+    )
+    path = write_record(args.results_dir, record, started)
+    print(f"run record: {path}")
+    return code
+
+
+def _versions(machine: dict[str, Any], kafka_version: str | None) -> None:
+    """Add the kpo and (when known) the Kafka versions to the machine facts."""
+    machine["kpo"] = _kpo_version()
+    if kafka_version is None:
+        try:
+            kafka_version = pinned_kafka_version()
+        except SettingsError:
+            kafka_version = None
+    machine["kafka"] = kafka_version
+
+
+def _run(
+    args: argparse.Namespace,
+    metrics: list[MetricLine],
+    machine: dict[str, Any],
+    report: dict[str, Any],
+) -> int:
+    """Run what ``args`` ask for; return the exit code.
+
+    Each metric measured is appended to ``metrics``; the JSON report of the broker benchmark
+    (:func:`kpo_bench.results.report_json`) is put in ``report``.
+    """
+    _versions(machine, args.kafka_version)
     if args.only == PLACEMENT:
-        _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
+        metrics += _placement(args, args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-")))
         return 0
     if args.only == OPERATOR:
         _operator(
@@ -341,7 +410,6 @@ def main(argv: list[str] | None = None) -> int:
     controller = controller_workload_from(args) if args.only == CONTROLLER else None
     sizes = controller.as_json() if controller is not None else workload.as_json()
     console.print(f"workdir {workdir}; workload {sizes}")
-    machine = machine_info()
     tools: JavaTools = compile_consumer(classpath, workdir / "classes")
     properties = broker_properties(args.quota_window_num)
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
@@ -383,14 +451,17 @@ def main(argv: list[str] | None = None) -> int:
         "broker_properties": properties,
         "only": args.only,
     }
-    metrics = CONTROLLER_METRICS if controller is not None else METRICS
-    report = report_json(machine, settings, ours, baseline, metrics)
+    chosen = CONTROLLER_METRICS if controller is not None else METRICS
+    report.update(report_json(machine, settings, ours, baseline, chosen))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(report, indent=2) + "\n")
-    rows = compare(ours, baseline, metrics)
+    rows = compare(ours, baseline, chosen)
     print_report(console, machine, rows, ours, baseline, with_estimates=controller is None)
     console.print(f"JSON report: {output}")
+    kafka_label = f"Apache Kafka {kafka_version}"
+    metrics += comparison_lines(rows, kafka_label)
+    metrics += estimate_lines(estimate_rows(ours, baseline), TOLERANCE, kafka_label)
     if args.only is None:
-        _placement(args, workdir)
+        metrics += _placement(args, workdir)
     ran = [r for r in (ours, baseline) if r is not None and (r.values or r.errors)]
     return 1 if any(r.errors for r in ran) else 0

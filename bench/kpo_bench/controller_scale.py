@@ -1,4 +1,4 @@
-"""``--only controller`` (issue 17): the controller and brokers at scale, the same on both systems.
+"""``--only controller``: the controller and brokers at scale, the same on both systems.
 
 One broker, L (the lowest id that is not the controller, :func:`kpo_bench.failover.pick_victim`),
 is made the preferred leader of N partitions; the steps then run in this order on one cluster:
@@ -96,7 +96,7 @@ class ControllerWorkload:
 
     Attributes:
         partitions: N, the partitions L leads (and the partitions created at each RF).
-        partitions_per_topic: partitions per created topic (the issue's 100).
+        partitions_per_topic: partitions per created topic (100).
         timeout_s: longest wait for any one step's condition, s.
         poll_interval_s: pause between Metadata polls, s.
     """
@@ -123,7 +123,7 @@ class ControllerWorkload:
         return asdict(self)
 
 
-#: The issue's N (10K partitions led by one broker).
+#: The benchmark's N (10K partitions led by one broker).
 DEFAULT_CONTROLLER = ControllerWorkload()
 #: ``--quick``: N = 1,000.
 QUICK_CONTROLLER = ControllerWorkload(partitions=1_000, timeout_s=600.0)

@@ -1,6 +1,6 @@
 """``--only operator``: reconcile latency of one PartitionReassignment while 50 others move.
 
-Issue 12 part 4: the operator must reconcile objects concurrently, so that one object's
+The operator must reconcile objects concurrently, so that one object's
 slow Admin API calls (DescribeLogDirs over many partitions, a throttle sync) do not delay
 another's. The benchmark starts ZooKeeper, three kpo brokers, etcd + kube-apiserver with
 the project's CRDs and the operator as a process (``python -m kpo_operator``), all on

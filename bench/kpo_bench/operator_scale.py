@@ -1,6 +1,6 @@
 """``--only operator-scale``: the operator with many PartitionReassignments on one cluster.
 
-Issue 17 (operator at scale). One run starts ZooKeeper, three kpo brokers (with
+The operator at scale. One run starts ZooKeeper, three kpo brokers (with
 ``metrics.port``), etcd + kube-apiserver with the CRDs and the operator as a process
 (``python -m kpo_operator``, ``KPO_POLL_INTERVAL_S`` = ``poll_interval_s``, metrics on
 ``KPO_METRICS_PORT``). It creates ``objects x partitions`` partitions on brokers [0, 1]

@@ -102,7 +102,7 @@ def overhead_table(
 ) -> Table:
     """Return the TLS table: per operation each system's SASL_SSL cost against its PLAINTEXT.
 
-    The issue's bar: kpo's overhead is no worse than Kafka's, measured in the same run.
+    The bar: kpo's overhead is no worse than Kafka's, measured in the same run.
     """
     kpo_title, kafka_title = _system_titles(ours, baseline)
     table = Table(title="TLS + SASL overhead: 1 - SASL_SSL / PLAINTEXT of each system")

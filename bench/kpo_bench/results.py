@@ -2,7 +2,7 @@
 
 The baseline is Apache Kafka measured in the same run on the same machine. A ratio
 above 1.0 always means "kpo is better": ours/Kafka for throughputs, Kafka/ours for
-durations. Targets come from the benchmark issue: catch-up >= 1.0, produce >= 0.5.
+durations. Targets: catch-up >= 1.0, produce >= 0.5.
 """
 
 from __future__ import annotations
@@ -55,13 +55,13 @@ PRODUCE = MetricSpec.rate("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", ta
 CONSUME = MetricSpec.rate("consume_mib_s", "consume")
 CATCH_UP = MetricSpec.rate("catch_up_mib_s", "follower catch-up", target_ratio=1.0)
 FAILOVER = MetricSpec.cost("failover_s", "leader failover after kill -9")
-#: Issue 15: consume through a consumer group (Kafka's ConsumerPerformance), goal >= 1.0.
+#: Consume through a consumer group (Kafka's ConsumerPerformance), goal >= 1.0.
 GROUP_CONSUME = MetricSpec.rate(
     "group_consume_mib_s", "consume via a group (ConsumerPerformance)", target_ratio=1.0
 )
 GROUP_REBALANCE = MetricSpec.cost("group_rebalance_s", "3-member group rebalance after kill -9")
 
-#: Issue 14 (``--only tls``): the same produce and consume over a SASL_SSL listener
+#: ``--only tls``: the same produce and consume over a SASL_SSL listener
 #: (SCRAM-SHA-512), next to the PLAINTEXT figures of the same run.
 PRODUCE_SASL_SSL = MetricSpec.rate(
     "produce_sasl_ssl_mib_s", "produce over SASL_SSL (SCRAM-SHA-512)"
@@ -88,7 +88,7 @@ THROTTLE_B = MetricSpec.cost("throttle_b_s", "(b) two leaders, same follower")
 THROTTLE_C = MetricSpec.cost("throttle_c_s", "(c) distinct leaders and followers")
 THROTTLE_METRICS: tuple[MetricSpec, ...] = (THROTTLE_A, THROTTLE_B, THROTTLE_C)
 
-#: Issue 17, ``--only controller`` (``kpo_bench.controller_scale``): the controller and brokers
+#: ``--only controller`` (``kpo_bench.controller_scale``): the controller and brokers
 #: at scale. N is the number of partitions the measured broker leads. Goal ratio 1.0 for each.
 CONTROLLER_GOAL = 1.0
 CREATE_RF2 = MetricSpec.rate(
@@ -284,7 +284,7 @@ class OverheadRow:
         secured: the same over SASL_SSL.
         ours: kpo's overhead, ``1 - SASL_SSL / PLAINTEXT`` (0.25: 25 % slower), or None.
         baseline: Apache Kafka's overhead, or None.
-        no_worse: whether kpo's overhead is at most Kafka's (the issue's bar); None
+        no_worse: whether kpo's overhead is at most Kafka's (the TLS table's bar); None
             without both.
     """
 

@@ -13,14 +13,14 @@ class Workload:
     """What each system is asked to do.
 
     Attributes:
-        record_size: value size of every record, bytes (the issue's 1 KiB).
+        record_size: value size of every record, bytes (1 KiB).
         produce_records: records for the produce test (then read by the consume test).
         produce_partitions: partitions of the produce topic (RF 3, spread over 3 brokers).
         warmup_records: records produced to, then consumed from, a warm-up topic of the
             same shape before the produce and consume tests are timed (JIT warm-up of
             the JVM brokers; nothing is measured).
         catch_up_records: records filling the catch-up partition before its follower
-            restarts (the issue asks for >= 500 MB).
+            restarts (at least 500 MB).
         producer_props: ProducerPerformance's producer configs for the produce test.
         failover_timeout_s: longest wait for a new leader after the kill, s.
         catch_up_timeout_s: longest wait for the follower to catch up, s.
@@ -84,7 +84,7 @@ class Workload:
         return data
 
 
-#: The issue's sizes: 500 MiB produced and 500 MiB to catch up (after 100 MiB of warm-up).
+#: The benchmark's sizes: 500 MiB produced and 500 MiB to catch up (after 100 MiB of warm-up).
 DEFAULT = Workload()
 #: ``--quick``: 50 MiB each (10 MiB of warm-up), to try things out.
 QUICK = Workload(

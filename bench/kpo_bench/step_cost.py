@@ -1,6 +1,6 @@
 """CPU of one reconcile step of a Moving PartitionReassignment, on in-memory fakes.
 
-Issue 17 (operator at scale): how much CPU does ``ReassignmentReconciler._step`` cost
+The operator at scale: how much CPU does ``ReassignmentReconciler._step`` cost
 for one Moving object of ``partitions`` partitions whose partitions only progressed
 (bytes), and what does writing its status cost? Run from the repository root (it uses
 the unit tests' in-memory Kafka and API server, :mod:`tests.unit.operator.fake_kafka` and
@@ -301,7 +301,7 @@ def measure_sync(
         kafka.alter_partition_reassignments({(t, p): [2, 1] for t, p in parts})
         entries = [
             status_mod.PartitionStatus(
-                t, p, status_mod.MoveState.MOVING, (0, 1), (2, 1), (2,), (0,), (0, 1), 0, 0, 1
+                t, p, "Moving", (0, 1), (2, 1), (2,), (0,), (0, 1), 0, 0, 1
             ).to_status()
             for t, p in parts
         ]

@@ -31,12 +31,12 @@ LEADER_REPLICAS_CONFIG = "leader.replication.throttled.replicas"
 #: Topic config listing the ``partition:broker`` replicas throttled as followers (KIP-73).
 FOLLOWER_REPLICAS_CONFIG = "follower.replication.throttled.replicas"
 #: Broker static configs the experiments use: two 1 s quota samples (Kafka's default
-#: ``replication.quota.window.num`` is 11), as in earlier runs of the bench, so a quota's
-#: measured rate follows a change within about 2 s. Kafka's rate (``SimpleRate``) divides
-#: by at least one window, so either setting starts a move with about one window's worth
-#: (R bytes) of burst; ``--quota-window-num 11`` runs Kafka's default.
+#: ``replication.quota.window.num`` is 11), so a quota's measured rate follows a change
+#: within about 2 s. Kafka's rate (``SimpleRate``) divides by at least one window, so either
+#: setting starts a move with about one window's worth (R bytes) of burst;
+#: ``--quota-window-num 11`` runs Kafka's default.
 THROTTLE_BROKER_PROPERTIES = {"replication.quota.window.num": "2"}
-#: The acceptable deviation of a measured duration from the estimate (the issue's +-5 %).
+#: The acceptable deviation of a measured duration from the estimate (+-5 %).
 TOLERANCE = 0.05
 
 

@@ -1,4 +1,4 @@
-"""``--only tls``: produce and consume over SASL_SSL next to PLAINTEXT, on both systems (issue 14).
+"""``--only tls``: produce and consume over SASL_SSL next to PLAINTEXT, on both systems.
 
 Each system runs one 3-broker cluster with two client listeners, configured alike:
 

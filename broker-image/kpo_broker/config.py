@@ -498,7 +498,7 @@ class BrokerConfig(BaseModel):
     group_max_size: KafkaInt = _int(
         "group.max.size", _INT_MAX, f"Most members of one group. {_H} Int.MAX.", ge=1
     )
-    # kpo's own (no Kafka equivalent): Prometheus metrics, see broker-image/METRICS.md.
+    # kpo's own (no Kafka equivalent): Prometheus metrics, see docs/reference/metrics.md.
     metrics_port: KafkaInt = _int(
         "metrics.port",
         0,

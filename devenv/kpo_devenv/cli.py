@@ -1,7 +1,9 @@
 """``kpo-devenv``: the real local stack and the main job on it.
 
 ``kpo-devenv demo`` is what ``make demo`` runs (see :mod:`kpo_devenv.demo`);
-``kpo-devenv demo-down`` stops a demo left running with ``--hold``.
+``kpo-devenv demo-down`` stops a demo left running with ``--hold``;
+``kpo-devenv control-plane`` runs etcd and kube-apiserver with kpo's CRDs for an operator
+run by hand (see :func:`control_plane`); ``kpo-devenv zookeeper`` runs a ZooKeeper server.
 """
 
 from __future__ import annotations
@@ -13,10 +15,18 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 from rich.markup import escape
 
-from kpo_devenv.controlplane import KubectlError
+from kpo_devenv.controlplane import (
+    ControlPlane,
+    KubeconfigInUseError,
+    KubectlError,
+    is_devenv_kubeconfig,
+    live_devenv_server,
+    publish_kubeconfig,
+)
 from kpo_devenv.demo import DEFAULT_THROTTLE, DemoOptions, install_signal_handlers, run_demo
 from kpo_devenv.demo_data import DemoDataError
 from kpo_devenv.demo_state import DemoAlreadyRunningError, demo_down
@@ -116,6 +126,104 @@ def demo_down_command(
     """Stop a demo still running (e.g. after --hold); does nothing when none runs."""
     stopped = demo_down(timeout_s=timeout)
     console.print(f"stopped: {', '.join(stopped)}" if stopped else "no demo running")
+
+
+@app.command(
+    "control-plane",
+    help="Run etcd and kube-apiserver with kpo's CRDs Established until Ctrl-C or SIGTERM. "
+    "The kubeconfig appears once the CRDs are Established; on exit the servers stop and it "
+    "is removed.",
+)
+def control_plane(
+    kubeconfig: Annotated[
+        Path, typer.Option(help="Where to write the kubeconfig (removed again on exit).")
+    ] = Path("kpo-kubeconfig"),
+    workdir: WorkdirOption = None,
+    crds: Annotated[Path, typer.Option(help="Folder of CRD manifests.")] = REPO_ROOT / "crds",
+) -> None:
+    """Run etcd and kube-apiserver with kpo's CRDs Established until Ctrl-C or SIGTERM.
+
+    The kubeconfig (user ``kpo-admin``, in ``system:masters``) is written once the CRDs
+    are Established, so its appearance means the API server is ready for the operator.
+    On exit the servers are stopped and the kubeconfig removed (and a temporary work dir,
+    unless a server failed); the exit status is 0 after Ctrl-C or SIGTERM, 1 if a server
+    failed.
+    """
+    if kubeconfig.exists() and not is_devenv_kubeconfig(kubeconfig):
+        console.print(
+            f"[red]{escape(str(kubeconfig))} exists and is not a kubeconfig written by "
+            "kpo-devenv:[/] give another path (--kubeconfig)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    if (running := live_devenv_server(kubeconfig)) is not None:
+        console.print(
+            f"[red]the control plane at {running} still uses {escape(str(kubeconfig))}:[/] "
+            "stop it first (Ctrl-C in its terminal) or give another path (--kubeconfig)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+    base = workdir or Path(tempfile.mkdtemp(prefix="kpo-control-plane-"))
+    install_signal_handlers()
+    plane: ControlPlane | None = None
+    published: Path | None = None
+    written = ""
+    failed = False
+    try:
+        plane = ControlPlane(base, crds_dir=crds)
+        plane.start()
+        published = publish_kubeconfig(kubeconfig, plane.apiserver.url, plane.pki)
+        written = published.read_text()
+        names = sorted(
+            yaml.safe_load(p.read_text())["metadata"]["name"] for p in crds.glob("*.yaml")
+        )
+        console.print(
+            f"kube-apiserver on {plane.apiserver.url}, etcd on {plane.etcd.client_url}; "
+            f"CRDs Established: {', '.join(names)}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        console.print(f"logs: {escape(str(base))}", highlight=False, soft_wrap=True)
+        console.print("Use it from another terminal:", highlight=False)
+        console.print(
+            f"    export KUBECONFIG={escape(str(published))}", highlight=False, soft_wrap=True
+        )
+        console.print("Ctrl-C stops it.", highlight=False)
+        while all(process.is_running() for process in plane.processes):
+            time.sleep(0.5)
+        stopped = [p for p in plane.processes if not p.is_running()]
+        for process in stopped:
+            console.print(
+                f"[red]{process.name} exited with code {process.returncode}; "
+                f"last lines of {escape(str(process.log_path))}:[/]\n"
+                f"{escape(process.log_tail(20))}",
+                highlight=False,
+            )
+        failed = True
+    except KeyboardInterrupt:
+        console.print("stopping the control plane")
+    except (ProcessStartError, KubectlError, KubeconfigInUseError, ToolNotFoundError) as exc:
+        console.print(f"[red]control plane failed:[/] {escape(str(exc))}", highlight=False)
+        failed = True
+    finally:
+        if plane is not None:
+            plane.stop()
+        if published is not None and _reads(published) == written:  # not replaced since
+            published.unlink(missing_ok=True)
+    if failed:  # the logs stay for a look
+        console.print(f"logs kept in {escape(str(base))}", highlight=False)
+        raise typer.Exit(1)
+    if workdir is None:
+        shutil.rmtree(base, ignore_errors=True)
+    console.print("stopped")
+
+
+def _reads(path: Path) -> str | None:
+    """Return the text of ``path``, None if it cannot be read (e.g. removed)."""
+    try:
+        return path.read_text()
+    except OSError:
+        return None
 
 
 @app.command()

@@ -11,6 +11,7 @@ import json
 import os
 import ssl
 import subprocess
+import urllib.parse
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +19,7 @@ from types import TracebackType
 
 import yaml
 
-from kpo_devenv.net import LOOPBACK, free_port
+from kpo_devenv.net import LOOPBACK, free_port, port_accepts
 from kpo_devenv.pki import Pki, generate_pki
 from kpo_devenv.process import ManagedProcess
 from kpo_devenv.tools import tool_path
@@ -202,6 +203,81 @@ def write_kubeconfig(path: Path, server: str, pki: Pki, user: str = "kpo-admin")
     }
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
+    return path
+
+
+class KubeconfigInUseError(FileExistsError):
+    """The path given for a kubeconfig holds a file this module did not write."""
+
+
+def is_devenv_kubeconfig(path: Path) -> bool:
+    """Return whether ``path`` is a kubeconfig as :func:`write_kubeconfig` writes them.
+
+    Such a file has exactly one cluster and one context, both named ``kpo``, and that
+    context is the current one. Anything else (another tool's kubeconfig, any other file)
+    is not, and is never overwritten or removed by :func:`publish_kubeconfig`.
+    """
+    try:
+        config = yaml.safe_load(path.read_text())
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return False
+    if not isinstance(config, dict):
+        return False
+    clusters = config.get("clusters")
+    contexts = config.get("contexts")
+    return (
+        config.get("kind") == "Config"
+        and config.get("current-context") == "kpo"
+        and isinstance(clusters, list)
+        and [c.get("name") for c in clusters if isinstance(c, dict)] == ["kpo"]
+        and isinstance(contexts, list)
+        and [c.get("name") for c in contexts if isinstance(c, dict)] == ["kpo"]
+    )
+
+
+def live_devenv_server(path: Path) -> str | None:
+    """Return the server of the kpo-devenv kubeconfig at ``path`` while its port accepts.
+
+    A control plane that still runs keeps its kubeconfig; one that was killed leaves it
+    behind with nothing listening. None: no such kubeconfig, or nothing listens there.
+    """
+    if not is_devenv_kubeconfig(path):
+        return None
+    config = yaml.safe_load(path.read_text())
+    server = str(config["clusters"][0].get("cluster", {}).get("server", ""))
+    parsed = urllib.parse.urlsplit(server)
+    try:
+        port = parsed.port
+    except ValueError:
+        return None
+    if parsed.hostname is None or port is None:
+        return None
+    return server if port_accepts(port, parsed.hostname) else None
+
+
+def publish_kubeconfig(path: Path, server: str, pki: Pki) -> Path:
+    """Write the admin kubeconfig of ``server`` at ``path`` in one step (a rename).
+
+    A reader polling for ``path`` never sees it half written. An existing file is replaced
+    only when it is a kubeconfig of this module (:func:`is_devenv_kubeconfig`), e.g. one
+    left behind by a control plane that was killed.
+
+    Returns:
+        ``path``, absolute.
+
+    Raises:
+        KubeconfigInUseError: ``path`` holds some other file.
+    """
+    path = path.absolute()
+    if path.exists() and not is_devenv_kubeconfig(path):
+        raise KubeconfigInUseError(
+            f"{path} exists and is not a kubeconfig written by kpo-devenv: "
+            "give another path (--kubeconfig)"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.partial")
+    write_kubeconfig(partial, server, pki)
+    os.replace(partial, path)
     return path
 
 

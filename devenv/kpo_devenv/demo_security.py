@@ -1,4 +1,4 @@
-"""The demo's secured fleet, configured as the chart's secure default (issue 14).
+"""The demo's secured fleet, configured as the chart's secure default.
 
 :class:`DemoSecurity` holds what the main job needs to run its brokers secured:
 
@@ -22,7 +22,7 @@
   (as ``kafka-configs --zookeeper ... --add-config 'SCRAM-SHA-512=[...]'``), with their
   ACLs (as ``kafka-acls --authorizer-properties zookeeper.connect=...``):
   ``kpo-operator``, the operator, with only what Kafka's ``KafkaApis`` checks for its
-  calls on the demo's topic (README "Connecting to a secured Kafka"), and ``kpo-demo``,
+  calls on the demo's topic (docs/operations/kafka-acls.md), and ``kpo-demo``,
   the demo's producer, consumer group and checks.
 
 The operator is configured as the chart configures it: a client properties file without

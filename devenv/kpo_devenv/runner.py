@@ -128,11 +128,6 @@ class ContainerProcess(ManagedProcess):
         self._engine("rm", "-f", "-t", "0", self.container)
         super().start()
 
-    def container_pid(self) -> int | None:
-        """Return the host pid of the container's first process, None when it does not run."""
-        out = self._engine("inspect", "--format", "{{.State.Pid}}", self.container).stdout
-        return int(out.strip()) if out.strip().isdigit() and int(out.strip()) > 0 else None
-
     def stop(self, timeout_s: float | None = None) -> None:
         """``podman stop -t <grace>`` (SIGTERM, SIGKILL after the grace), then remove it.
 

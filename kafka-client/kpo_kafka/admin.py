@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
+import time
 from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -24,6 +25,7 @@ from kafka import KafkaAdminClient
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import AlterConfigOp, ConfigResourceType
 from kafka.admin import ConfigResource as KafkaConfigResource
+from kafka.protocol.metadata import MetadataRequest
 from kafka.structs import TopicPartitionReplica
 
 from kpo_kafka.acls import decode_operations
@@ -42,6 +44,7 @@ from kpo_kafka.admin_types import (
     ClusterInfo,
     ConfigResource,
     ConfigResourceKind,
+    KafkaAdminError,
     KafkaAuthenticationError,
     KafkaRequestError,
     KafkaUnavailableError,
@@ -65,10 +68,12 @@ class KafkaAdmin(Protocol):
     """
 
     def describe_cluster(self) -> ClusterInfo:
-        """Return the live brokers with their racks and the controller (DescribeCluster).
+        """Return the live brokers with their racks and the active controller (DescribeCluster).
 
-        Fenced brokers (KIP-1073, DescribeCluster v2 on KRaft) are not live: they are
-        given apart, in ``fenced_brokers``.
+        The active controller is the KRaft metadata quorum's leader (DescribeQuorum) on
+        KRaft, DescribeCluster's controller on ZooKeeper-mode clusters. Fenced brokers
+        (KIP-1073, DescribeCluster v2 on KRaft) are not live: they are given apart, in
+        ``fenced_brokers``.
         """
         ...
 
@@ -179,6 +184,8 @@ class KafkaAdmin(Protocol):
         ...
 
 
+_DESCRIBE_QUORUM = 55
+"""DescribeQuorum's API key (KIP-595); only KRaft brokers and controllers support it."""
 _TOPIC_AUTHORIZATION = 29
 """TOPIC_AUTHORIZATION_FAILED: Metadata answers it per topic the client may not Describe."""
 _DYNAMIC_SOURCES = {"DYNAMIC_TOPIC_CONFIG", "DYNAMIC_BROKER_CONFIG"}
@@ -239,10 +246,53 @@ class KafkaPythonAdmin:
         return self._admin
 
     def describe_cluster(self) -> ClusterInfo:
-        """See :meth:`KafkaAdmin.describe_cluster`."""
+        """See :meth:`KafkaAdmin.describe_cluster`.
+
+        The controller: on ZooKeeper-mode clusters DescribeCluster's (Metadata's before
+        Kafka 2.8) controller id. On KRaft a broker answers DescribeCluster with a random
+        live broker as the controller (Kafka's ``KRaftMetadataCache.getControllerId``:
+        clients send controller requests to any broker, which forwards them), so the
+        active controller is taken from DescribeQuorum (API key 55, KIP-595): the leader
+        of the ``__cluster_metadata`` quorum, a controller node's ``node.id``. Brokers
+        that support DescribeQuorum are KRaft brokers; it needs Describe on the Cluster
+        resource. Without that ACL, or when DescribeQuorum fails (the broker forwards it to
+        the controller quorum, e.g. during an election), the controller is not known
+        (``None``) and the brokers are still reported.
+        """
         with translated("DescribeCluster"):
             info = self._client().describe_cluster()
+        if self._supported(sorted(int(b["broker_id"]) for b in info["brokers"]), _DESCRIBE_QUORUM):
+            quorum_leader = self._quorum_leader()
+            return self._cluster_info(info, quorum_leader if quorum_leader >= 0 else None)
         controller = info.get("controller_id", -1)
+        return self._cluster_info(
+            info, controller if controller is not None and controller >= 0 else None
+        )
+
+    def _supported(self, brokers: Sequence[int], api_key: int) -> bool:
+        """Tell whether the first of ``brokers`` that answers lists ``api_key`` (ApiVersions)."""
+        for broker in brokers:
+            try:
+                return self.max_api_version(broker, api_key) is not None
+            except KafkaUnavailableError:
+                continue
+        return False
+
+    def _quorum_leader(self) -> int:
+        """Return the KRaft metadata quorum's leader (DescribeQuorum); -1: none, or not allowed."""
+        try:
+            with translated("DescribeQuorum"):
+                quorum = self._client().describe_metadata_quorum()
+        except KafkaAdminError:  # no ACL, or an election under way: the brokers still answer
+            return NO_LEADER
+        for topic in quorum.get("topics", []):
+            for partition in topic.get("partitions", []):
+                if partition.get("error") is None:
+                    return int(partition.get("leader_id", NO_LEADER))
+        return NO_LEADER
+
+    @staticmethod
+    def _cluster_info(info: Mapping[str, Any], controller_id: int | None) -> ClusterInfo:
         # kafka-python asks for fenced brokers (IncludeFencedBrokers, KIP-1073); before
         # DescribeCluster v2 (and on ZooKeeper-mode clusters) none is listed or flagged.
         fenced = frozenset(int(b["broker_id"]) for b in info["brokers"] if b.get("is_fenced"))
@@ -252,7 +302,7 @@ class KafkaPythonAdmin:
                 for b in info["brokers"]
                 if int(b["broker_id"]) not in fenced
             },
-            controller_id=controller if controller is not None and controller >= 0 else None,
+            controller_id=controller_id,
             cluster_id=info.get("cluster_id"),
             authorized_operations=decode_operations(info.get("authorized_operations")),
             fenced_brokers=fenced,
@@ -281,14 +331,18 @@ class KafkaPythonAdmin:
                 controller's placement.
             configs: topic configs, e.g. ``{"min.insync.replicas": "2"}``.
             timeout_ms: how long the controller may wait for the topic to be created, ms
-                (default: the request timeout).
-            wait_for_metadata: also wait until Metadata lists the topic with a leader for
-                every partition.
+                (default: the request timeout); with ``wait_for_metadata`` also how long
+                the brokers then have to learn it.
+            wait_for_metadata: also wait until every live broker's Metadata lists the
+                topic with all its partitions, each with a leader (:meth:`wait_for_topics`),
+                so that the next request, whichever broker answers it, finds the topic.
 
         Raises:
             KafkaRequestError: the controller refused the topic (e.g. TOPIC_ALREADY_EXISTS,
                 INVALID_REPLICA_ASSIGNMENT).
-            KafkaUnavailableError: the cluster could not be reached; retry later.
+            KafkaUnavailableError: the cluster could not be reached, or (with
+                ``wait_for_metadata``) a broker still did not list the topic ready after
+                ``timeout_ms``; retry later.
         """
         options: dict[str, Any] = {
             "num_partitions": partitions,
@@ -299,9 +353,97 @@ class KafkaPythonAdmin:
         if configs:
             options["configs"] = dict(configs)
         with translated("CreateTopics"):
-            self._client().create_topics(
-                {topic: options}, timeout_ms=timeout_ms, wait_for_metadata=wait_for_metadata
-            )
+            self._client().create_topics({topic: options}, timeout_ms=timeout_ms)
+        if wait_for_metadata:
+            count = len(assignment) if assignment is not None else partitions
+            self.wait_for_topics({topic: count if count > 0 else None}, timeout_ms)
+
+    def wait_for_topics(
+        self,
+        topics: Mapping[str, int | None],
+        timeout_ms: int | None = None,
+        brokers: Collection[int] | None = None,
+    ) -> None:
+        """Wait until every live broker's Metadata lists ``topics``, each partition led.
+
+        Creating a topic (CreateTopics) returns once the controller has it; each broker
+        learns it later (UpdateMetadata on ZooKeeper-mode clusters, the metadata log on
+        KRaft), and a Metadata request answered by a broker that has not yet learnt it says
+        UNKNOWN_TOPIC_OR_PARTITION. This asks each live broker (DescribeCluster) in turn,
+        with a Metadata request sent to that broker, until every one lists every topic
+        with its partitions, each with a leader and no error; the live brokers are read
+        again each round, so one that joins meanwhile is asked too.
+
+        Args:
+            topics: topic -> its partition count, or ``None`` when not known (then at
+                least one partition).
+            timeout_ms: how long to wait, in ms (default: the request timeout).
+            brokers: ask only those of these brokers that are live (default: every live
+                broker), e.g. to leave out one known to be going away.
+
+        Raises:
+            KafkaUnavailableError: some broker still did not list a topic ready after
+                ``timeout_ms``; the message names each such broker and what it lacked.
+            KafkaAuthorizationError: the client may not Describe a topic.
+        """
+        if not topics:
+            return
+        timeout_s = (timeout_ms or self.request_timeout_ms) / 1000
+        deadline = time.monotonic() + timeout_s
+        brokers_asked = None if brokers is None else frozenset(brokers)
+        ready: set[int] = set()
+        lacking: dict[int, str] = {}
+        while True:
+            try:
+                live = sorted(
+                    b
+                    for b in self.describe_cluster().brokers
+                    if brokers_asked is None or b in brokers_asked
+                )
+            except KafkaUnavailableError as exc:
+                lacking = {-1: str(exc)}
+            else:
+                for broker in live:
+                    if broker not in ready:
+                        reason = self._topics_not_ready_on(broker, topics)
+                        if reason is None:
+                            ready.add(broker)
+                        else:
+                            lacking[broker] = reason
+                lacking = {b: lacking[b] for b in live if b in lacking and b not in ready}
+                if not lacking:
+                    return
+            if time.monotonic() >= deadline:
+                details = "; ".join(
+                    f"broker {b}: {r}" if b >= 0 else r for b, r in sorted(lacking.items())
+                )
+                raise KafkaUnavailableError(
+                    f"Metadata: {', '.join(sorted(topics))} not known to every live broker "
+                    f"with a leader for each partition after {timeout_s:g} s ({details})"
+                )
+            time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
+
+    def _topics_not_ready_on(self, broker: int, topics: Mapping[str, int | None]) -> str | None:
+        """Ask ``broker`` alone for ``topics``' Metadata; say what it lacks (``None``: nothing)."""
+        client = self._client()
+        request = MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
+            allow_auto_topic_creation=False,
+        )
+
+        async def ask() -> Any:
+            return await client._manager.send(request, node_id=broker)
+
+        try:
+            with translated("Metadata"):
+                try:
+                    answer = client._manager.run(ask).to_dict()
+                except kafka_errors.UnknownBrokerIdError:  # joined after this client's Metadata
+                    client._manager.cluster.request_update()
+                    return "not yet in this client's Metadata"
+        except KafkaUnavailableError as exc:
+            return str(exc)
+        return topics_not_ready(answer["topics"], topics)
 
     def describe_topics(
         self, topics: Collection[str] | None = None
@@ -584,6 +726,57 @@ def tls_refusal(
         except (OSError, ValueError):
             continue
     return None
+
+
+def topics_not_ready(
+    described: Sequence[Mapping[str, Any]], expected: Mapping[str, int | None]
+) -> str | None:
+    """Say why one broker's Metadata answer does not yet list ``expected`` ready to use.
+
+    Args:
+        described: the ``topics`` of a Metadata response, as dicts (``name``,
+            ``error_code``, ``partitions`` with ``partition_index``, ``error_code`` and
+            ``leader_id``).
+        expected: topic -> its partition count, ``None`` when not known (at least one).
+
+    Returns:
+        ``None`` when every topic is listed without error, with the expected partitions,
+        each with a leader (``leader_id`` >= 0) and no error (e.g. LEADER_NOT_AVAILABLE);
+        else what is missing, e.g. ``"t: UNKNOWN_TOPIC_OR_PARTITION (3)"``.
+
+    Raises:
+        KafkaAuthorizationError: a topic was refused (TOPIC_AUTHORIZATION_FAILED): waiting
+            would not help.
+    """
+    by_name = {t["name"]: t for t in described}
+    refused = sorted(
+        name for name in expected if by_name.get(name, {}).get("error_code") == _TOPIC_AUTHORIZATION
+    )
+    if refused:
+        error = api_error(_TOPIC_AUTHORIZATION)
+        assert error is not None
+        raise authorization_error("Metadata", error, tuple(refused))
+    reasons: list[str] = []
+    for name in sorted(expected):
+        topic = by_name.get(name)
+        if topic is None:
+            reasons.append(f"{name}: not listed")
+            continue
+        error = api_error(int(topic["error_code"]))
+        if error is not None:
+            reasons.append(f"{name}: {error.name} ({error.code})")
+            continue
+        partitions = topic["partitions"]
+        count = expected[name]
+        if not partitions or (count is not None and len(partitions) != count):
+            reasons.append(f"{name}: {len(partitions)} of {count or 'any'} partitions")
+            continue
+        unled = sorted(
+            p["partition_index"] for p in partitions if p["error_code"] != 0 or p["leader_id"] < 0
+        )
+        if unled:
+            reasons.append(f"{name}: no leader for partitions {unled}")
+    return "; ".join(reasons) or None
 
 
 def _conforms(admin: KafkaPythonAdmin) -> KafkaAdmin:

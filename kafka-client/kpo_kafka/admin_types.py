@@ -38,7 +38,10 @@ class ClusterInfo:
     Attributes:
         brokers: broker id -> ``broker.rack`` (``None`` when the broker has no rack) of
             each live broker: registered and, on KRaft, not fenced.
-        controller_id: id of the active controller, ``None`` while there is none.
+        controller_id: node id of the active controller, ``None`` while there is none or
+            when it cannot be known: on KRaft the metadata quorum's leader (DescribeQuorum,
+            KIP-595; needs Describe on the Cluster), on ZooKeeper-mode clusters the
+            controller broker (DescribeCluster).
         cluster_id: the cluster id, ``None`` if the cluster did not report one.
         authorized_operations: the operations this client may perform on the Cluster
             resource, by ``kafka-acls`` name (``Alter``, ``AlterConfigs``, ...), as

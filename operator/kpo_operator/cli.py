@@ -27,6 +27,12 @@ from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_kafka.admin_types import KafkaAdminError, KafkaUnsupportedError, PartitionInfo
 from kpo_kafka.assignment import ReplicaAssignmentError
 from kpo_kafka.client_config import ClientConfigError, client_security_from_env
+from kpo_kafka.generate import (
+    GenerateError,
+    assignment_targets,
+    parse_topics_to_move,
+    propose_move,
+)
 from kpo_kafka.manifests import (
     MAX_PARTITIONS_PER_OBJECT,
     ManifestError,
@@ -43,12 +49,6 @@ from kpo_kafka.reassignment_json import (
     parse_reassignment_json,
 )
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.generate import (
-    GenerateError,
-    assignment_targets,
-    parse_topics_to_move,
-    propose_move,
-)
 
 app = typer.Typer(
     name="kpo-reassign",

@@ -18,7 +18,7 @@ grows with the number of objects. :class:`SharedClusterReader` reads once for al
   ``serve_stale_s``, if longer) when no other such *wide* read is in flight; else it
   shares the last read up to ``serve_stale_s`` (the wide read in flight refreshes it),
   and reads only its own topics when that read does not cover them (a topic new to the
-  reader; a slow read of other objects' topics never holds a step up, issue 12). A read
+  reader; a slow read of other objects' topics never holds a step up). A read
   of one caller's topics never replaces a wider shared read it does not cover: under
   load, when reads overlapped, each step then read its own topics and the wide read was
   never made again (about one read per step instead of one per ``max_age_s``);

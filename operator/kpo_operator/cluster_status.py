@@ -42,6 +42,7 @@ from kpo_kafka.admin_types import (
     KafkaAuthenticationError,
     KafkaAuthorizationError,
 )
+from kpo_kafka.states import FINAL_PHASES, ConditionType
 from kpo_operator.cluster_registry import ClusterRegistry
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.connections import ClusterUnavailable, cluster_key_of
@@ -52,7 +53,7 @@ from kpo_operator.resources import (
     TOPIC_REPLICA_QUOTA,
     ResourceKind,
 )
-from kpo_operator.states import FINAL_PHASES, ConditionType
+from kpo_operator.status_models import KafkaClusterStatus
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
 
 REACHABLE = "Reachable"
@@ -184,28 +185,46 @@ class KafkaClusterReconciler:
     def _write(
         self, obj: Object, desired: list[Condition], found: Mapping[str, Any], record: bool = True
     ) -> None:
+        """Write what the cluster answered (``found``, camelCase keys) and the conditions.
+
+        Without ``found`` (the cluster did not answer) and with ``record``, the values read
+        before are removed: they are unknown now.
+        """
         generation = int(obj["metadata"].get("generation") or 1)
-        old: dict[str, Any] = dict(obj.get("status") or {})
-        new = dict(old)
-        for key in ("clusterId", "controllerId", "brokerCount", "fencedBrokers", "kafkaVersion"):
-            if key in found:
-                new[key] = found[key]
-            elif not found and record:
-                new[key] = None  # merge patch: removed, the values are unknown now
-        new["observedGeneration"] = generation
-        new["lastRefreshTime"] = format_time(self.now())
-        new["conditions"] = stamp_conditions(
-            old.get("conditions") or [], desired, generation, self.now()
-        )
+        old = KafkaClusterStatus.from_status(obj.get("status"))
+        new = old.model_copy()
+        removed: dict[str, None] = {}
+        for key, field in _ANSWERED.items():
+            if key not in found and (found or not record):
+                continue
+            value = found.get(key)
+            setattr(new, field, value)
+            if value is None:
+                removed[key] = None  # merge patch: removed, the value is unknown now
+        new.observed_generation = generation
+        new.last_refresh_time = format_time(self.now())
+        new.set_conditions(stamp_conditions(old.condition_dicts(), desired, generation, self.now()))
         meta = obj["metadata"]
-        self.store.patch_status(KAFKA_CLUSTER, meta["namespace"], meta["name"], new)
+        body = {**new.to_status(), **removed}
+        self.store.patch_status(KAFKA_CLUSTER, meta["namespace"], meta["name"], body)
         ready = next((c for c in desired if c.type == ConditionType.READY), None)
         if not record or ready is None:
             return
-        was = _condition(obj, ConditionType.READY)
-        if (was.get("status"), was.get("reason")) != (ready.status, ready.reason):
+        was = old.condition(ConditionType.READY)
+        said = (was.status, was.reason) if was is not None else (None, None)
+        if said != (ready.status, ready.reason):
             kind = NORMAL if ready.status == "True" else WARNING
             self.store.event(obj, kind, ready.reason, ready.message)
+
+
+_ANSWERED = {
+    "clusterId": "cluster_id",
+    "controllerId": "controller_id",
+    "brokerCount": "broker_count",
+    "fencedBrokers": "fenced_brokers",
+    "kafkaVersion": "kafka_version",
+}
+"""``status`` keys of what the cluster answers -> :class:`KafkaClusterStatus` fields."""
 
 
 def _condition(obj: Mapping[str, Any], type_: str) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from kpo_kafka.states import ConditionType, Phase
 from kpo_operator.progress import format_time
-from kpo_operator.states import ConditionType, Phase
 
 
 class UnknownPhaseError(ValueError):
@@ -98,7 +98,7 @@ def quota_conditions(state: str, reason: str, message: str = "") -> list[Conditi
     """Return the three conditions of a TopicReplicaQuota.
 
     Args:
-        state: A :class:`~kpo_operator.states.ConditionType`: ``Ready`` (applied
+        state: A :class:`~kpo_kafka.states.ConditionType`: ``Ready`` (applied
             everywhere), ``Reconciling`` (writing) or ``Stalled`` (a write failed);
             exactly that condition is True.
         reason: CamelCase reason, e.g. ``Applied``, ``DriftRepaired``, ``LowerRateWins``.

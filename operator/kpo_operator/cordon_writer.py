@@ -40,6 +40,7 @@ from kpo_kafka.admin_types import (
     ConfigResource,
     KafkaUnavailableError,
 )
+from kpo_kafka.states import ConditionType, Phase
 from kpo_operator.conditions import Condition
 from kpo_operator.cordons import (
     CORDONED_LOG_DIRS,
@@ -49,7 +50,6 @@ from kpo_operator.cordons import (
     plan_cordons,
 )
 from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.states import ConditionType, Phase
 from kpo_operator.store import ObjectStore
 from kpo_operator.throttle_ledger import MAX_KEY_LENGTH, ConfigMapLedgerStore, ThrottleLedgerStore
 from kpo_operator.throttle_writer import source_of

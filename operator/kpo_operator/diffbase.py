@@ -6,8 +6,8 @@ labels and annotations) with the essence it stored after the last handling, by d
 in the annotation ``<prefix>/last-handled-configuration``. Stored as is, that annotation
 is a second copy of the spec: about 100 KiB for a PartitionReassignment of 2,000
 partitions, which the API server decodes, validates and encodes again at every status
-write of the object, and sends to every watcher (issue 17: the API server's CPU per
-status PATCH grows with the object's size).
+write of the object, and sends to every watcher (the API server's CPU per status PATCH
+grows with the object's size).
 
 :class:`SpecDigestDiffBaseStorage` stores the essence with the spec replaced by its
 SHA-256 digest. A changed spec still changes the essence, so kopf still sees the change

@@ -37,6 +37,7 @@ from typing import Any
 
 import kopf
 
+from kpo_kafka.states import FINAL_PHASES
 from kpo_operator.cluster_status import ClusterInUse
 from kpo_operator.diffbase import SpecDigestDiffBaseStorage
 from kpo_operator.metrics import OperatorMetrics
@@ -49,7 +50,6 @@ from kpo_operator.resources import (
 )
 from kpo_operator.runtime import MAX_WORKERS, OperatorRuntime, RetryLater
 from kpo_operator.settings import OperatorSettings
-from kpo_operator.states import FINAL_PHASES
 from kpo_operator.store import plain_copy
 
 logger = logging.getLogger("kpo_operator")

@@ -1,14 +1,28 @@
-"""Progress of a reassignment: per-partition bytes, totals, rate, ETA and conditions.
+"""Progress of a reassignment: per-partition entries and bytes, totals, rate and ETA.
 
 Bytes are measured as Kafka users do with ``kafka-log-dirs`` (DescribeLogDirs): a
 partition's adding replicas (RAR - OAR, KIP-455) must each copy the leader's log,
 so ``bytesTotal`` is the leader's replica size times the number of adding replicas
 and ``bytesDone`` the sum of the adding replicas' sizes, each capped at the leader's.
+:func:`measure_partition` gives a :class:`PartitionProgress` (what the cluster shows);
+the operator's ``status.partitions[]`` entry is a :class:`PartitionStatus`, the one
+type that reads and writes such entries. It records the target the operator accepted
+(RAR), the replicas the partition had before (OAR) and a :class:`~kpo_kafka.states.MoveState`:
+
+========== ==============================================================
+state      meaning
+========== ==============================================================
+Pending    accepted, not yet submitted (written *before* the submission,
+           so an operator that dies in between submits it on restart)
+Moving     submitted with AlterPartitionReassignments, in flight
+Completed  AR = RAR, nothing in flight (and the wanted log dirs reached)
+Failed     Kafka refused it, or it ended without reaching its target
+Cancelled  reverted to OAR by a cancellation
+========== ==============================================================
+
 The rate is measured over a sliding window of samples taken with an injectable
-clock; the ETA divides the remaining bytes by that rate. Conditions follow kstatus
-(``Reconciling``, ``Stalled``, ``Ready``) plus ``Completed`` for ``kubectl wait``,
-keeping ``lastTransitionTime`` while a condition's status does not change.
-All dicts returned match the CRDs' status schemas (camelCase keys).
+clock; the ETA divides the remaining bytes by that rate. The throttled duration
+(Kafka's per-broker replication quota) is :func:`kpo_kafka.copy_time.throttled_duration`.
 """
 
 from __future__ import annotations
@@ -21,8 +35,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from kpo_kafka.specs import PartitionTarget
+from kpo_kafka.states import MoveState
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.model import ClusterView
-from kpo_operator.states import MoveState
+from kpo_operator.status_models import TotalsStatus
 
 ReplicaSizes = Mapping[tuple[int, str, int], int]
 """(broker id, topic, partition) -> replica size in bytes, from DescribeLogDirs."""
@@ -63,8 +79,134 @@ class PartitionProgress(NamedTuple):
     bytes_total: int
 
     def to_status(self) -> dict[str, Any]:
-        """Return the ``status.partitions[]`` entry."""
-        return {
+        """Return the ``status.partitions[]`` entry of this measurement (its state as measured).
+
+        The entry is :class:`PartitionStatus`'s, the one writer of such entries.
+        """
+        return PartitionStatus.from_progress(self, self.state).to_status()
+
+
+_MOVE_STATES: dict[str, MoveState] = {s.value: s for s in MoveState}
+"""``state`` text -> MoveState (a dict lookup: calling the enum is slow for 2,000 entries)."""
+
+
+class PartitionStatus(NamedTuple):
+    """One ``status.partitions[]`` entry (the CRD's schema, typed).
+
+    Immutable, as a frozen dataclass would be, but a named tuple: a step builds one per
+    accepted partition (up to 2,000), and a frozen dataclass's ``__init__`` cost four
+    times as much. Change one with ``_replace``.
+
+    Attributes:
+        topic: Topic name.
+        partition: Partition index.
+        state: The operator's state of this partition (module table).
+        original_replicas: OAR, the replicas before the reassignment.
+        target_replicas: RAR, the accepted target replicas.
+        adding: Replicas still being added (KIP-455 ``addingReplicas``).
+        removing: Replicas still to be removed (``removingReplicas``).
+        isr: The in-sync replicas when measured.
+        leader: The leader's broker id, -1 if none.
+        bytes_done: Bytes copied to the adding replicas; ``None``: not written.
+        bytes_total: Bytes the adding replicas must copy; ``None``: not written.
+        message: Error or detail, empty if none (then not written).
+        target_log_dirs: The accepted target log dirs (``targetLogDirs``), if any.
+    """
+
+    topic: str
+    partition: int
+    state: MoveState
+    original_replicas: tuple[int, ...]
+    target_replicas: tuple[int, ...]
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    leader: int = -1
+    bytes_done: int | None = None
+    bytes_total: int | None = None
+    message: str = ""
+    target_log_dirs: tuple[str, ...] | None = None
+
+    @property
+    def key(self) -> TopicPartition:
+        """The ``(topic, partition)`` key of this entry."""
+        return TopicPartition(self.topic, self.partition)
+
+    def as_target(self) -> PartitionTarget:
+        """Return the entry as a spec entry (RAR and log dirs).
+
+        Not validated again (``model_construct``): the target was validated when it was
+        accepted, and a step turns each of up to 2,000 entries into one.
+        """
+        return PartitionTarget.model_construct(
+            topic=self.topic,
+            partition=self.partition,
+            replicas=list(self.target_replicas),
+            log_dirs=list(self.target_log_dirs) if self.target_log_dirs else None,
+        )
+
+    @classmethod
+    def from_progress(
+        cls,
+        progress: PartitionProgress,
+        state: MoveState,
+        message: str = "",
+        log_dirs: Sequence[str] | None = None,
+    ) -> PartitionStatus:
+        """Build an entry from measured progress and the operator's state."""
+        topic, partition, _, original, target, adding, removing, isr, leader, done, total = progress
+        dirs = tuple(log_dirs) if log_dirs else None
+        return cls(
+            topic,
+            partition,
+            state,
+            original,
+            target,
+            adding,
+            removing,
+            isr,
+            leader,
+            done,
+            total,
+            message,
+            dirs,
+        )
+
+    @classmethod
+    def from_status(cls, entry: Mapping[str, Any]) -> PartitionStatus | None:
+        """Parse one ``status.partitions[]`` entry; ``None`` when it is unusable.
+
+        Entries without topic, partition or target, or with a state outside
+        :class:`~kpo_kafka.states.MoveState` (e.g. written by hand), are unusable.
+        A missing state reads as Pending.
+        """
+        target = tuple(entry.get("targetReplicas") or ())
+        if not target or "topic" not in entry or "partition" not in entry:
+            return None
+        try:
+            state = _MOVE_STATES[entry.get("state") or MoveState.PENDING]
+        except (KeyError, TypeError):
+            return None
+        done, total = entry.get("bytesDone"), entry.get("bytesTotal")
+        return cls(
+            str(entry["topic"]),
+            int(entry["partition"]),
+            state,
+            tuple(entry.get("originalReplicas") or ()),
+            target,
+            tuple(entry.get("addingReplicas") or ()),
+            tuple(entry.get("removingReplicas") or ()),
+            tuple(entry.get("isr") or ()),
+            int(entry.get("leader", -1)),
+            None if done is None else int(done),
+            None if total is None else int(total),
+            str(entry.get("message") or ""),
+            tuple(entry["targetLogDirs"]) if entry.get("targetLogDirs") else None,
+        )
+
+    def to_status(self) -> dict[str, Any]:
+        """Return the ``status.partitions[]`` entry (camelCase keys, absent ones left out)."""
+        out: dict[str, Any] = {
             "topic": self.topic,
             "partition": self.partition,
             "state": str(self.state),
@@ -74,9 +216,16 @@ class PartitionProgress(NamedTuple):
             "removingReplicas": list(self.removing),
             "isr": list(self.isr),
             "leader": self.leader,
-            "bytesDone": self.bytes_done,
-            "bytesTotal": self.bytes_total,
         }
+        if self.bytes_done is not None:
+            out["bytesDone"] = self.bytes_done
+        if self.bytes_total is not None:
+            out["bytesTotal"] = self.bytes_total
+        if self.message:
+            out["message"] = self.message
+        if self.target_log_dirs:
+            out["targetLogDirs"] = list(self.target_log_dirs)
+        return out
 
 
 def partition_progress(
@@ -174,18 +323,20 @@ class Totals:
             return "100%" if done else "0%"
         return f"{min(100, self.bytes_done * 100 // self.bytes_total)}%"
 
+    def to_model(self, rate: float | None = None) -> TotalsStatus:
+        """Return ``status.totals``; ``rate`` in bytes/s is included (whole) if known."""
+        return TotalsStatus(
+            partitions=self.partitions,
+            partitions_done=self.partitions_done,
+            bytes_done=self.bytes_done,
+            bytes_total=self.bytes_total,
+            progress=self.progress,
+            rate=None if rate is None else int(rate),
+        )
+
     def to_status(self, rate: float | None = None) -> dict[str, Any]:
-        """Return the ``status.totals`` object; ``rate`` in bytes/s is included if known."""
-        out: dict[str, Any] = {
-            "partitions": self.partitions,
-            "partitionsDone": self.partitions_done,
-            "bytesDone": self.bytes_done,
-            "bytesTotal": self.bytes_total,
-            "progress": self.progress,
-        }
-        if rate is not None:
-            out["rate"] = int(rate)
-        return out
+        """Return the ``status.totals`` object (:meth:`to_model`, as a dict)."""
+        return self.to_model(rate).to_status()
 
 
 def totals(parts: Iterable[PartitionProgress]) -> Totals:
@@ -278,41 +429,3 @@ def predicted_duration(bytes_total: int, rate: int | None) -> timedelta | None:
 def format_time(moment: datetime) -> str:
     """RFC 3339 UTC with second precision, as Kubernetes writes times ("...T06:40:08Z")."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def throttled_duration(parts: Iterable[PartitionProgress], rate: int | None) -> timedelta | None:
-    """Predict how long copying ``parts`` takes at a replication throttle of ``rate`` bytes/s.
-
-    The throttle applies on each broker separately (Kafka's ``ReplicationQuotaManager``, one
-    per side: a leader sends at most ``leader.replication.throttled.rate``, a follower
-    fetches at most ``follower.replication.throttled.rate``), so the busiest broker sets the
-    pace: the result is the largest of each leader's bytes to send and each adding replica's
-    broker's bytes to receive, divided by ``rate``. ``None`` when unthrottled (the pace is
-    then the hardware's, not predictable here).
-    """
-    if rate is None or rate <= 0:
-        return None
-    sent: dict[int, int] = {}
-    received: dict[int, int] = {}
-    for part in parts:
-        remaining = max(0, part.bytes_total - part.bytes_done)
-        if not part.adding or remaining == 0:
-            continue
-        sent[part.leader] = sent.get(part.leader, 0) + remaining
-        for broker in part.adding:
-            share = remaining // len(part.adding)
-            received[broker] = received.get(broker, 0) + share
-    busiest = max([*sent.values(), *received.values(), 0])
-    return timedelta(seconds=busiest / rate)
-
-
-def format_duration(span: timedelta) -> str:
-    """Format a duration as Kubernetes prints ages: ``"45s"``, ``"3m20s"``, ``"2h5m"``."""
-    seconds = max(0, round(span.total_seconds()))
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"

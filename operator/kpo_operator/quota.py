@@ -32,15 +32,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
 
 from kpo_kafka.acls import AUTHORIZATION_ERRORS, refusal
 from kpo_kafka.admin_types import ApiError, ConfigResource, KafkaAdminError
 from kpo_kafka.specs import SpecError, TopicReplicaQuotaSpec
+from kpo_kafka.states import ConditionType
 from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
 from kpo_operator.refusals import AUTHORIZATION_FAILED, reason_of, record_refusal
 from kpo_operator.resources import TOPIC_REPLICA_QUOTA
-from kpo_operator.states import ConditionType
+from kpo_operator.status_models import BrokerThrottleStatus, QuotaStatus, TopicThrottleStatus
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import (
@@ -102,7 +102,10 @@ class QuotaReconciler:
         except SpecError as exc:
             message = "; ".join(exc.errors)
             self._write(
-                obj, generation, quota_conditions(ConditionType.STALLED, "InvalidSpec", message), {}
+                obj,
+                generation,
+                quota_conditions(ConditionType.STALLED, "InvalidSpec", message),
+                None,
             )
             return
         source = source_of(TOPIC_REPLICA_QUOTA, obj)
@@ -129,8 +132,8 @@ class QuotaReconciler:
     ) -> None:
         source = source_of(TOPIC_REPLICA_QUOTA, obj)
         mine = result.contributions.get(source)
-        brokers: list[dict[str, Any]] = []
-        topics: list[dict[str, Any]] = []
+        brokers: list[BrokerThrottleStatus] = []
+        topics: list[TopicThrottleStatus] = []
         view = result.snapshot.view if result.snapshot else None
         absent: list[str] = []
         missing = sorted(
@@ -142,23 +145,29 @@ class QuotaReconciler:
                     absent.append(f"broker {broker}")
                     continue
                 rates = result.effective.brokers.get(broker, {})
-                entry: dict[str, Any] = {"brokerId": broker}
-                if LEADER_RATE in rates:
-                    entry["leaderReplicationThrottledRate"] = rates[LEADER_RATE]
-                if FOLLOWER_RATE in rates:
-                    entry["followerReplicationThrottledRate"] = rates[FOLLOWER_RATE]
-                brokers.append(entry)
+                brokers.append(
+                    BrokerThrottleStatus(
+                        broker_id=broker,
+                        leader_replication_throttled_rate=rates.get(LEADER_RATE),
+                        follower_replication_throttled_rate=rates.get(FOLLOWER_RATE),
+                    )
+                )
             for topic in sorted(mine.topic_replicas)[:MAX_STATUS_TOPICS]:
                 if view is not None and topic not in view.topics:
                     continue
                 lists = result.effective.topics.get(topic, {})
-                item: dict[str, Any] = {"topic": topic}
-                if LEADER_REPLICAS in lists:
-                    item["leaderReplicationThrottledReplicas"] = lists[LEADER_REPLICAS].render()
-                if FOLLOWER_REPLICAS in lists:
-                    item["followerReplicationThrottledReplicas"] = lists[FOLLOWER_REPLICAS].render()
-                topics.append(item)
-        names = {str(b["brokerId"]) for b in brokers} | {t["topic"] for t in topics}
+                leader, follower = (
+                    None if (found := lists.get(key)) is None else found.render()
+                    for key in (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+                )
+                topics.append(
+                    TopicThrottleStatus(
+                        topic=topic,
+                        leader_replication_throttled_replicas=leader,
+                        follower_replication_throttled_replicas=follower,
+                    )
+                )
+        names = {str(b.broker_id) for b in brokers} | {str(t.topic) for t in topics}
         errors = {r: e for r, e in result.errors.items() if r.name in names}
         conflicts = [c for c in result.effective.conflicts if _involves(c, source)]
         if errors:
@@ -192,34 +201,38 @@ class QuotaReconciler:
             else Condition(RATE_CONFLICT, "False", "NoConflict", "")
         )
         desired += [rate_conflict, _foreign_condition(result, source)]
-        old = obj.get("status") or {}
-        old_conflict: dict[str, Any] = next(
-            (c for c in old.get("conditions") or [] if c.get("type") == RATE_CONFLICT), {}
-        )
-        if lost and old_conflict.get("message") != rate_conflict.message:
+        old_conflict = QuotaStatus.from_status(obj.get("status")).condition(RATE_CONFLICT)
+        said = old_conflict.message if old_conflict is not None else None
+        if lost and said != rate_conflict.message:
             self.store.event(obj, WARNING, "RateConflict", rate_conflict.message)
-        self._write(obj, generation, desired, {"brokers": brokers, "topics": topics})
+        self._write(obj, generation, desired, (brokers, topics))
 
     def _write(
-        self, obj: Object, generation: int, desired: list[Condition], extra: dict[str, Any]
+        self,
+        obj: Object,
+        generation: int,
+        desired: list[Condition],
+        effective: tuple[list[BrokerThrottleStatus], list[TopicThrottleStatus]] | None,
     ) -> None:
-        old: dict[str, Any] = dict(obj.get("status") or {})
-        new = dict(old)
-        new.update(extra)
-        new["observedGeneration"] = generation
-        new["conditions"] = stamp_conditions(
-            old.get("conditions") or [], desired, generation, self.now()
-        )
-        if new == old:
+        """Write the conditions and (``effective``) the brokers' and topics' values in effect.
+
+        ``effective`` ``None`` keeps ``status.brokers`` and ``status.topics`` as they are.
+        """
+        old = QuotaStatus.from_status(obj.get("status"))
+        new = old.model_copy()
+        if effective is not None:
+            new.brokers, new.topics = effective
+        new.observed_generation = generation
+        new.set_conditions(stamp_conditions(old.condition_dicts(), desired, generation, self.now()))
+        body = new.to_status()
+        if body == old.to_status():
             return
         meta = obj["metadata"]
-        self.store.patch_status(TOPIC_REPLICA_QUOTA, meta["namespace"], meta["name"], new)
+        self.store.patch_status(TOPIC_REPLICA_QUOTA, meta["namespace"], meta["name"], body)
         settled = (ConditionType.READY, ConditionType.STALLED)
         ready = next(c for c in desired if c.type in settled and c.status == "True")
-        was: dict[str, Any] = next(
-            (c for c in old.get("conditions") or [] if c.get("type") == ready.type), {}
-        )
-        said = (was.get("status"), was.get("reason"), was.get("message"))
+        was = old.condition(ready.type)
+        said = (was.status, was.reason, was.message) if was is not None else (None, None, None)
         if said != ("True", ready.reason, ready.message):
             kind = NORMAL if ready.type == ConditionType.READY else WARNING
             self.store.event(obj, kind, ready.reason, ready.message)

@@ -12,6 +12,13 @@ measured in the first seconds is thus above the throttle, and the bytes seen ear
 on when the brokers started copying, so dividing the bytes left by it promises too early an
 end; :func:`throttled_finish` replays the quota's samples from the bytes observed so far
 and steps Kafka's rule forward to the last byte, at the speed the copy was seen to reach.
+
+A replica grows by whole fetches: at a throttle of half a ``replica.fetch.max.bytes`` per
+second (1 MiB by default) a fetch lands every 2 s or so, and several partitions fetched from
+one leader land together. Between two polls a copy at its throttle may thus show one fetch
+or none, and over any stretch of polls it can look slower than its throttle; a copy seen to
+go faster than its throttle between two polls (the move's start included) is taken to be
+held back by the quota, not by the brokers' speed.
 """
 
 from __future__ import annotations
@@ -74,6 +81,7 @@ def throttled_finish(
     window: QuotaWindow,
     *,
     baseline_expired: bool = False,
+    started: float | None = None,
 ) -> float | None:
     """Return the seconds from the last observation until ``bytes_total`` bytes are copied.
 
@@ -86,17 +94,23 @@ def throttled_finish(
         baseline_expired: The bytes of the first observation were copied longer than a
             window ago (the operator started after the move), so they no longer count in
             Kafka's rate.
+        started: When the move started, on the observations' clock (s): the bytes of the
+            first observation were copied since then, which tells the speed of the first
+            fetches. ``None`` when not known; ignored with ``baseline_expired``.
 
     Returns:
         The predicted seconds, 0 when done, or ``None`` without observations or a rate.
 
     Fetches run at the fastest speed observed over two quota samples or more (``rate``
-    before any byte moved; a move never seen faster than its throttle goes on at the speed
-    seen) whenever the replayed rate is not above ``rate``. The bytes between two
-    observations are placed where that rule puts them (from the earlier observation on,
-    as soon as the quota allows; what it cannot place is recorded at the later one), so
-    the replayed samples expire when Kafka's do. Beyond :data:`MAX_STEPS` steps the rest
-    is extrapolated at the lower of ``rate`` and that speed (the quota's long-run pace).
+    before any byte moved), at least ``rate`` once the copy was seen faster than ``rate``
+    between two observations (its fetches are then held back by the quota, whole fetches
+    making slower stretches look slower than the copy can go; a move never seen faster
+    than its throttle goes on at the speed seen), whenever the replayed rate is not above
+    ``rate``. The bytes between two observations are placed where that rule puts them
+    (from the earlier observation on, as soon as the quota allows; what it cannot place is
+    recorded at the later one), so the replayed samples expire when Kafka's do. Beyond
+    :data:`MAX_STEPS` steps the rest is extrapolated at the lower of ``rate`` and that
+    speed (the quota's long-run pace).
     """
     if not history or rate <= 0:
         return None
@@ -106,8 +120,13 @@ def throttled_finish(
         return 0.0
     quota = sampled_rate(window)
     step = window.sample_s / 10
-    speed = max(_interval_speeds(history, 2 * window.sample_s), default=rate)
     first_t, first_bytes = history[0]
+    seen = list(history)
+    if started is not None and not baseline_expired and started < first_t and first_bytes > 0:
+        seen.insert(0, (started, 0))
+    speed = max(_interval_speeds(seen, 2 * window.sample_s), default=rate)
+    if speed < rate and _fastest_interval(seen) > rate:
+        speed = rate
     if not baseline_expired and first_bytes > 0:
         quota.record(first_bytes, first_t)
     for (t0, b0), (t1, b1) in itertools.pairwise(history):
@@ -121,18 +140,31 @@ def throttled_finish(
 
 
 def _interval_speeds(history: Sequence[tuple[float, int]], span_s: float) -> list[float]:
-    """Bytes/s over stretches of at least ``span_s`` seconds in which bytes were copied.
+    """Bytes/s over the shortest stretch of at least ``span_s`` seconds from each observation.
 
-    Replica sizes grow by whole fetches, so shorter stretches would overstate the speed.
+    Only stretches in which bytes were copied count. Replica sizes grow by whole fetches,
+    so shorter stretches would overstate the speed; the stretches overlap, so that one of
+    them spans two fetches whenever the polls allow it.
     """
     speeds: list[float] = []
-    t0, b0 = history[0]
-    for t1, b1 in history[1:]:
-        if t1 - t0 >= span_s:
-            if b1 > b0:
-                speeds.append((b1 - b0) / (t1 - t0))
-            t0, b0 = t1, b1
+    end = 0
+    for t0, b0 in history:
+        while end < len(history) and history[end][0] - t0 < span_s:
+            end += 1
+        if end == len(history):
+            break
+        t1, b1 = history[end]
+        if b1 > b0:
+            speeds.append((b1 - b0) / (t1 - t0))
     return speeds
+
+
+def _fastest_interval(history: Sequence[tuple[float, int]]) -> float:
+    """Bytes/s between the two consecutive observations that saw the fastest copy (0: none)."""
+    return max(
+        ((b1 - b0) / (t1 - t0) for (t0, b0), (t1, b1) in itertools.pairwise(history) if t1 > t0),
+        default=0.0,
+    )
 
 
 def _replay(

@@ -40,8 +40,15 @@ cluster snapshot, the time), then runs named steps, each a method of one job:
 ``_record_accepted`` (write-ahead) and ``_apply_throttles``), :meth:`~ReassignmentReconciler._track`
 (``_measure``, ``_submit``, log-dir moves, ``_report_progress`` or ``_finish``) and
 :meth:`~ReassignmentReconciler._cancel` (``_revert``, order restore, throttle removal).
-The pure parts are in :mod:`kpo_operator.reassignment_status` (the status entries) and
-:mod:`kpo_operator.reassignment_actions` (single Admin API actions, cancellation maths).
+The status is typed (:class:`~kpo_operator.status_models.ReassignmentStatus`); every
+write goes through :func:`~kpo_operator.reassignment_status.updated_status`, which checks
+the phase transition against :data:`~kpo_kafka.states.PHASE_VALID_PREVIOUS` and raises
+:class:`~kpo_kafka.states.IllegalPhaseTransitionError` on one it does not list. What the
+reconciler remembers of an object between steps is one :class:`ObjectMemory`, dropped
+with :meth:`~ReassignmentReconciler.forget`. The pure parts are in
+:mod:`kpo_operator.reassignment_status` (status updates), :mod:`kpo_operator.progress`
+(the partition entries) and :mod:`kpo_operator.reassignment_actions` (single Admin API
+actions, cancellation maths).
 """
 
 from __future__ import annotations
@@ -55,22 +62,30 @@ from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import KafkaAdminError, KafkaAuthorizationError
+from kpo_kafka.copy_time import format_duration, throttled_duration
 from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.states import (
+    ACTIVE_STATES,
+    FINAL_PHASES,
+    THROTTLING_PHASES,
+    ConditionType,
+    MoveState,
+    Phase,
+)
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot, with_owners
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
-from kpo_operator.cordon_writer import CordonWriter, cordon_report, drained_of
+from kpo_operator.cordon_writer import CordonWriter, cordon_report
 from kpo_operator.cordons import drained_by
 from kpo_operator.progress import (
     PartitionProgress,
+    PartitionStatus,
     RateEstimator,
     eta,
-    format_duration,
     format_time,
     measure_partition,
     partition_progress,
-    throttled_duration,
     totals,
 )
 from kpo_operator.quota_window import WINDOW_NUM, WINDOW_SIZE, QuotaWindow, throttled_finish
@@ -86,14 +101,14 @@ from kpo_operator.reassignment_actions import (
 )
 from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.reassignment_status import (
-    PartitionStatus,
     StatusUpdate,
-    accepted_partitions,
-    accepted_spec,
+    parse_partitions,
     partitions_due,
-    render_status,
+    removed_keys,
+    spec_of_accepted,
     status_changed,
     status_patch,
+    updated_status,
 )
 from kpo_operator.refusals import (
     missing_cluster_operations,
@@ -102,14 +117,7 @@ from kpo_operator.refusals import (
     record_refusal,
 )
 from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.states import (
-    ACTIVE_STATES,
-    FINAL_PHASES,
-    THROTTLING_PHASES,
-    ConditionType,
-    MoveState,
-    Phase,
-)
+from kpo_operator.status_models import CordonStatus, ReassignmentStatus
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
 from kpo_operator.throttles import Contribution, reassignment_contribution
@@ -126,7 +134,7 @@ class StepContext:
         obj: The object as read from the API server.
         status: Its status as last written: the steps' writes update it in place.
         generation: ``metadata.generation`` (the spec version this step works on).
-        phase: ``status.phase`` at the start of the step (``""`` for a new object).
+        phase: ``status.phase`` at the start of the step (``None`` for a new object).
         now: Wall-clock time of the step (status timestamps, ETA).
         deleting: The object is being deleted (finalizer) or ``deletionTimestamp`` is set.
         spec: The parsed spec; ``None`` when it is invalid while work is in flight.
@@ -136,9 +144,9 @@ class StepContext:
     """
 
     obj: Object
-    status: dict[str, Any]
+    status: ReassignmentStatus
     generation: int
-    phase: str
+    phase: Phase | None
     now: datetime
     deleting: bool
     spec: PartitionReassignmentSpec | None
@@ -198,6 +206,33 @@ class _Parsed:
         return cls(raw, entries, active, frozenset(tp[0] for tp in entries))
 
 
+@dataclass
+class ObjectMemory:
+    """What the reconciler remembers about one object between its steps.
+
+    Everything here is a cache or a measurement over time, none of it needed for
+    correctness after a restart: the object's status is the operator's memory
+    (:mod:`kpo_operator.reassignment_status`). Dropped with
+    :meth:`ReassignmentReconciler.forget` when the object ends or goes.
+
+    Attributes:
+        spec: ``(metadata.generation, parsed spec)`` of the last spec parsed.
+        accepted: Its ``status.partitions`` as last parsed or written.
+        rate: The replication-rate estimator of its move (``None`` until it moves,
+            and again once it completed).
+        throttled_at: When a step last synced its throttles (clock seconds), until a
+            submission confirms them; ``None``: not synced since.
+        cordon_synced_at: When its cordons were last synced (clock seconds); ``None``:
+            never, or released.
+    """
+
+    spec: tuple[int, PartitionReassignmentSpec] | None = None
+    accepted: _Parsed | None = None
+    rate: RateEstimator | None = None
+    throttled_at: float | None = None
+    cordon_synced_at: float | None = None
+
+
 class ReassignmentReconciler:
     """Drives PartitionReassignment objects; safe to call again at any time (idempotent).
 
@@ -227,6 +262,8 @@ class ReassignmentReconciler:
             and every object read by a step goes into it (default: a list per step).
 
     Errors: ``KafkaAdminError`` and ``ObjectStoreError`` propagate; the caller retries.
+    :class:`~kpo_kafka.states.IllegalPhaseTransitionError` propagates too: a step that
+    would write a phase the transition table does not allow writes nothing.
     """
 
     def __init__(
@@ -245,7 +282,6 @@ class ReassignmentReconciler:
     ) -> None:
         self.admin = admin
         self.cordons = cordons
-        self._cordon_synced: dict[str, float] = {}  # object uid -> last cordon sync
         self.store = store
         self.writer = writer
         self.reader = reader or SharedClusterReader(admin, 0.0)
@@ -256,10 +292,7 @@ class ReassignmentReconciler:
         self._quota_window: tuple[float, QuotaWindow] | None = None  # (read at, window)
         self.clock = clock
         self.now = now
-        self._rates: dict[str, RateEstimator] = {}
-        self._specs: dict[str, tuple[int, PartitionReassignmentSpec]] = {}  # uid -> parsed
-        self._accepted: dict[str, _Parsed] = {}  # uid -> its status.partitions, parsed
-        self._throttled: dict[str, float] = {}  # uid -> when its throttles were last synced
+        self._memory: dict[str, ObjectMemory] = {}  # object uid -> what is remembered of it
 
     # -- entry points -------------------------------------------------------------------
 
@@ -300,12 +333,17 @@ class ReassignmentReconciler:
             return False
         if self.writer.sync({source_of(PARTITION_REASSIGNMENT, obj): None}).errors:
             return False
-        self._rates.pop(_object_uid(obj), None)
-        self._specs.pop(_object_uid(obj), None)
-        self._accepted.pop(_object_uid(obj), None)
-        self._throttled.pop(_object_uid(obj), None)
+        self.forget(_object_uid(obj))
         self.owners.forget(object_key(obj))
         return True
+
+    def forget(self, uid: str) -> None:
+        """Drop the :class:`ObjectMemory` of the object whose ``metadata.uid`` is ``uid``."""
+        self._memory.pop(uid, None)
+
+    def _memory_of(self, obj: Object) -> ObjectMemory:
+        """Return what is remembered of ``obj`` (a new, empty record the first time)."""
+        return self._memory.setdefault(_object_uid(obj), ObjectMemory())
 
     # -- the step -------------------------------------------------------------------------
 
@@ -317,16 +355,14 @@ class ReassignmentReconciler:
         move log dirs -> finish (remove throttles, preferred election); or cancel.
         ``read_at``: when the read of ``obj`` began (the index's clock; ``None``: now).
         """
-        status: dict[str, Any] = dict(obj.get("status") or {})
-        phase = status.get("phase") or ""
+        status = ReassignmentStatus.from_status(obj.get("status"))
+        phase = status.phase
         generation = int(obj["metadata"].get("generation") or 1)
         now = self.now()
         if phase in FINAL_PHASES:
-            self._specs.pop(_object_uid(obj), None)
-            self._accepted.pop(_object_uid(obj), None)
-            self._throttled.pop(_object_uid(obj), None)
+            self.forget(_object_uid(obj))
             return phase
-        if phase == Phase.FAILED and status.get("observedGeneration") == generation:
+        if phase == Phase.FAILED and status.observed_generation == generation:
             return phase
         try:
             spec: PartitionReassignmentSpec | None = self._spec_of(obj, generation)
@@ -339,7 +375,7 @@ class ReassignmentReconciler:
         ctx = self._context(obj, status, generation, now, spec, deleting, read_at)
         if ctx.deleting or (spec is not None and spec.cancel):
             return self._cancel(ctx)
-        edited = phase not in THROTTLING_PHASES or status.get("observedGeneration") != generation
+        edited = phase not in THROTTLING_PHASES or status.observed_generation != generation
         if spec is None or not edited:
             return self._track(ctx)
         return self._accept(ctx, spec)
@@ -353,18 +389,17 @@ class ReassignmentReconciler:
         Raises:
             SpecError: The spec is invalid (not cached: parsed again next time).
         """
-        uid = _object_uid(obj)
-        cached = self._specs.get(uid)
-        if cached is not None and cached[0] == generation:
-            return cached[1]
+        memory = self._memory_of(obj)
+        if memory.spec is not None and memory.spec[0] == generation:
+            return memory.spec[1]
         spec = PartitionReassignmentSpec.from_object(obj)
-        self._specs[uid] = (generation, spec)
+        memory.spec = (generation, spec)
         return spec
 
     def _context(
         self,
         obj: Object,
-        status: dict[str, Any],
+        status: ReassignmentStatus,
         generation: int,
         now: datetime,
         spec: PartitionReassignmentSpec | None,
@@ -384,7 +419,7 @@ class ReassignmentReconciler:
         dirs = {b for t in wanted if t.log_dirs for b in t.replicas}
         snapshot = self.reader.read(sorted(topics), replica_sizes=True, log_dirs_of=dirs)
         key = object_key(obj)
-        held = parsed.active if status.get("phase") in THROTTLING_PHASES else frozenset()
+        held = parsed.active if status.phase in THROTTLING_PHASES else frozenset()
         self.owners.seen(obj, held, read_at)  # held: active_partitions(status), not parsed again
         owners = self.owners.owners_of(snapshot.view.reassigning, exclude=key)
         owners.update(dict.fromkeys(parsed.active, key))
@@ -393,7 +428,7 @@ class ReassignmentReconciler:
             obj=obj,
             status=status,
             generation=generation,
-            phase=status.get("phase") or "",
+            phase=status.phase,
             now=now,
             deleting=deleting or bool(obj["metadata"].get("deletionTimestamp")),
             spec=spec,
@@ -401,19 +436,19 @@ class ReassignmentReconciler:
             snapshot=snapshot,
         )
 
-    def _parsed(self, obj: Object, status: dict[str, Any]) -> _Parsed:
+    def _parsed(self, obj: Object, status: ReassignmentStatus) -> _Parsed:
         """Return ``status.partitions`` parsed, parsed again only when it changed.
 
         ``status.partitions`` changes only when this operator writes it, and then the
         entries it wrote are kept parsed (:meth:`_write`): comparing the list with the
         one parsed last costs a tenth of parsing up to 2,000 entries again.
         """
-        uid = _object_uid(obj)
-        raw = status.get("partitions") or []
-        cached = self._accepted.get(uid)
+        memory = self._memory_of(obj)
+        raw = status.partitions or []
+        cached = memory.accepted
         if cached is None or cached.raw != raw:
-            cached = _Parsed.of(raw, accepted_partitions(status))
-            self._accepted[uid] = cached
+            cached = _Parsed.of(raw, parse_partitions(raw))
+            memory.accepted = cached
         return cached
 
     # -- accepting a (new) spec -------------------------------------------------------------
@@ -443,21 +478,21 @@ class ReassignmentReconciler:
         ctx = replace(ctx, accepted=dict(self._parsed(ctx.obj, ctx.status).entries))
         self._sync_cordons(ctx)
         throttles = self._apply_throttles(ctx)
-        uid = _object_uid(ctx.obj)
+        memory = self._memory_of(ctx.obj)
         if throttles.changed_for(ctx.source) and pending:
             # Submitted on the next step, once brokers have the throttles; any sync begun
             # after this one that finds them in place confirms them (:meth:`_submit`).
-            self._throttled[uid] = self.clock()
+            memory.throttled_at = self.clock()
             return Phase.MOVING
-        self._throttled[uid] = throttles.started
+        memory.throttled_at = throttles.started
         return self._track(ctx)
 
     def _reject_edit(self, ctx: StepContext, problems: list[str]) -> str:
         """Keep the accepted work moving, say why the edit is not applied; return why."""
         text = "edit not applied: " + "; ".join(problems)
-        if ctx.status.get("message") != text:
+        if ctx.status.message != text:
             self.store.event(ctx.obj, WARNING, "EditRejected", text)
-        ctx.status["message"] = text
+        ctx.status.message = text
         return text
 
     def _suspend(self, ctx: StepContext, spec: PartitionReassignmentSpec) -> str:
@@ -509,7 +544,7 @@ class ReassignmentReconciler:
             f"accepted generation {ctx.generation}",
             ctx.generation,
             partitions=entries,
-            start_time=ctx.status.get("startTime") or format_time(ctx.now),
+            start_time=ctx.status.start_time or format_time(ctx.now),
             throttle=_throttle_status(spec) or {},
         )
         self._record(ctx, ahead, "Accepted")
@@ -523,7 +558,7 @@ class ReassignmentReconciler:
         through ZooKeeper); otherwise the first fetches of new replicas run unthrottled.
         """
         contribution = Contribution(ctx.source)
-        if (moving := accepted_spec(ctx.status)) is not None:
+        if (moving := self._accepted_spec(ctx)) is not None:
             contribution = reassignment_contribution(ctx.source, moving, ctx.snapshot.view)
         throttles = self.writer.sync({ctx.source: contribution})
         if throttles.errors:
@@ -546,57 +581,58 @@ class ReassignmentReconciler:
         every = self.reader.every_topic()
         targets = {t.key: t.replicas for t in spec.partitions}
         drained = drained_by(every.counts, every.topics, targets)
-        if drained or drained_of(ctx.status):
-            cordon = dict(ctx.status.get("cordon") or {})
-            cordon["drainedBrokers"] = sorted(drained)
-            ctx.status["cordon"] = cordon
+        if drained or ctx.status.drained:
+            cordon = (ctx.status.cordon or CordonStatus()).model_copy()
+            cordon.drained_brokers = sorted(drained)
+            ctx.status.cordon = cordon
 
     def _sync_cordons(self, ctx: StepContext) -> None:
         """Cordon the brokers this object drains (recorded in its status); report the outcome."""
         if self.cordons is None:
             return
-        drained = drained_of(ctx.status)
-        if not drained and "cordon" not in ctx.status:
+        drained = ctx.status.drained
+        if not drained and ctx.status.cordon is None:
             return
         result = self.cordons.sync({ctx.source: drained or None})
-        self._cordon_synced[_object_uid(ctx.obj)] = self.clock()
+        self._memory_of(ctx.obj).cordon_synced_at = self.clock()
         if drained:
             self._report_cordon(ctx, *cordon_report(drained, result))
 
     def _release_cordons(self, ctx: StepContext) -> bool:
         """Let go of this object's cordons (previous values back); ``False`` when that failed."""
-        drained = drained_of(ctx.status)
+        drained = ctx.status.drained
         if self.cordons is None or not drained or _released(ctx.status):
             return True
         result = self.cordons.sync({ctx.source: None})
-        self._cordon_synced.pop(_object_uid(ctx.obj), None)
+        self._memory_of(ctx.obj).cordon_synced_at = None
         if any(b in result.errors for b in drained):
             return False
-        held = (ctx.status.get("cordon") or {}).get("cordonedBrokers") or []
+        held = (ctx.status.cordon.cordoned_brokers if ctx.status.cordon else None) or []
         if held or drained & result.released:  # else nothing was cordoned: keep saying why
             self._report_cordon(ctx, *cordon_report(drained, result, released=True))
         return True
 
     def _report_cordon(self, ctx: StepContext, cordon: dict[str, Any], cond: Condition) -> None:
         """Write ``status.cordon`` and the ``Cordoned`` condition; an Event when it changes."""
-        conditions = ctx.status.get("conditions") or []
-        before: dict[str, Any] = next(
-            (c for c in conditions if c.get("type") == ConditionType.CORDONED), {}
-        )
-        new = {
-            "cordon": cordon,
-            "conditions": stamp_conditions(conditions, [cond], ctx.generation, ctx.now),
-        }
-        if all(ctx.status.get(k) == v for k, v in new.items()):
+        conditions = ctx.status.condition_dicts()
+        before = ctx.status.condition(ConditionType.CORDONED)
+        stamped = stamp_conditions(conditions, [cond], ctx.generation, ctx.now)
+        was = ctx.status.cordon.to_status() if ctx.status.cordon is not None else None
+        if was == cordon and conditions == stamped:
             return
         meta = ctx.obj["metadata"]
         answer = self.store.patch_status(
-            PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], new
+            PARTITION_REASSIGNMENT,
+            meta["namespace"],
+            meta["name"],
+            {"cordon": cordon, "conditions": stamped},
         )
-        ctx.status.update(new)
-        ctx.obj["status"] = dict(ctx.status)
+        ctx.status.cordon = CordonStatus.from_status(cordon)
+        ctx.status.set_conditions(stamped)
+        ctx.obj["status"] = ctx.status.to_status()
         _patched(ctx.obj, answer)
-        if (before.get("status"), before.get("reason")) != (cond.status, cond.reason):
+        said = (before.status, before.reason) if before is not None else (None, None)
+        if said != (cond.status, cond.reason):
             warn = cond.reason in ("CordonFailed", "CordonedOutside")
             self.store.event(ctx.obj, WARNING if warn else NORMAL, cond.reason, cond.message)
 
@@ -676,10 +712,11 @@ class ReassignmentReconciler:
         waits for the one in progress, and every object took two. Returns ``entries``
         with the submitted ones Moving and the refused ones Failed.
         """
-        moving = accepted_spec(ctx.status)
+        moving = self._accepted_spec(ctx)
         own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
         own = own or Contribution(ctx.source)
-        since = self._throttled.pop(_object_uid(ctx.obj), None)
+        memory = self._memory_of(ctx.obj)
+        since, memory.throttled_at = memory.throttled_at, None
         if (since is None or not self.writer.confirmed(ctx.source, own, since)) and (
             self.writer.sync({ctx.source: own}).changed_for(ctx.source)
         ):
@@ -704,8 +741,10 @@ class ReassignmentReconciler:
 
     def _rate(self, ctx: StepContext, bytes_done: int) -> float | None:
         """Record ``bytes_done`` and return the replication rate over the window, bytes/s."""
-        uid = _object_uid(ctx.obj)
-        estimator = self._rates.setdefault(uid, RateEstimator(self.rate_window_s, self.clock))
+        memory = self._memory_of(ctx.obj)
+        if memory.rate is None:
+            memory.rate = RateEstimator(self.rate_window_s, self.clock)
+        estimator = memory.rate
         estimator.observe(bytes_done)
         return estimator.rate()
 
@@ -720,11 +759,11 @@ class ReassignmentReconciler:
         summary = totals(parts)
         rate = self._rate(ctx, summary.bytes_done)
         remaining = summary.bytes_total - summary.bytes_done
-        last = self._cordon_synced.get(_object_uid(ctx.obj))
+        last = self._memory_of(ctx.obj).cordon_synced_at
         if last is None or self.clock() - last >= self.throttle_resync_s:
             self._sync_cordons(ctx)  # after a restart, and to repair a changed cordon
-        observed = int(ctx.status.get("observedGeneration") or ctx.generation)
-        throttle = (ctx.status.get("throttle") or {}).get("replicationRate")
+        observed = ctx.status.observed_generation or ctx.generation
+        throttle = ctx.status.replication_rate
         synced = self.writer.sync(max_age_s=self.throttle_resync_s)
         left = throttled_duration(parts, throttle)
         message = rejected or (
@@ -739,7 +778,7 @@ class ReassignmentReconciler:
             ]
             if foreign:
                 message += f"; {len(foreign)} throttle values set outside the operator left alone"
-        written_at = _parse_time(ctx.status.get("partitionsUpdateTime"))
+        written_at = _parse_time(ctx.status.partitions_update_time)
         interval_s = self.partition_status_interval_s
         due = partitions_due(ctx.accepted, entries, written_at, ctx.now, interval_s)
         update = StatusUpdate(
@@ -775,16 +814,23 @@ class ReassignmentReconciler:
         """
         if remaining <= 0:
             return None
-        history = self._rates[_object_uid(ctx.obj)].history()
+        estimator = self._memory_of(ctx.obj).rate
+        history = estimator.history() if estimator is not None else ()
         if throttle and left and left.total_seconds() > 0 and len(history) >= 2:
             window = self._read_quota_window(parts)
-            started = _parse_time(ctx.status.get("startTime"))
+            started = _parse_time(ctx.status.start_time)
             seen_s = history[-1][0] - history[0][0]
             expired = started is not None and (ctx.now - started).total_seconds() - seen_s > (
                 window.samples * window.sample_s
             )
             drain = remaining / left.total_seconds()
-            found = throttled_finish(history, bytes_total, drain, window, baseline_expired=expired)
+            # The move's start on the observations' clock (the newest was taken this step).
+            start = (
+                None if started is None else history[-1][0] - (ctx.now - started).total_seconds()
+            )
+            found = throttled_finish(
+                history, bytes_total, drain, window, baseline_expired=expired, started=start
+            )
             if found is not None:
                 return ctx.now + timedelta(seconds=found)
         return eta(remaining, rate, ctx.now)
@@ -831,7 +877,7 @@ class ReassignmentReconciler:
             update = StatusUpdate(Phase.MOVING, text, ctx.generation, entries, summary, rate)
             self._record(ctx, update, None)
             return Phase.MOVING
-        self._rates.pop(_object_uid(ctx.obj), None)
+        self._memory_of(ctx.obj).rate = None
         done = ""
         if ctx.spec is not None:
             done = elect_preferred(self.admin, self.store, ctx.obj, ctx.spec, ctx.accepted)
@@ -958,7 +1004,7 @@ class ReassignmentReconciler:
     def _write(
         self,
         obj: Object,
-        old: dict[str, Any],
+        old: ReassignmentStatus,
         update: StatusUpdate,
         reason: str | None,
         now: datetime,
@@ -966,39 +1012,45 @@ class ReassignmentReconciler:
         """Patch the status if it changed; record an Event named ``reason`` on a new phase.
 
         ``old`` is updated in place to the written status.
+
+        Raises:
+            IllegalPhaseTransitionError: ``update.phase`` may not follow ``old.phase``.
         """
-        before = old.get("phase")
-        new = render_status(old, update, now)
-        if not status_changed(old, new):
+        before = old.phase
+        written = updated_status(old, update, now)
+        was = old.to_status()
+        new = {**written.to_status(), **removed_keys(written, update)}
+        if not status_changed(was, new):
             return
         meta = obj["metadata"]
-        patch = status_patch(old, new)
+        patch = status_patch(was, new)
         answer = self.store.patch_status(
             PARTITION_REASSIGNMENT, meta["namespace"], meta["name"], patch
         )
-        obj["status"] = {k: v for k, v in new.items() if v is not None}
+        obj["status"] = written.to_status()
         _patched(obj, answer)
         if "partitions" in patch and update.partitions is not None:
-            written = {e.key: e for e in update.partitions if e.target_replicas}  # as parsed
-            self._accepted[_object_uid(obj)] = _Parsed.of(new["partitions"], written)
+            entries = {e.key: e for e in update.partitions if e.target_replicas}  # as parsed
+            self._memory_of(obj).accepted = _Parsed.of(written.partitions or [], entries)
         held: frozenset[TopicPartition] = frozenset()
         if update.phase in THROTTLING_PHASES:
-            held = self._parsed(obj, obj["status"]).active
+            held = self._parsed(obj, written).active
         self.owners.written(obj, held)  # with the answer's resourceVersion: write-through
-        old.clear()
-        old.update(obj["status"])
-        if reason is not None and update.phase.value != before:
+        old.replace_with(written)
+        if reason is not None and update.phase != before:
             kind = WARNING if update.phase is Phase.FAILED else NORMAL
             self.store.event(obj, kind, reason, update.message)
 
+    def _accepted_spec(self, ctx: StepContext) -> PartitionReassignmentSpec | None:
+        """Return the object's work in flight as a spec (its Pending/Moving entries, throttle)."""
+        throttle = ctx.status.throttle.to_status() if ctx.status.throttle else None
+        return spec_of_accepted(self._parsed(ctx.obj, ctx.status).entries.values(), throttle)
 
-def _released(status: dict[str, Any]) -> bool:
+
+def _released(status: ReassignmentStatus) -> bool:
     """Whether the object's cordons were already let go (condition ``Cordoned`` ``Released``)."""
-    conditions = status.get("conditions") or []
-    found: dict[str, Any] = next(
-        (c for c in conditions if c.get("type") == ConditionType.CORDONED), {}
-    )
-    return bool(found.get("reason") == "Released")
+    found = status.condition(ConditionType.CORDONED)
+    return found is not None and found.reason == "Released"
 
 
 def _patched(obj: Object, answer: Object | None) -> None:

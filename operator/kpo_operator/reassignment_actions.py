@@ -13,11 +13,11 @@ from collections.abc import Iterable, Mapping
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import ERROR_REPLICA_NOT_AVAILABLE, ReplicaKey
 from kpo_kafka.specs import ANY_LOG_DIR, PartitionReassignmentSpec, PartitionTarget
+from kpo_kafka.states import MoveState
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.cluster import ClusterSnapshot
 from kpo_operator.model import ClusterView
-from kpo_operator.reassignment_status import PartitionStatus
-from kpo_operator.states import MoveState
+from kpo_operator.progress import PartitionStatus
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore
 
 logger = logging.getLogger(__name__)

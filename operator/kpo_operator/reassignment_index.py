@@ -7,7 +7,7 @@ merges the contributions of every Moving or Cancelling object
 (:class:`~kpo_operator.throttle_writer.ThrottleWriter`). Listed per step or per sync, the
 API server answers every object's status (up to 2,000 partition entries each) several
 times per poll interval: requests grow with the objects and the bytes with objects x
-partitions (issue 17: 200 objects of 2,000 partitions answer ~114 MB per list).
+partitions (200 objects of 2,000 partitions answer about 114 MB per list).
 
 :class:`ReassignmentIndex` holds each object as this operator last saw it, and both are
 derived from it. It lists at most once per ``max_age_s`` for the whole cluster; every
@@ -37,10 +37,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kpo_kafka.states import ACTIVE_STATES, THROTTLING_PHASES
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.reassignment_status import accepted_partitions
 from kpo_operator.resources import PARTITION_REASSIGNMENT
-from kpo_operator.states import ACTIVE_STATES, THROTTLING_PHASES
 from kpo_operator.store import Object, ObjectStore, object_key
 
 

@@ -1,176 +1,31 @@
 """Reading and writing a PartitionReassignment's ``status`` (pure).
 
-``status.partitions`` is the operator's memory between reconciles and across
-restarts: each entry (:class:`PartitionStatus`) records the target it accepted
-(RAR), the replicas the partition had before (OAR) and a
-:class:`~kpo_operator.states.MoveState`:
-
-========== ==============================================================
-state      meaning
-========== ==============================================================
-Pending    accepted, not yet submitted (written *before* the submission,
-           so an operator that dies in between submits it on restart)
-Moving     submitted with AlterPartitionReassignments, in flight
-Completed  AR = RAR, nothing in flight (and the wanted log dirs reached)
-Failed     Kafka refused it, or it ended without reaching its target
-Cancelled  reverted to OAR by a cancellation
-========== ==============================================================
+A step says what it wants written as a :class:`StatusUpdate`; :func:`updated_status`
+applies it to the typed status (:class:`~kpo_operator.status_models.ReassignmentStatus`),
+checking the phase transition against :data:`~kpo_kafka.states.PHASE_VALID_PREVIOUS`
+(Kafka's controller checks its partition states the same way), and stamps the kstatus
+conditions. ``status.partitions`` is the operator's memory between reconciles and across
+restarts; its entries are :class:`~kpo_operator.progress.PartitionStatus`
+(:func:`accepted_partitions` reads them, :func:`accepted_spec` turns the active ones into
+the spec the object's throttles are computed from). :func:`partitions_due` and
+:func:`status_patch` keep the PATCHes of a moving object small.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
-from kpo_kafka.specs import PartitionReassignmentSpec, PartitionTarget, SpecError
+from kpo_kafka.specs import PartitionReassignmentSpec, SpecError
+from kpo_kafka.states import ACTIVE_STATES, Phase, check_phase_transition
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.conditions import reassignment_conditions, stamp_conditions
-from kpo_operator.progress import PartitionProgress, Totals, format_time
-from kpo_operator.states import ACTIVE_STATES, MoveState, Phase
+from kpo_operator.progress import PartitionStatus, Totals, format_time
+from kpo_operator.status_models import ReassignmentStatus, ReassignmentThrottle
 
 _ENDED = frozenset({Phase.COMPLETED, Phase.CANCELLED, Phase.FAILED})
-_MOVE_STATES: dict[str, MoveState] = {s.value: s for s in MoveState}
-"""``state`` text -> MoveState (a dict lookup: calling the enum is slow for 2,000 entries)."""
-
-
-class PartitionStatus(NamedTuple):
-    """One ``status.partitions[]`` entry (the CRD's schema, typed).
-
-    Immutable, as a frozen dataclass would be, but a named tuple: a step builds one per
-    accepted partition (up to 2,000), and a frozen dataclass's ``__init__`` cost four
-    times as much. Change one with ``_replace``.
-
-    Attributes:
-        topic: Topic name.
-        partition: Partition index.
-        state: The operator's state of this partition (module table).
-        original_replicas: OAR, the replicas before the reassignment.
-        target_replicas: RAR, the accepted target replicas.
-        adding: Replicas still being added (KIP-455 ``addingReplicas``).
-        removing: Replicas still to be removed (``removingReplicas``).
-        isr: The in-sync replicas when measured.
-        leader: The leader's broker id, -1 if none.
-        bytes_done: Bytes copied to the adding replicas; ``None``: not written.
-        bytes_total: Bytes the adding replicas must copy; ``None``: not written.
-        message: Error or detail, empty if none (then not written).
-        target_log_dirs: The accepted target log dirs (``targetLogDirs``), if any.
-    """
-
-    topic: str
-    partition: int
-    state: MoveState
-    original_replicas: tuple[int, ...]
-    target_replicas: tuple[int, ...]
-    adding: tuple[int, ...] = ()
-    removing: tuple[int, ...] = ()
-    isr: tuple[int, ...] = ()
-    leader: int = -1
-    bytes_done: int | None = None
-    bytes_total: int | None = None
-    message: str = ""
-    target_log_dirs: tuple[str, ...] | None = None
-
-    @property
-    def key(self) -> TopicPartition:
-        """The ``(topic, partition)`` key of this entry."""
-        return TopicPartition(self.topic, self.partition)
-
-    def as_target(self) -> PartitionTarget:
-        """Return the entry as a spec entry (RAR and log dirs).
-
-        Not validated again (``model_construct``): the target was validated when it was
-        accepted, and a step turns each of up to 2,000 entries into one.
-        """
-        return PartitionTarget.model_construct(
-            topic=self.topic,
-            partition=self.partition,
-            replicas=list(self.target_replicas),
-            log_dirs=list(self.target_log_dirs) if self.target_log_dirs else None,
-        )
-
-    @classmethod
-    def from_progress(
-        cls,
-        progress: PartitionProgress,
-        state: MoveState,
-        message: str = "",
-        log_dirs: Sequence[str] | None = None,
-    ) -> PartitionStatus:
-        """Build an entry from measured progress and the operator's state."""
-        topic, partition, _, original, target, adding, removing, isr, leader, done, total = progress
-        dirs = tuple(log_dirs) if log_dirs else None
-        return cls(
-            topic,
-            partition,
-            state,
-            original,
-            target,
-            adding,
-            removing,
-            isr,
-            leader,
-            done,
-            total,
-            message,
-            dirs,
-        )
-
-    @classmethod
-    def from_status(cls, entry: Mapping[str, Any]) -> PartitionStatus | None:
-        """Parse one ``status.partitions[]`` entry; ``None`` when it is unusable.
-
-        Entries without topic, partition or target, or with a state outside
-        :class:`~kpo_operator.states.MoveState` (e.g. written by hand), are unusable.
-        A missing state reads as Pending.
-        """
-        target = tuple(entry.get("targetReplicas") or ())
-        if not target or "topic" not in entry or "partition" not in entry:
-            return None
-        try:
-            state = _MOVE_STATES[entry.get("state") or MoveState.PENDING]
-        except (KeyError, TypeError):
-            return None
-        done, total = entry.get("bytesDone"), entry.get("bytesTotal")
-        return cls(
-            str(entry["topic"]),
-            int(entry["partition"]),
-            state,
-            tuple(entry.get("originalReplicas") or ()),
-            target,
-            tuple(entry.get("addingReplicas") or ()),
-            tuple(entry.get("removingReplicas") or ()),
-            tuple(entry.get("isr") or ()),
-            int(entry.get("leader", -1)),
-            None if done is None else int(done),
-            None if total is None else int(total),
-            str(entry.get("message") or ""),
-            tuple(entry["targetLogDirs"]) if entry.get("targetLogDirs") else None,
-        )
-
-    def to_status(self) -> dict[str, Any]:
-        """Return the ``status.partitions[]`` entry (camelCase keys, absent ones left out)."""
-        out: dict[str, Any] = {
-            "topic": self.topic,
-            "partition": self.partition,
-            "state": str(self.state),
-            "originalReplicas": list(self.original_replicas),
-            "targetReplicas": list(self.target_replicas),
-            "addingReplicas": list(self.adding),
-            "removingReplicas": list(self.removing),
-            "isr": list(self.isr),
-            "leader": self.leader,
-        }
-        if self.bytes_done is not None:
-            out["bytesDone"] = self.bytes_done
-        if self.bytes_total is not None:
-            out["bytesTotal"] = self.bytes_total
-        if self.message:
-            out["message"] = self.message
-        if self.target_log_dirs:
-            out["targetLogDirs"] = list(self.target_log_dirs)
-        return out
 
 
 def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, PartitionStatus]:
@@ -178,8 +33,15 @@ def accepted_partitions(status: Mapping[str, Any]) -> dict[TopicPartition, Parti
 
     Unusable entries (:meth:`PartitionStatus.from_status`) are skipped.
     """
+    return parse_partitions(status.get("partitions") or [])
+
+
+def parse_partitions(
+    entries: Iterable[Mapping[str, Any]],
+) -> dict[TopicPartition, PartitionStatus]:
+    """Parse ``status.partitions`` entries (:func:`accepted_partitions` of a status's list)."""
     result: dict[TopicPartition, PartitionStatus] = {}
-    for entry in status.get("partitions") or []:
+    for entry in entries:
         parsed = PartitionStatus.from_status(entry)
         if parsed is not None:
             result[parsed.key] = parsed
@@ -193,17 +55,28 @@ def accepted_spec(status: Mapping[str, Any]) -> PartitionReassignmentSpec | None
     so that an edit not (yet) accepted changes nothing in the cluster. ``None`` when
     nothing is Pending or Moving.
     """
+    return spec_of_accepted(accepted_partitions(status).values(), status.get("throttle"))
+
+
+def spec_of_accepted(
+    entries: Iterable[PartitionStatus], throttle: Mapping[str, Any] | None
+) -> PartitionReassignmentSpec | None:
+    """Return the Pending/Moving ``entries`` with ``throttle`` as a spec (:func:`accepted_spec`).
+
+    Args:
+        entries: Parsed ``status.partitions`` entries.
+        throttle: ``status.throttle`` (camelCase keys, bytes/s), ``None`` when unthrottled.
+    """
     partitions = [
         a.as_target().model_dump(by_alias=True, exclude_none=True)
-        for a in accepted_partitions(status).values()
+        for a in entries
         if a.state in ACTIVE_STATES
     ]
     if not partitions:
         return None
-    throttle = status.get("throttle") or None
     try:
         return PartitionReassignmentSpec.from_object(
-            {"partitions": partitions, "throttle": throttle}
+            {"partitions": partitions, "throttle": throttle or None}
         )
     except SpecError:
         return None
@@ -243,36 +116,44 @@ class StatusUpdate:
     throttle: Mapping[str, int] | None = None
 
 
-def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -> dict[str, Any]:
-    """Return the full new status: ``old`` with ``update`` applied and conditions stamped.
+def updated_status(
+    old: ReassignmentStatus, update: StatusUpdate, now: datetime
+) -> ReassignmentStatus:
+    """Return the new status: ``old`` with ``update`` applied and conditions stamped.
 
-    Keys the update clears (``eta``, ``predictedDuration``) are set to ``None`` so
-    that a JSON merge patch (RFC 7386) removes them. ``partitionsUpdateTime`` is set to
-    ``now`` when the update's partition entries differ from ``old``'s.
+    ``partitionsUpdateTime`` is set to ``now`` when the update's partition entries differ
+    from ``old``'s. ``old`` is not changed.
+
+    Raises:
+        IllegalPhaseTransitionError: ``update.phase`` may not follow ``old.phase``
+            (:data:`~kpo_kafka.states.PHASE_VALID_PREVIOUS`).
     """
-    new: dict[str, Any] = {k: v for k, v in old.items() if v is not None}
-    new["phase"] = update.phase.value
-    new["message"] = update.message
-    new["observedGeneration"] = update.observed_generation
+    check_phase_transition(old.phase, update.phase)
+    new = old.model_copy()
+    new.phase = update.phase
+    new.message = update.message
+    new.observed_generation = update.observed_generation
     if update.partitions is not None:
         rendered = [p.to_status() for p in update.partitions]
-        if rendered != old.get("partitions"):
-            new["partitions"] = rendered
-            new["partitionsUpdateTime"] = format_time(now)
+        if rendered != old.partitions:
+            new.partitions = rendered
+            new.partitions_update_time = format_time(now)
     if update.totals is not None:
-        new["totals"] = update.totals.to_status(update.rate)
-    new["eta"] = format_time(update.eta) if update.eta is not None else None
-    new["predictedDuration"] = update.predicted_duration
+        new.totals = update.totals.to_model(update.rate)
+    new.eta = format_time(update.eta) if update.eta is not None else None
+    new.predicted_duration = update.predicted_duration
     if update.start_time is not None:
-        new["startTime"] = update.start_time
+        new.start_time = update.start_time
     if update.completion_time is not None:
-        new["completionTime"] = update.completion_time
+        new.completion_time = update.completion_time
     elif update.phase not in _ENDED:
-        new["completionTime"] = None
+        new.completion_time = None
     if update.throttle is not None:  # {} clears it
-        new["throttle"] = dict(update.throttle) or None
-    new["conditions"] = stamp_conditions(
-        old.get("conditions") or [],
+        new.throttle = (
+            ReassignmentThrottle.from_status(update.throttle) if update.throttle else None
+        )
+    stamped = stamp_conditions(
+        old.condition_dicts(),
         [
             replace(c, reason=update.reason) if update.reason else c
             for c in reassignment_conditions(update.phase.value, update.message)
@@ -280,7 +161,39 @@ def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -
         update.observed_generation,
         now,
     )
+    new.set_conditions(stamped)
     return new
+
+
+def removed_keys(new: ReassignmentStatus, update: StatusUpdate) -> dict[str, None]:
+    """Return the keys ``update`` clears, each ``None``: a JSON merge patch (RFC 7386) removes them.
+
+    ``eta`` and ``predictedDuration`` when the update has none, ``completionTime`` when the
+    phase did not end, ``throttle`` when the update clears it (``{}``).
+    """
+    out: dict[str, None] = {}
+    if new.eta is None:
+        out["eta"] = None
+    if new.predicted_duration is None:
+        out["predictedDuration"] = None
+    if new.completion_time is None and update.phase not in _ENDED:
+        out["completionTime"] = None
+    if update.throttle is not None and not update.throttle:
+        out["throttle"] = None
+    return out
+
+
+def render_status(old: Mapping[str, Any], update: StatusUpdate, now: datetime) -> dict[str, Any]:
+    """Return the full new status dict: ``old`` with ``update`` applied (:func:`updated_status`).
+
+    Keys the update clears (:func:`removed_keys`) are set to ``None`` so that a JSON merge
+    patch (RFC 7386) removes them.
+
+    Raises:
+        IllegalPhaseTransitionError: ``update.phase`` may not follow ``old``'s phase.
+    """
+    new = updated_status(ReassignmentStatus.from_status(old), update, now)
+    return {**new.to_status(), **removed_keys(new, update)}
 
 
 #: Positions of the byte counters in a :class:`PartitionStatus` (the rest is its state).

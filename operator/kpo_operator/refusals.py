@@ -26,9 +26,9 @@ from typing import Any
 from kpo_kafka.acls import REQUIRED, refusal
 from kpo_kafka.admin_types import KafkaAdminError, KafkaAuthenticationError, KafkaAuthorizationError
 from kpo_kafka.specs import PartitionReassignmentSpec
+from kpo_kafka.states import ConditionType, Phase, check_phase_transition
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.resources import ResourceKind
-from kpo_operator.states import ConditionType
 from kpo_operator.store import WARNING, Object, ObjectStore
 
 AUTHORIZATION_FAILED = "AuthorizationFailed"
@@ -99,7 +99,7 @@ def record_refusal(
     reason: str,
     message: str,
     now: datetime,
-    default_phase: str | None = None,
+    default_phase: Phase | None = None,
 ) -> None:
     """Write the refusal into ``obj``'s status (if it changed) and a Warning Event.
 
@@ -112,12 +112,17 @@ def record_refusal(
         now: Condition timestamps.
         default_phase: ``status.phase`` for an object without one (PartitionReassignment:
             ``Pending``); ``None`` writes no phase.
+
+    Raises:
+        IllegalPhaseTransitionError: ``default_phase`` may not be a first phase
+            (:data:`~kpo_kafka.states.PHASE_VALID_PREVIOUS`).
     """
     old: Mapping[str, Any] = obj.get("status") or {}
     generation = int(obj["metadata"].get("generation") or 1)
     new = dict(old)
     if default_phase is not None and not old.get("phase"):
-        new["phase"] = default_phase
+        check_phase_transition(None, default_phase)
+        new["phase"] = default_phase.value
     if default_phase is not None:
         new["message"] = message
     new.setdefault("observedGeneration", generation)

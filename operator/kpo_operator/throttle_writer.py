@@ -38,7 +38,7 @@ At most one sync runs at a time; the syncs asked for meanwhile are merged into t
 one (group commit), and a caller content with a recent sync (``max_age_s``) gets it
 without waiting for the one in progress.
 
-A sync's CPU must not grow with every object's partitions at every sync (issue 17):
+A sync's CPU must not grow with every object's partitions at every sync:
 each object's accepted spec is parsed again only when its accepted entries or throttle
 changed (not at each status write of its totals), and its contribution is computed
 again only when that spec or the state of its partitions in the snapshot changed.
@@ -56,13 +56,13 @@ from typing import Any
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import ApiError, ConfigResource, ConfigResourceKind
 from kpo_kafka.specs import PartitionReassignmentSpec, SpecError, TopicReplicaQuotaSpec
+from kpo_kafka.states import THROTTLING_PHASES
 from kpo_operator.cluster import ClusterSnapshot, read_cluster
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.model import ClusterView
 from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.reassignment_status import accepted_spec
 from kpo_operator.resources import PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, ResourceKind
-from kpo_operator.states import THROTTLING_PHASES
 from kpo_operator.store import WARNING, Object, ObjectStore, object_key
 from kpo_operator.throttle_ledger import LedgerFormatError, ThrottleLedger, ThrottleLedgerStore
 from kpo_operator.throttles import (

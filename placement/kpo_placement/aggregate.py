@@ -106,6 +106,48 @@ class AggregateResult:
     options: AggregateOptions
 
 
+LOOPBACK = "127.0.0.1"
+"""Where a driver with a local master listens: nothing outside the host needs to reach it."""
+
+
+def is_local_master(master: str) -> bool:
+    """Tell whether ``master`` runs the executors on this host, in or beside the driver.
+
+    ``local``, ``local[N]``, ``local[*]``, ``local[N,F]`` and ``local-cluster[N,C,M]``
+    (Spark's ``SparkContext`` master URLs) are local; any other master is a cluster one.
+    """
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def spark_settings(master: str | None, conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the Spark settings :func:`spark_session` applies; ``conf`` overrides each one.
+
+    Always: the Spark UI off (``spark.ui.enabled=false``), no console progress bar,
+    session time zone UTC. With a local master (:func:`is_local_master`) the driver also
+    binds to and advertises loopback (``spark.driver.bindAddress`` and
+    ``spark.driver.host`` ``127.0.0.1``), so that its RPC and block manager ports
+    (random unless ``spark.driver.port``/``spark.blockManager.port`` are given) are not
+    opened on the host's external address. With a cluster master, or ``None`` (the master
+    given by ``spark-submit``), the addresses are left to ``conf``: executors elsewhere
+    must reach the driver at ``spark.driver.host`` on ``spark.driver.port`` and
+    ``spark.blockManager.port``.
+
+    Args:
+        master: ``spark.master``, or ``None`` when ``spark-submit`` gives it.
+        conf: Further Spark settings, e.g. ``{"spark.executor.memory": "2g"}``.
+    """
+    settings = {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if master is not None and is_local_master(master):
+        settings["spark.driver.bindAddress"] = LOOPBACK
+        settings["spark.driver.host"] = LOOPBACK
+    settings.update(conf or {})
+    return settings
+
+
 def spark_session(
     master: str | None = None,
     conf: Mapping[str, str] | None = None,
@@ -116,24 +158,19 @@ def spark_session(
     Args:
         master: ``spark.master`` (``local[*]``, ``spark://host:7077``, ``k8s://https://...``).
             ``None`` keeps the master given by ``spark-submit``, else uses ``local[*]``.
-        conf: Further Spark settings (``spark.executor.memory``...); the Spark UI is off
-            unless ``spark.ui.enabled`` is given.
+        conf: Further Spark settings (``spark.executor.memory``...), over the defaults of
+            :func:`spark_settings`: the Spark UI is off unless ``spark.ui.enabled`` is
+            given, and a local master's driver listens on loopback only.
         app_name: ``spark.app.name``.
     """
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)
+    if master is None and "PYSPARK_GATEWAY_PORT" not in os.environ:  # not by spark-submit
+        master = "local[*]"
     if master is not None:
         builder = builder.master(master)
-    elif "PYSPARK_GATEWAY_PORT" not in os.environ:  # not launched by spark-submit
-        builder = builder.master("local[*]")
-    settings = {
-        "spark.ui.enabled": "false",
-        "spark.ui.showConsoleProgress": "false",
-        "spark.sql.session.timeZone": "UTC",
-    }
-    settings.update(conf or {})
-    for key, value in settings.items():
+    for key, value in spark_settings(master, conf).items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")

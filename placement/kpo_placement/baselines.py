@@ -3,7 +3,7 @@
 * :func:`kafka_generate`: what ``kafka-reassign-partitions --generate`` proposes for all
   topics over the eligible brokers: every topic laid out again round-robin by Kafka's
   topic-creation placement (rack-aware when every broker has a rack), through
-  :func:`kpo_operator.generate.propose_move`. It ignores loads and the current placement,
+  :func:`kpo_kafka.generate.propose_move`. It ignores loads and the current placement,
   so it moves most bytes.
 * :func:`greedy_plan`: a plain greedy planner on disk usage only. It drains ineligible
   brokers, then repeatedly moves the largest replica of the most loaded broker that
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from kpo_kafka.generate import propose_move
 from kpo_kafka.topic_partition import TopicPartition
-from kpo_operator.generate import propose_move
 from kpo_placement import goals
 from kpo_placement.goals import DISK
 from kpo_placement.model import NO_BROKER, BoolArray, ClusterModel, IntArray
@@ -36,7 +36,7 @@ def kafka_generate(model: ClusterModel, eligible: BoolArray, seed: int = 0) -> I
     Raises:
         kpo_kafka.assignment.ReplicaAssignmentError: Kafka would refuse (e.g. RF above the
             number of brokers, some brokers with a rack and others without).
-        kpo_operator.generate.GenerateError: the brokers or topics are not in the model.
+        kpo_kafka.generate.GenerateError: the brokers or topics are not in the model.
     """
     ids = [int(i) for i in model.broker_ids]
     current: dict[str, dict[int, list[int]]] = {}

@@ -10,7 +10,7 @@ and checks each object against the CRD model). Every object carries:
 * annotations ``kpo.dev/bytes-to-move`` (bytes the new replicas copy from the leaders),
   ``kpo.dev/predicted-duration-seconds`` and ``kpo.dev/predicted-duration`` (at the
   throttle, computed as the operator's own ETA for a suspended object:
-  :func:`kpo_operator.progress.throttled_duration`, the busiest broker's bytes to send or
+  :func:`kpo_kafka.copy_time.throttled_duration`, the busiest broker's bytes to send or
   receive divided by the rate; ``unthrottled`` without a throttle); when a wave is split,
   also ``kpo.dev/wave-bytes-to-move`` and ``kpo.dev/wave-predicted-duration-seconds`` for
   the whole wave;
@@ -29,10 +29,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from kpo_kafka.copy_time import PlannedCopy, format_duration, throttled_duration
 from kpo_kafka.manifests import ManifestError, ManifestOptions, dump_manifests, to_manifests
 from kpo_kafka.specs import PartitionTarget
-from kpo_operator.progress import PartitionProgress, format_duration, throttled_duration
-from kpo_operator.states import MoveState
 
 GROUP = "kpo.dev"
 """API group of the custom resources."""
@@ -122,23 +121,11 @@ def predicted_seconds(moves: Sequence[ReplicaMove], throttle: int | None) -> flo
     """Seconds to copy ``moves`` at a throttle of ``throttle`` bytes/s; ``None`` unthrottled.
 
     Same model as the operator's ETA of a not-yet-started reassignment
-    (:func:`kpo_operator.progress.throttled_duration`: Kafka's leader and follower
+    (:func:`kpo_kafka.copy_time.throttled_duration`: Kafka's leader and follower
     ``ReplicationQuotaManager`` on each broker, KIP-73).
     """
     parts = [
-        PartitionProgress(
-            m.topic,
-            m.partition,
-            MoveState.PENDING,
-            m.old_replicas,
-            m.new_replicas,
-            m.adding,
-            tuple(b for b in m.old_replicas if b not in m.new_replicas),
-            (),
-            m.leader if m.leader >= 0 else m.old_replicas[0],
-            0,
-            m.bytes_to_move,
-        )
+        PlannedCopy(m.leader if m.leader >= 0 else m.old_replicas[0], m.adding, m.bytes_to_move)
         for m in moves
     ]
     duration = throttled_duration(parts, throttle)

@@ -15,13 +15,11 @@ import numpy as np
 from kpo_placement import goals
 from kpo_placement.goals import DISK, REPLICAS, Violation
 from kpo_placement.model import ClusterModel
+from kpo_placement.plan_options import MODES
 from kpo_placement.state import PlanState
 
 if TYPE_CHECKING:
-    from kpo_placement.planner import PlanOptions
-
-MODES: tuple[str, ...] = ("rebalance", "add-brokers", "remove-brokers", "leaders")
-"""The planner's modes (:attr:`PlanOptions.mode`)."""
+    from kpo_placement.plan_options import PlanOptions
 
 
 class PlanError(Exception):

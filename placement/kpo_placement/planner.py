@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 
@@ -38,7 +37,6 @@ from kpo_placement.goals import Imbalance, Violation
 from kpo_placement.leadership import balance_leaders
 from kpo_placement.model import NO_BROKER, ClusterModel, IntArray
 from kpo_placement.plan_checks import (
-    MODES,
     InsufficientCapacityError,
     InvalidOptionsError,
     PlanError,
@@ -47,6 +45,7 @@ from kpo_placement.plan_checks import (
     check_options,
     check_result,
 )
+from kpo_placement.plan_options import MODES, Mode, PlanOptions
 from kpo_placement.replica_rounds import (
     REPLICA_WEIGHTS,
     RoundSettings,
@@ -63,6 +62,7 @@ __all__ = [
     "CandidateScorer",
     "InsufficientCapacityError",
     "InvalidOptionsError",
+    "Mode",
     "Move",
     "NumpyScorer",
     "Plan",
@@ -76,38 +76,6 @@ __all__ = [
 SWAP_PASSES = 20
 """Swap passes at most, each followed by more balance rounds. In ``add-brokers`` mode a
 swap exchanges replicas between an added broker and an old one."""
-
-Mode = Literal["rebalance", "add-brokers", "remove-brokers", "leaders"]
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    """What to plan.
-
-    Attributes:
-        mode: ``rebalance``, ``add-brokers`` (fill ``brokers_to_add``), ``remove-brokers``
-            (drain ``brokers_to_remove``) or ``leaders`` (preferred leaders only).
-        brokers_to_add: Broker ids, alive and holding no replica.
-        brokers_to_remove: Broker ids to drain.
-        max_replicas_per_broker: Replica cap per broker (hard goal), or None.
-        disk_threshold: Fraction of each broker's disk capacity never exceeded.
-        balance_tolerance: Target max/mean per resource (band ``[2 - t, t]``), >= 1.
-        max_rounds: Rounds per phase at most.
-        seed: Kept for the baselines and reproducibility records; the planner draws nothing.
-        top_k: Destinations kept per candidate per round.
-        candidates_per_broker: Replicas offered per source broker per balance round.
-    """
-
-    mode: Mode = "rebalance"
-    brokers_to_add: tuple[int, ...] = ()
-    brokers_to_remove: tuple[int, ...] = ()
-    max_replicas_per_broker: int | None = None
-    disk_threshold: float = 0.8
-    balance_tolerance: float = 1.05
-    max_rounds: int = 200
-    seed: int = 0
-    top_k: int = 16
-    candidates_per_broker: int = 400
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 A snapshot is what the collector writes (live cluster) or ``synthesize`` writes (synthetic
 cluster), and what the job reads, so a plan can be recomputed from the same input. The
-tables and their units are documented in ``placement/README.md``; the schemas below are the
-authority (:data:`SCHEMAS`). Reading checks every file against its schema and a few
+tables and their units are documented in ``docs/reference/placement-job.md``; the schemas
+below are the authority (:data:`SCHEMAS`). Reading checks every file against its schema and a few
 invariants, and fails with :class:`SnapshotError` naming the file and the column.
 
 This module is pure data handling with pyarrow (no Kafka, no Spark).

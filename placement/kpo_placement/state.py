@@ -171,19 +171,6 @@ class PlanState:
         self._disk_limit = self.disk_limit.tolist()
         self._eligible = self.eligible.tolist()
 
-    def source_gain(self, s: int, load: list[float], weights: list[float]) -> tuple[float, float]:
-        """Return ``(hinge, score)`` of removing ``load`` from broker ``s`` now (0 if ineligible).
-
-        The score adds the pull term of :mod:`kpo_placement.scoring`; topic terms are apart.
-        """
-        if not self._eligible[s]:
-            return 0.0, 0.0
-        return self.gain(s, load, active_resources(weights), -1.0)
-
-    def dest_gain(self, d: int, load: list[float], weights: list[float]) -> tuple[float, float]:
-        """Return ``(hinge, score)`` of adding ``load`` to broker ``d`` now."""
-        return self.gain(d, load, active_resources(weights), 1.0)
-
     def gain(
         self, b: int, load: list[float], active: list[tuple[int, float]], sign: float
     ) -> tuple[float, float]:

@@ -13,7 +13,8 @@ from kpo_broker.log.epoch import (
     EpochEntry,
     LeaderEpochCache,
 )
-from kpo_broker.log.info import FetchDataInfo, FileSlice, LogAppendInfo, OffsetAndTimestamp
+from kpo_broker.log.filerecords import FileSlice
+from kpo_broker.log.info import FetchDataInfo, LogAppendInfo, OffsetAndTimestamp
 from kpo_broker.log.log import Log
 from kpo_broker.log.log_dirs import LogDirInfo, PartitionDirInfo
 from kpo_broker.log.manager import LogManager

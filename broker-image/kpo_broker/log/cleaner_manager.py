@@ -253,17 +253,6 @@ class LogCleanerManager:
                 self._uncleanable[Path(source)].discard(tp)
                 self.mark_partition_uncleanable(destination, tp)
 
-    def maybe_truncate_checkpoint(self, log_dir: Path, tp: TopicPartition, offset: int) -> None:
-        """Lower ``tp``'s first dirty offset to ``offset`` after a truncation below it."""
-        with self._lock:
-            checkpoint = self._checkpoints.get(Path(log_dir))
-            if checkpoint is None:
-                return
-            entries = checkpoint.read()
-            if entries.get(tp, 0) > offset:
-                entries[tp] = offset
-                checkpoint.write(entries)
-
     # ----------------------------------------------------------------- uncleanable partitions
 
     def mark_partition_uncleanable(self, log_dir: Path, tp: TopicPartition) -> None:

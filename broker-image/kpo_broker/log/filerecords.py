@@ -2,7 +2,8 @@
 
 Mirrors Kafka's ``FileRecords``: the file is only appended to or truncated, reads use
 ``os.pread`` so they never move the append position, and a scan walks batch headers
-without reading the records themselves.
+without reading the records themselves. A :class:`FileSlice` is a byte range of one such
+file, which a Fetch response sends with ``sendfile``.
 
 Descriptors: Kafka keeps every segment's file channel open, one descriptor per segment.
 Here the open ``.log`` files of the whole process are bounded by a ``SegmentFileCache``
@@ -20,10 +21,11 @@ import resource
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from kpo_broker.log.errors import CorruptRecordError
-from kpo_broker.log.info import FileSlice
 from kpo_broker.log.records import HEADER_SIZE, BatchHeader, crc_matches, parse_header
 
 _HEADER_SCAN_CHUNK = 16 * 1024
@@ -268,3 +270,36 @@ class FileRecords:
         """Close and remove the file (a missing file is ignored)."""
         self.close()
         self.path.unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A byte range of a segment's ``.log`` file, ready for ``sendfile``.
+
+    The slice holds no descriptor: the file is opened (or taken from the segment file
+    cache) when the slice is sent or read, so a Fetch response of thousands of partitions
+    does not pin thousands of descriptors. A deleted segment's file stays readable until
+    ``file.delete.delay.ms`` has passed (Kafka's in-flight read guarantee).
+
+    Attributes:
+        records: the segment's ``.log`` file.
+        position: byte position of the first batch in the file.
+        size: length in bytes; always a whole number of batches.
+    """
+
+    records: FileRecords
+    position: int
+    size: int
+
+    def open_file(self) -> BinaryIO:
+        """Return the open ``.log`` file; keep the reference for as long as the transfer lasts.
+
+        Raises:
+            ValueError: the segment's files were closed (log closed, or segment removed).
+            OSError: the file could not be reopened.
+        """
+        return self.records.open_file()
+
+    def read_bytes(self) -> bytes:
+        """Read the slice with ``os.pread`` (the file position is not moved)."""
+        return self.records.pread(self.position, self.size)

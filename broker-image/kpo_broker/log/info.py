@@ -3,43 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from kpo_broker.log.filerecords import FileRecords
-
-
-@dataclass(frozen=True)
-class FileSlice:
-    """A byte range of a segment's ``.log`` file, ready for ``sendfile``.
-
-    The slice holds no descriptor: the file is opened (or taken from the segment file
-    cache) when the slice is sent or read, so a Fetch response of thousands of partitions
-    does not pin thousands of descriptors. A deleted segment's file stays readable until
-    ``file.delete.delay.ms`` has passed (Kafka's in-flight read guarantee).
-
-    Attributes:
-        records: the segment's ``.log`` file.
-        position: byte position of the first batch in the file.
-        size: length in bytes; always a whole number of batches.
-    """
-
-    records: FileRecords
-    position: int
-    size: int
-
-    def open_file(self) -> BinaryIO:
-        """Return the open ``.log`` file; keep the reference for as long as the transfer lasts.
-
-        Raises:
-            ValueError: the segment's files were closed (log closed, or segment removed).
-            OSError: the file could not be reopened.
-        """
-        return self.records.open_file()
-
-    def read_bytes(self) -> bytes:
-        """Read the slice with ``os.pread`` (the file position is not moved)."""
-        return self.records.pread(self.position, self.size)
+    from kpo_broker.log.filerecords import FileSlice
 
 
 @dataclass(frozen=True)

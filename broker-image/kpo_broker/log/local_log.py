@@ -15,7 +15,7 @@ from pathlib import Path
 from kpo_broker.log.checkpoints import fsync_dir
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.deleter import SegmentDeleter
-from kpo_broker.log.info import FileSlice
+from kpo_broker.log.filerecords import FileSlice
 from kpo_broker.log.names import CLEANED_SUFFIX, SWAP_SUFFIX
 from kpo_broker.log.reads import floor_segment_position, read_slices
 from kpo_broker.log.records import BatchHeader

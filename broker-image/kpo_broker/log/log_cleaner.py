@@ -11,7 +11,7 @@ uncleanable, as Kafka does; an abort (truncation, deletion, move) just ends the 
 
 Statistics of the last cleaning of each thread feed Kafka's gauges
 ``kafka.log:type=LogCleaner,name=...`` and ``kafka.log:type=LogCleanerManager,name=...``
-(see ``broker-image/METRICS.md``).
+(see ``docs/reference/metrics.md``).
 """
 
 from __future__ import annotations

@@ -167,10 +167,6 @@ class LogManager:
         offline = set(self.failure_channel.offline_dirs)
         return [d for d in self.log_dirs if d not in offline]
 
-    def is_log_dir_online(self, log_dir: Path) -> bool:
-        """Whether ``log_dir`` is one of this broker's dirs and has not failed."""
-        return Path(log_dir) in self.live_log_dirs
-
     def handle_log_dir_failure(self, log_dir: Path) -> list[TopicPartition]:
         """Stop serving every log of an offline dir (Kafka's ``LogManager.handleLogDirFailure``).
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from kpo_broker.log.info import FileSlice, OffsetAndTimestamp
+from kpo_broker.log.filerecords import FileSlice
+from kpo_broker.log.info import OffsetAndTimestamp
 from kpo_broker.log.records import NO_TIMESTAMP
 from kpo_broker.log.segment import LogSegment
 

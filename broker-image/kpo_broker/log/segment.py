@@ -16,9 +16,9 @@ from pathlib import Path
 
 from kpo_broker.log.config import LogConfig
 from kpo_broker.log.errors import CorruptRecordError
-from kpo_broker.log.filerecords import FileRecords
+from kpo_broker.log.filerecords import FileRecords, FileSlice
 from kpo_broker.log.index import NO_TIMESTAMP, OffsetIndex, TimeIndex
-from kpo_broker.log.info import FileSlice, OffsetAndTimestamp
+from kpo_broker.log.info import OffsetAndTimestamp
 from kpo_broker.log.names import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,

@@ -2,7 +2,8 @@
 
 Wraps the broker's :class:`~kpo_broker.security.authorizer.AclAuthorizer`, or none: with
 no ``authorizer.class.name`` every check passes, as in Kafka. A check names the request's
-principal and client address from its :class:`~kpo_broker.server.components.RequestContext`.
+principal and client address from its
+:class:`~kpo_broker.server.request_context.RequestContext`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kpo_broker.security.authorizer import AclAuthorizer
 
 if TYPE_CHECKING:
     from kpo_broker.security.acl_store import AclStore
-    from kpo_broker.server.components import RequestContext
+    from kpo_broker.server.request_context import RequestContext
 
 __all__ = ["AuthHelper"]
 

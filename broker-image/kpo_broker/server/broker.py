@@ -8,7 +8,7 @@ register ``/brokers/ids/<id>`` (its czxid is the broker epoch, KIP-380), start t
 controller component (which competes for ``/controller``), then the periodic tasks
 (ISR shrink, ISR change propagation, HW checkpoint, log retention, and the
 registration again after each ZooKeeper session expiry, with a new broker epoch) and, when
-``metrics.port`` is set, the Prometheus endpoint (``broker-image/METRICS.md``). Shutdown first
+``metrics.port`` is set, the Prometheus endpoint (``docs/reference/metrics.md``). Shutdown first
 asks the controller to move leadership away (controlled shutdown, when
 ``controlled.shutdown.enable``), then stops everything and checkpoints.
 
@@ -59,7 +59,6 @@ from kpo_broker.security.tls import TlsConfigError
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.alter_partition_manager import AlterPartitionManager
 from kpo_broker.server.apis import versions
-from kpo_broker.server.apis.groups import OffsetsTopicCreator
 from kpo_broker.server.auth_helper import AuthHelper
 from kpo_broker.server.change_notifications import NotificationProcessor
 from kpo_broker.server.components import BrokerComponents
@@ -74,6 +73,7 @@ from kpo_broker.server.log_dir_mover import LogDirMover, zk_rate_reader
 from kpo_broker.server.metadata_cache import MetadataCache
 from kpo_broker.server.metrics import AuthenticationStats, RequestStats
 from kpo_broker.server.metrics_http import MetricsHttpServer, broker_state, new_registry
+from kpo_broker.server.offsets_topic import OffsetsTopicCreator
 from kpo_broker.server.producer_ids import ProducerIdManager
 from kpo_broker.server.replica_manager import ReplicaManager, now_ms
 from kpo_broker.server.replication_quota import (
@@ -292,7 +292,7 @@ class KafkaServer:
             components.auth = await self._start_authorizer(zk, authorizer_settings)
         components.group_coordinator = await self._new_group_coordinator(components)
         self.log_dir_failure_handler.start()
-        components.offsets_topic_creator = OffsetsTopicCreator(components)
+        components.offsets_topic_creator = OffsetsTopicCreator(c, topic_admin)
         self.components = components
         apis = kafka_apis.KafkaApis(components, kafka_apis.HANDLERS)
         self.socket_server = SocketServer(

@@ -1,11 +1,13 @@
-"""What request handlers are given: the broker's components and the request's context."""
+"""What request handlers are given: the broker's components.
+
+Each request also comes with its :class:`~kpo_broker.server.request_context.RequestContext`.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpo_broker.server.auth_helper import AuthHelper
 
 if TYPE_CHECKING:
@@ -14,41 +16,17 @@ if TYPE_CHECKING:
     from kpo_broker.log.manager import LogManager
     from kpo_broker.protocol.client import StreamConnector
     from kpo_broker.security.credentials import CredentialCache
-    from kpo_broker.server.apis.groups import OffsetsTopicCreator
     from kpo_broker.server.dynamic_config import TopicConfigs
     from kpo_broker.server.fetch_session import FetchManager
     from kpo_broker.server.fetcher import ReplicaFetcherManager
     from kpo_broker.server.log_dir_mover import LogDirMover
     from kpo_broker.server.metadata_cache import MetadataCache
+    from kpo_broker.server.offsets_topic import OffsetsTopicCreator
     from kpo_broker.server.producer_ids import ProducerIdManager
     from kpo_broker.server.replica_manager import ReplicaManager
     from kpo_broker.server.replication_quota import ReplicationQuotas
     from kpo_broker.server.topic_admin import TopicAdmin
     from kpo_broker.zk.client import KafkaZkClient
-
-
-@dataclass(frozen=True)
-class RequestContext:
-    """One request's envelope.
-
-    Attributes:
-        api_key: the request's API key.
-        api_version: the request's version.
-        correlation_id: echoed in the response.
-        client_id: the client's ``client.id`` (may be None).
-        listener: name of the listener the request arrived on (e.g. ``PLAINTEXT``).
-        peer: the client's (host, port).
-        principal: who the connection authenticated as (``User:ANONYMOUS`` on PLAINTEXT
-            listeners; Kafka's ``RequestContext.principal``), for authorization.
-    """
-
-    api_key: int
-    api_version: int
-    correlation_id: int
-    client_id: str | None
-    listener: str
-    peer: tuple[str, int] | None = None
-    principal: KafkaPrincipal = ANONYMOUS
 
 
 @dataclass

@@ -57,7 +57,7 @@ class TopicConfigDef:
         synonyms: broker configs it inherits its default from, in Kafka's precedence order
             (``ServerTopicConfigSynonyms``); the first is the dynamic broker config name.
         applied: False for configs this broker accepts and stores but has no behaviour for
-            (documented in the README's topic-config table).
+            (listed in docs/reference/broker-configs.md).
         check: further check of the parsed value (a Kafka validator beyond a range); raises
             ``InvalidTopicConfigError``.
     """

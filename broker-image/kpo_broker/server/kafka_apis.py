@@ -34,7 +34,8 @@ from kpo_broker.server.apis import (
     users,
 )
 from kpo_broker.server.apis import versions as v
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 
 log = logging.getLogger(__name__)
 

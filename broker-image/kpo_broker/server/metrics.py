@@ -10,7 +10,7 @@ too (:mod:`kpo_broker.server.metrics_http`).
 The gauges (log sizes, partition and leader counts, ISR state, controller state,
 quota rates) are not kept here at all: the collector reads them at scrape time from
 a :class:`BrokerState`, whose read-only views (Protocols) are declared at the end of this
-module. ``broker-image/METRICS.md`` lists every metric.
+module. ``docs/reference/metrics.md`` lists every metric.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from the live objects at each scrape. Counters come from
 Names follow what Prometheus' JMX exporter makes of Kafka's MBeans with its Kafka
 rules (``kafka.server<type=BrokerTopicMetrics, name=BytesInPerSec, topic=t><>Count``
 becomes ``kafka_server_brokertopicmetrics_bytesin_total{topic="t"}``); a broker-wide
-total is the same family without the ``topic`` label. ``broker-image/METRICS.md``
+total is the same family without the ``topic`` label. ``docs/reference/metrics.md``
 lists every metric with its type, labels, unit and MBean.
 """
 

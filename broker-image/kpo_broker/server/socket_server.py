@@ -49,10 +49,10 @@ from kpo_broker.protocol.api import api_spec
 from kpo_broker.security.channel import AuthenticationFailedError, ListenerAuthenticator
 from kpo_broker.security.principal import ANONYMOUS, KafkaPrincipal
 from kpo_broker.server import zero_copy
-from kpo_broker.server.components import RequestContext
 from kpo_broker.server.connection_quotas import ConnectionQuotas, TooManyConnectionsError
 from kpo_broker.server.memory_pool import MemoryPool
 from kpo_broker.server.metrics import AuthenticationStats
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 
 log = logging.getLogger(__name__)

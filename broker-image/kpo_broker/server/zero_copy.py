@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from kpo_broker.log.info import FileSlice
+from kpo_broker.log.filerecords import FileSlice
 
 _TOKEN_PREFIX = b"\x00KPO-ZC\x00"
 _TOKEN_SIZE = 16

@@ -332,7 +332,7 @@ def test_status_partitions_is_one_field_for_the_apiserver(
 ) -> None:
     """The operator writes ``status.partitions`` whole, so the list is atomic: the API
     server tracks one owned field for it, not one per entry, which it would otherwise
-    re-encode at every status write of the object (issue 17: CPU per PATCH)."""
+    re-encode at every status write of the object (CPU per PATCH)."""
     api = client.CustomObjectsApi(kube_client)
     body = copy.deepcopy(PR)
     body["metadata"] = {"name": "atomic"}

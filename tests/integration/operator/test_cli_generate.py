@@ -11,10 +11,10 @@ from typer.testing import CliRunner, Result
 
 from kpo_devenv import ControlPlane
 from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.generate import propose_move
 from kpo_kafka.reassignment_json import parse_reassignment_json
 from kpo_kafka.specs import PartitionReassignmentSpec
 from kpo_operator.cli import app
-from kpo_operator.generate import propose_move
 from tests.integration.broker.conftest import ClusterFactory, wait_for
 from tests.integration.broker.server.helpers import create_topic
 

@@ -1,6 +1,6 @@
 """The operator beside Kafka's own ``kafka-reassign-partitions --throttle``, on real Apache Kafka.
 
-Issue 13, part 1: a 3-broker Apache Kafka (3.9 in ZooKeeper mode and 4.x in KRaft mode, jars
+A 3-broker Apache Kafka (3.9 in ZooKeeper mode and 4.x in KRaft mode, jars
 from Maven Central by ``tools/install-kafka.sh``) runs Kafka's ``ReassignPartitionsCommand
 --execute --throttle`` on one topic while a TopicReplicaQuota and a PartitionReassignment
 work on other topics, and the operator is restarted in the middle. The outside move's

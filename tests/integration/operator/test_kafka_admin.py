@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 
 from kpo_devenv import ZooKeeperServer
+from kpo_devenv.apache_kraft import KraftKafkaCluster
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_kafka.admin import KafkaPythonAdmin
 from kpo_kafka.admin_types import (
@@ -207,3 +208,21 @@ def test_create_topic_with_an_assignment_or_counts_and_configs(
     assert {len(info.replicas) for info in counted.values()} == {2}
     with pytest.raises(KafkaRequestError, match="CreateTopics"):
         admin.create_topic("placed", partitions=1, replication_factor=1)
+
+
+def test_the_controller_on_kraft_is_the_metadata_quorum_leader(
+    shared_kraft: KraftKafkaCluster, admin_factory: list[KafkaPythonAdmin]
+) -> None:
+    """KRaft brokers answer DescribeCluster with a random live broker as the controller; the
+    active controller is the metadata quorum's leader (DescribeQuorum)."""
+    admin = connect(shared_kraft, admin_factory)
+    raw = KafkaAdminClient(bootstrap_servers=shared_kraft.bootstrap_servers, client_id="kpo-test")
+    try:
+        leader = raw.describe_metadata_quorum()["topics"][0]["partitions"][0]["leader_id"]
+    finally:
+        raw.close()
+    assert {admin.describe_cluster().controller_id for _ in range(8)} == {leader}
+    name = f"kraft-{uuid.uuid4().hex[:8]}"
+    admin.create_topic(name, assignment={0: [0, 1], 1: [1, 2], 2: [2, 0]}, wait_for_metadata=True)
+    # Once created, every live broker's Metadata lists it with leaders: one round, no wait.
+    admin.wait_for_topics({name: 3}, timeout_ms=1)

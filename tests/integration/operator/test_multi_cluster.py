@@ -1,4 +1,4 @@
-"""One operator, two Kafka clusters (issue 13, part 3), on real parts.
+"""One operator, two Kafka clusters, on real parts.
 
 Two separate fleets of real broker processes, each under its own ZooKeeper chroot, one
 operator process on the real kube-apiserver:
@@ -202,7 +202,7 @@ def test_one_operator_drives_two_clusters_without_cross_talk(
         }
     )
     refused = _wait_condition(stack, "kafkaclusters", "b", "Ready", "False")
-    # kafka-python reports refused SASL credentials as a bootstrap timeout (README).
+    # kafka-python reports refused SASL credentials as a bootstrap timeout.
     assert refused["reason"] == "Unreachable", refused
     assert "refused the SASL credentials" in refused["message"]
     # The password rotated in the Secret: the operator reconnects on its next refresh.

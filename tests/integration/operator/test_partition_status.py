@@ -1,4 +1,4 @@
-"""A moving object's totals refresh every poll, its partition entries at an interval (issue 17).
+"""A moving object's totals refresh every poll, its partition entries at an interval.
 
 Real kube-apiserver + etcd, three broker processes, the operator as a process with
 ``KPO_POLL_INTERVAL_S`` = 0.5 and ``KPO_PARTITION_STATUS_INTERVAL_S`` = :data:`INTERVAL_S`.

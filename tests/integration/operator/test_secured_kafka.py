@@ -1,6 +1,6 @@
 """The operator on a secured Apache Kafka: SASL_SSL with SCRAM-SHA-512, mutual TLS, ACLs.
 
-Issue 13, part 2. One 3-broker Apache Kafka (jars from Maven Central) per module and flavor
+One 3-broker Apache Kafka (jars from Maven Central) per module and flavor
 (3.9 in ZooKeeper mode, 4.x in KRaft mode), with two TLS listeners (PEM keystores from a
 CA made in the test):
 
@@ -11,10 +11,10 @@ CA made in the test):
   ``User:CN=broker-<id>,O=kpo``, super users).
 
 ``AclAuthorizer`` (3.9) or ``StandardAuthorizer`` (KRaft) refuses whatever no ACL allows.
-The operator's principals get exactly the ACLs the README documents, granted with Kafka's
-own ``kafka-acls``; a third principal lacks Alter on the Cluster. The operator runs as a
-process configured as the chart configures it: a client properties file plus the password
-and key as files (Secrets).
+The operator's principals get exactly the ACLs that docs/operations/kafka-acls.md lists,
+granted with Kafka's own ``kafka-acls``; a third principal lacks Alter on the Cluster. The
+operator runs as a process configured as the chart configures it: a client properties file
+plus the password and key as files (Secrets).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def secured(
             return set(info.brokers) == {0, 1, 2} and info.controller_id is not None
 
         wait_for(ready, 180, "the secured brokers and a controller")
-        # The README's ACLs (one kafka-acls run per resource), the third principal without
+        # The documented ACLs (one kafka-acls run per resource), the third principal without
         # Alter on the Cluster.
         full = [f"User:{OPERATOR_USER}", TLS_OPERATOR]
         limited = [f"User:{LIMITED_USER}"]

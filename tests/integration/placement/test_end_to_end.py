@@ -116,8 +116,8 @@ def test_first_wave_executed_by_the_operator_improves_balance_as_predicted(
     assert first["totals"]["bytesTotal"] > 0
     wave = stack.get("partitionreassignments", name)["spec"]["partitions"]
 
-    # Start and await the wave with the placement README's own commands, as a user would.
-    for command in readme_wave_commands(stack.namespace, "e2e"):
+    # Start and await the wave with the placement reference page's own commands, as a user would.
+    for command in documented_wave_commands(stack.namespace, "e2e"):
         run_shell(command, stack)
     stack.wait_phase(name, "Completed", 10)
 
@@ -147,14 +147,14 @@ def test_first_wave_executed_by_the_operator_improves_balance_as_predicted(
     assert len(moved) == len(wave)
 
 
-PLACEMENT_README = Path(__file__).resolve().parents[3] / "placement" / "README.md"
+PLACEMENT_PAGE = Path(__file__).resolve().parents[3] / "docs" / "reference" / "placement-job.md"
 
 
-def readme_wave_commands(namespace: str, plan: str) -> list[str]:
-    """The placement README's commands that resume wave 1 and wait for it, for ``plan``."""
+def documented_wave_commands(namespace: str, plan: str) -> list[str]:
+    """The placement reference page's commands that resume wave 1 and wait for it."""
     lines = [
         line
-        for line in PLACEMENT_README.read_text().splitlines()
+        for line in PLACEMENT_PAGE.read_text().splitlines()
         if line.startswith("kubectl ") and "kpo.dev/wave=1" in line
     ]
     assert len(lines) == 2, lines  # resume, then wait
@@ -167,7 +167,7 @@ def readme_wave_commands(namespace: str, plan: str) -> list[str]:
 
 
 def run_shell(command: str, stack: Stack) -> None:
-    """Run a README command line in bash with ``kubectl`` on PATH and the test's kubeconfig."""
+    """Run a documented command line in bash with ``kubectl`` on PATH and the test's kubeconfig."""
     env = dict(os.environ)
     env["PATH"] = f"{tool_path('kubectl').parent}{os.pathsep}{env.get('PATH', '')}"
     env["KUBECONFIG"] = str(stack.plane.kubeconfig)

@@ -71,7 +71,7 @@ def test_read_env_value() -> None:
     assert read_env_value(text, "HELM_VERSION") is None
 
 
-def test_default_workload_meets_the_issue_sizes() -> None:
+def test_default_workload_has_the_benchmark_sizes() -> None:
     assert DEFAULT.record_size == 1024
     assert DEFAULT.catch_up_bytes >= 500 * 1000 * 1000
     assert DEFAULT.producer_props["acks"] == "all"

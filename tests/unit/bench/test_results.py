@@ -53,7 +53,7 @@ def test_ratio_is_none_without_two_usable_values(
     assert ratio(FAILOVER, ours, baseline) is None
 
 
-def test_targets_are_the_issue_s() -> None:
+def test_targets_of_the_ratios() -> None:
     assert PRODUCE.target_ratio == 0.5
     assert CATCH_UP.target_ratio == 1.0
     assert CONSUME.target_ratio is None

@@ -23,7 +23,7 @@ LOCKS = REPO_ROOT / "requirements"
 #: target -> the project's packages (folder/package) its image carries.
 IMAGE_PACKAGES = {
     "kpo": ["kafka-client/kpo_kafka", "broker-image/kpo_broker", "operator/kpo_operator"],
-    "placement": ["kafka-client/kpo_kafka", "operator/kpo_operator", "placement/kpo_placement"],
+    "placement": ["kafka-client/kpo_kafka", "placement/kpo_placement"],
 }
 IMAGE_LOCK = {"kpo": "broker.lock", "placement": "placement.lock"}
 

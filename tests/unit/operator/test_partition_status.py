@@ -1,6 +1,6 @@
 """``status.partitions`` of a moving object: written on a change, byte counters at an interval.
 
-Issue 17 (operator at scale): the totals, rate and ETA are refreshed at every step, but
+At scale, the totals, rate and ETA are refreshed at every step, but
 the per-partition entries (up to 2,000) are written only when something other than their
 byte counters changed, or when ``partition_status_interval_s`` passed since
 ``status.partitionsUpdateTime``; a JSON merge patch without ``partitions`` leaves them as
@@ -15,17 +15,17 @@ from typing import Any
 
 import pytest
 
+from kpo_kafka.states import MoveState, Phase
 from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.progress import PartitionStatus
 from kpo_operator.reassignment import ReassignmentReconciler
 from kpo_operator.reassignment_status import (
-    PartitionStatus,
     StatusUpdate,
     partitions_due,
     render_status,
     status_patch,
 )
 from kpo_operator.resources import ResourceKind
-from kpo_operator.states import MoveState, Phase
 from tests.unit.operator.reassignment_env import BASE, T0, T1, Env, entry_of, start_moving_two
 
 INTERVAL_S = 10.0

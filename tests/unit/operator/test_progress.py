@@ -4,6 +4,7 @@ import pytest
 
 from kpo_kafka.admin_types import PartitionInfo
 from kpo_kafka.specs import PartitionTarget
+from kpo_kafka.states import MoveState
 from kpo_operator.model import ClusterView
 from kpo_operator.progress import (
     PartitionProgress,
@@ -15,7 +16,6 @@ from kpo_operator.progress import (
     predicted_duration,
     totals,
 )
-from kpo_operator.states import MoveState
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 TARGET = PartitionTarget(topic="t", partition=0, replicas=[2, 3, 1])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from kpo_operator.quota_window import (
@@ -99,3 +101,69 @@ def test_window_from_broker_configs() -> None:
     assert QuotaWindow.from_configs({"replication.quota.window.num": "x"}) == QuotaWindow()
     with pytest.raises(ValueError):
         QuotaWindow(0, 1.0)
+
+
+# Replica sizes (bytes) of moves recorded on Apache Kafka 4.4 (KRaft, 11 x 1 s quota window,
+# leader and follower throttles of 512 KiB/s, replica.fetch.max.bytes 1 MiB), seconds after
+# the reassignment was submitted; each size holds until the next entry, the last one is
+# the end. One partition (one fetch of two 496 KiB batches every 2 s):
+ONE_PARTITION = [
+    (0.23, 0), (0.67, 1016612), (3.04, 2033224), (5.04, 3049836), (7.13, 4066448),
+    (9.25, 5083060), (11.34, 6099672), (13.38, 7116284), (15.34, 8132896), (17.38, 9149508),
+    (19.4, 10166120), (21.44, 11182732), (23.33, 12199344), (25.47, 13215956),
+    (27.48, 14232568), (29.36, 15249180), (31.56, 16265792), (32.6, 17282404),
+    (34.56, 18299016), (36.61, 19315628), (38.64, 19938760),
+]  # fmt: skip
+# Four partitions from one leader into one broker (their fetches land together):
+FOUR_PARTITIONS = [
+    (0.04, 0), (0.16, 1016612), (0.32, 3049836), (6.39, 7116284), (14.53, 11182732),
+    (22.54, 15249180), (27.59, 19315628), (33.6, 20824273), (38.74, 20988284),
+]  # fmt: skip
+KIB = 1024
+
+
+def polled(timeline: list[tuple[float, int]], seed: int, until_s: float) -> list[tuple[float, int]]:
+    """Poll ``timeline`` 1-3 s apart (a busy operator's polls), until ``until_s`` at least."""
+    rng = random.Random(seed)
+    t, polls = rng.uniform(0.2, 1.5), []
+    while True:
+        polls.append((t, max(b for at, b in timeline if at <= t) if t >= timeline[0][0] else 0))
+        if t >= until_s:
+            return polls
+        t += rng.uniform(1.0, 3.0)
+
+
+@pytest.mark.parametrize("timeline", [ONE_PARTITION, FOUR_PARTITIONS], ids=["one", "four"])
+def test_the_eta_ten_seconds_into_moves_recorded_on_kafka(
+    timeline: list[tuple[float, int]],
+) -> None:
+    """Whole fetches seen between irregular polls: every ETA 10 s in within 15% of the end.
+
+    With the polls 1-3 s apart, a copy at its throttle in fetches of 2 s worth can show one
+    fetch in every stretch of two samples or more and so never look faster than its
+    throttle: the copy seen faster than the throttle between two polls, the move's start
+    included, tells that the quota holds it back.
+    """
+    window, rate, total, finish = QuotaWindow(), 512 * KIB, timeline[-1][1], timeline[-1][0]
+    for seed in range(60):
+        seen = polled(timeline, seed, 10.0)
+        found = throttled_finish(seen, total, rate, window, started=-0.5)  # status: whole s
+        assert found is not None
+        error = (seen[-1][0] + found - finish) / finish
+        assert abs(error) <= 0.15, (seed, error, seen)
+
+
+def test_a_copy_in_whole_fetches_at_its_throttle_is_not_taken_for_a_slower_one() -> None:
+    """Polls 2.4 s apart see one fetch each: 0.4 MiB/s, but the first fetch came at once."""
+    window, rate, total, finish = QuotaWindow(), 512 * KIB, ONE_PARTITION[-1][1], 38.64
+    seen = [(1.2 + 2.4 * i, 1016612 * (i + 1)) for i in range(5)]
+    assert seen == polled_at(ONE_PARTITION, [t for t, _ in seen])
+    unknown_start = throttled_finish(seen, total, rate, window)
+    started = throttled_finish(seen, total, rate, window, started=-0.5)
+    assert unknown_start is not None and started is not None
+    assert seen[-1][0] + unknown_start > 1.15 * finish  # goes on at the speed seen
+    assert abs(seen[-1][0] + started - finish) <= 0.05 * finish
+
+
+def polled_at(timeline: list[tuple[float, int]], times: list[float]) -> list[tuple[float, int]]:
+    return [(t, max(b for at, b in timeline if at <= t)) for t in times]

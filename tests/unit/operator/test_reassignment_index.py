@@ -1,7 +1,7 @@
 """The cluster's index of PartitionReassignments shared by the steps and the throttle sync.
 
-Issue 17 (200 objects of 2,000 partitions on one cluster): a throttle sync used to list
-every PartitionReassignment, every object's status, at every sync. It now takes them from
+With 200 objects of 2,000 partitions on one cluster, listing every PartitionReassignment
+(every object's status) at every throttle sync is too costly: a sync takes them from
 the :class:`~kpo_operator.reassignment_index.ReassignmentIndex` the steps keep current (the one
 the in-flight owners come from). These tests pin what the sync must still see without a
 list: an acceptance just written, a phase that stops throttling, a deletion; what it sees

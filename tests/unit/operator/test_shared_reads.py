@@ -1,4 +1,4 @@
-"""One cluster read and one owner list per interval for all objects (issue 17, operator scale).
+"""One cluster read and one owner list per interval for all objects (operator scale).
 
 :class:`SharedClusterReader` and :class:`ReassignmentIndex` batch what every reconcile step
 reads; the throttle writer merges syncs asked for while one runs (group commit); the pool
@@ -467,7 +467,7 @@ def _named(name: str) -> dict[str, Any]:
 
 def test_a_step_looks_up_only_its_own_partitions_owners() -> None:
     # The owner index kept both ways: a step's cost grows with its partitions, not with
-    # every object's (issue 17: 200 objects of 2,000 partitions).
+    # every object's (200 objects of 2,000 partitions).
     store, clock = FakeObjectStore(), Clock()
     owners = ReassignmentIndex(store, 30.0, clock=clock)
     a, b = TopicPartition("t0", 0), TopicPartition("t1", 0)

@@ -1,4 +1,4 @@
-"""What one throttle sync costs with many moving objects (issue 17, operator scale).
+"""What one throttle sync costs with many moving objects (operator scale).
 
 A sync recomputes every contribution; these tests pin what it may skip without changing
 what it writes: parsing an object's accepted work again when only its totals changed,

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from kpo_operator.generate import propose_move
+from kpo_kafka.generate import propose_move
 from kpo_placement import goals
 from kpo_placement.baselines import greedy_plan, kafka_generate
 from kpo_placement.model import NO_BROKER

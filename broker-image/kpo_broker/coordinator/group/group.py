@@ -480,10 +480,6 @@ class GroupMetadata:
         committed = self.offsets.get(tp)
         return committed.offset if committed is not None else None
 
-    def all_offsets(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Every committed offset."""
-        return {tp: c.offset for tp, c in self.offsets.items()}
-
     @property
     def has_offsets(self) -> bool:
         """Whether any offset is committed or being committed."""

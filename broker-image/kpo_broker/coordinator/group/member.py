@@ -109,10 +109,6 @@ class MemberMetadata:
         """Whether a SyncGroup of this member is parked."""
         return self.awaiting_sync is not None
 
-    def protocol_names(self) -> set[str]:
-        """Return the names of the member's protocols."""
-        return {name for name, _ in self.supported_protocols}
-
     def metadata(self, protocol: str) -> bytes:
         """Return the member's metadata for ``protocol``.
 

@@ -12,7 +12,7 @@ of that version (:mod:`kpo_broker.coordinator.group.schemas`).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from kafka.protocol.api_data import ApiData
@@ -317,10 +317,3 @@ def build_batch(
     for i, (key, value) in enumerate(records):
         builder.append(i, ts, key, value, [])
     return bytes(builder.build())
-
-
-def iter_records(batches: Iterable[object]) -> Iterable[tuple[int, bytes | None, bytes | None]]:
-    """Yield ``(offset, key, value)`` of every record in kafka-python ``DefaultRecordBatch``es."""
-    for batch in batches:
-        for record in batch:  # type: ignore[attr-defined]
-            yield record.offset, record.key, record.value

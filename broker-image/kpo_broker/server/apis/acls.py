@@ -34,7 +34,8 @@ from kpo_broker.security.acl import (
     code_of,
 )
 from kpo_broker.security.authorizer import group_bindings
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 
 _SECURITY_DISABLED = 54
 _CLUSTER_AUTHORIZATION_FAILED = 31

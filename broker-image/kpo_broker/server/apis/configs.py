@@ -17,9 +17,10 @@ from kafka.protocol.admin import (
 
 from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server import config_admin as ca
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.dynamic_broker_config import SOURCE_DEFAULT_CONFIG, DynamicBrokerConfig
 from kpo_broker.server.dynamic_config import TOPIC_CONFIGS, TopicConfigs
+from kpo_broker.server.request_context import RequestContext
 
 _Result = DescribeConfigsResponse.DescribeConfigsResult
 _Entry = _Result.DescribeConfigsResourceResult

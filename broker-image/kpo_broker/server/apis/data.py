@@ -14,10 +14,11 @@ from kafka.protocol.producer import ProduceResponse
 from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server import fetch as fetch_module
 from kpo_broker.server import offsets, produce
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.fetch import FetchPartition
 from kpo_broker.server.fetch_metadata import FetchMetadata
 from kpo_broker.server.fetch_session import FetchContext, SessionlessFetchContext
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 from kpo_kafka.topic_partition import TopicPartition
 

@@ -10,8 +10,9 @@ from kafka.protocol.admin import ElectLeadersResponse
 
 from kpo_broker.controller.events import ElectionType
 from kpo_broker.security.acl import AclOperation
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.errors import error_code_of
+from kpo_broker.server.request_context import RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
 _Result = ElectLeadersResponse.ReplicaElectionResult

@@ -4,10 +4,9 @@ FindCoordinator, JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit,
 OffsetFetch, ListGroups, DescribeGroups, DeleteGroups and OffsetDelete.
 
 Decoding and encoding per version, as Kafka's ``KafkaApis`` does; the group logic is
-the coordinator's (:mod:`kpo_broker.coordinator.group`). FindCoordinator creates
-``__consumer_offsets`` on first use (``offsets.topic.num.partitions``,
-``offsets.topic.replication.factor``, ``cleanup.policy=compact``) and answers
-COORDINATOR_NOT_AVAILABLE until the group's partition has a live leader.
+the coordinator's (:mod:`kpo_broker.coordinator.group`). FindCoordinator has
+``__consumer_offsets`` created on first use (:mod:`kpo_broker.server.offsets_topic`) and
+answers COORDINATOR_NOT_AVAILABLE until the group's partition has a live leader.
 """
 
 from __future__ import annotations
@@ -39,7 +38,8 @@ from kpo_broker.coordinator.group.errors import Errors
 from kpo_broker.coordinator.group.member import JoinResult, SyncResult
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, OffsetAndMetadata
 from kpo_broker.security.acl import AclOperation, ResourceType
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
 log = logging.getLogger(__name__)
@@ -49,10 +49,6 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 #: OffsetCommit v2-v4 ``retention_time_ms`` meaning "the broker's retention".
 DEFAULT_RETENTION_TIME = -1
-_LEADER_NOT_AVAILABLE = 5
-_TOPIC_ALREADY_EXISTS = 36
-#: How long FindCoordinator waits before asking ZooKeeper to create the topic again, s.
-_CREATE_RETRY_S = 1.0
 _TOPIC_AUTHORIZATION_FAILED = 29
 _GROUP_AUTHORIZATION_FAILED = 30
 _TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
@@ -77,53 +73,6 @@ def _client_host(ctx: RequestContext) -> str:
 
 
 # ---------------------------------------------------------------- FindCoordinator
-class OffsetsTopicCreator:
-    """Creates ``__consumer_offsets`` on demand, at most once per second.
-
-    Args:
-        broker: the broker's components (topic admin and config).
-    """
-
-    def __init__(self, broker: BrokerComponents) -> None:
-        self.broker = broker
-        self._last_attempt = 0.0
-
-    async def maybe_create(self) -> int:
-        """Ask ZooKeeper to create the topic unless asked within the last second.
-
-        Returns:
-            LEADER_NOT_AVAILABLE while the topic is being created (as Metadata's
-            auto-creation answers), or the creation's error (e.g.
-            INVALID_REPLICATION_FACTOR with too few live brokers).
-        """
-        now = time.monotonic()
-        if now - self._last_attempt < _CREATE_RETRY_S:
-            return _LEADER_NOT_AVAILABLE
-        self._last_attempt = now
-        c = self.broker.config
-        result = await self.broker.topic_admin.create_topic(
-            GROUP_METADATA_TOPIC_NAME,
-            c.offsets_topic_num_partitions,
-            c.offsets_topic_replication_factor,
-            None,
-            {
-                "cleanup.policy": "compact",
-                "segment.bytes": str(c.offsets_topic_segment_bytes),
-                "compression.type": "producer",
-            },
-            timeout_ms=0,
-        )
-        if result.error_code in (0, _TOPIC_ALREADY_EXISTS):
-            return _LEADER_NOT_AVAILABLE
-        log.info(
-            "%s not created (error %d): %s",
-            GROUP_METADATA_TOPIC_NAME,
-            result.error_code,
-            result.message,
-        )
-        return result.error_code
-
-
 async def _find_group_coordinator(
     broker: BrokerComponents, ctx: RequestContext, key: str
 ) -> tuple[int, int, str, int]:

@@ -35,10 +35,11 @@ from kpo_broker.protocol.interbroker import (
     UpdateMetadataResponse,
 )
 from kpo_broker.security.acl import AclOperation
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.errors import StaleControllerEpochError, error_code_of
 from kpo_broker.server.metadata_cache import BrokerInfo, PartitionMetadata
 from kpo_broker.server.partition import LeaderAndIsrState
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.zk.data import topic_id_to_uuid, uuid_to_topic_id
 from kpo_broker.zk.errors import KafkaZkError
 from kpo_broker.zk.model import EndPoint

@@ -17,7 +17,8 @@ from kafka.protocol.admin import AlterReplicaLogDirsResponse, DescribeLogDirsRes
 from kpo_broker.log.errors import LogError
 from kpo_broker.log.log_dirs import LogDirInfo
 from kpo_broker.security.acl import AclOperation
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
 _DirResult = DescribeLogDirsResponse.DescribeLogDirsResult

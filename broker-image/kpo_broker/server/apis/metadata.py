@@ -11,7 +11,8 @@ from kafka.protocol.metadata import MetadataResponse
 from kpo_broker.coordinator.group.records import GROUP_METADATA_TOPIC_NAME, INTERNAL_TOPICS
 from kpo_broker.protocol.api import api_versions_response
 from kpo_broker.security.acl import AclOperation, ResourceType
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.zk.data import topic_id_to_uuid
 
 _Topic = MetadataResponse.MetadataResponseTopic

@@ -12,13 +12,13 @@ from kafka.protocol.producer import InitProducerIdResponse
 
 from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server.auth_helper import AuthHelper
-from kpo_broker.server.components import RequestContext
 from kpo_broker.server.producer_ids import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     ProducerIdManager,
     init_producer_id,
 )
+from kpo_broker.server.request_context import RequestContext
 
 
 class HasProducerIds(Protocol):

@@ -8,7 +8,8 @@ from kafka.protocol.admin import DeleteRecordsResponse
 
 from kpo_broker.security.acl import AclOperation, ResourceType
 from kpo_broker.server import delete_records
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 from kpo_kafka.topic_partition import TopicPartition
 
 _Topic = DeleteRecordsResponse.DeleteRecordsTopicResult

@@ -14,7 +14,8 @@ from kafka.protocol.admin import (
 )
 
 from kpo_broker.security.acl import AclOperation, ResourceType
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.zk.data import topic_id_to_uuid, uuid_to_topic_id
 
 _Created = CreateTopicsResponse.CreatableTopicResult

@@ -34,8 +34,9 @@ from kpo_broker.security.scram import (
     credential_from_salted,
     credential_to_string,
 )
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.errors import error_code_of
+from kpo_broker.server.request_context import RequestContext
 
 _ILLEGAL_SASL_STATE = int(kafka_errors.IllegalSaslStateError.errno)
 _NOT_CONTROLLER = int(kafka_errors.NotControllerError.errno)

@@ -1,4 +1,4 @@
-"""The fault suite (issue 16, section 6): acked writes under a seeded schedule of faults.
+"""The fault suite: acked writes under a seeded schedule of faults.
 
 Three brokers (RF 3, ``min.insync.replicas=2``), each with a second log dir on a small tmpfs,
 on their own ZooKeeper; an idempotent acks=all librdkafka producer writes to every
@@ -59,11 +59,11 @@ PARTITIONS = 6
 BROKERS = (0, 1, 2)
 #: ``zookeeper.session.timeout.ms`` of the devenv brokers, s.
 SESSION_TIMEOUT_S = 6.0
-#: Bound on the longest time without acks after a fault (issue 16's goal): the session
+#: Bound on the longest time without acks after a fault (the suite's goal): the session
 #: timeout (a dead, paused or partitioned broker's leaderships move when it expires) plus
 #: 5 s. Asserted for every fault: a 100-fault soak (seed 2316, every kind, load average
-#: 13-32 on 2 cores) stayed at 7.5 s or below, as every earlier run since the ~30 s stalls
-#: were fixed (LeaderAndIsr requests hung on a fetcher that ran on after its cancellation).
+#: 13-32 on 2 cores) stayed at 7.5 s or below (no LeaderAndIsr request waits on a fetcher
+#: still running after its cancellation).
 RECOVERY_GOAL_S = SESSION_TIMEOUT_S + 5.0
 #: How long the suite waits for acks to resume before failing the fault (so the run goes on
 #: to report its figures when the goal is missed), s.
@@ -72,7 +72,7 @@ TMPFS_SIZE = "24m"
 #: Kafka's default leader imbalance check (the devenv's 5 s would add a preferred-leader
 #: election after most faults): a leadership move while a written batch waits for acks=all
 #: is answered NOT_LEADER_OR_FOLLOWER, as in Kafka, and when librdkafka then bumps its
-#: producer epoch it renumbers that batch and writes it again (see the README's figures).
+#: producer epoch it renumbers that batch and writes it again.
 BROKER_PROPERTIES = {"leader.imbalance.check.interval.seconds": "300"}
 
 

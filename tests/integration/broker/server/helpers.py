@@ -9,6 +9,7 @@ from kafka.admin import NewTopic
 
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_devenv.kafka_cluster import KafkaCluster
+from kpo_kafka.admin import KafkaPythonAdmin
 from tests.integration.broker.conftest import admin_client, wait_for
 
 
@@ -20,7 +21,8 @@ def create_topic(
     configs: dict[str, str] | None = None,
     assignment: dict[int, list[int]] | None = None,
 ) -> None:
-    """Create a topic through the Admin API and wait until every partition has a leader."""
+    """Create a topic through the Admin API; wait until every running broker's Metadata
+    lists it with a leader for each partition (whichever broker answers next knows it)."""
     admin = admin_client(cluster)
     try:
         if assignment is not None:
@@ -33,7 +35,12 @@ def create_topic(
     finally:
         admin.close()
     count = len(assignment) if assignment is not None else partitions
-    wait_for(lambda: len(leaders(cluster, name)) == count, 30, f"leaders of {name}")
+    running = [i for i, broker in cluster.brokers.items() if broker.is_running()]
+    waiter = KafkaPythonAdmin(cluster.bootstrap_servers, "tests", request_timeout_ms=10000)
+    try:
+        waiter.wait_for_topics({name: count}, timeout_ms=30000, brokers=running)
+    finally:
+        waiter.close()
 
 
 def describe(cluster: KafkaCluster, topic: str) -> list[dict[str, Any]]:

@@ -16,7 +16,6 @@ confluent-kafka act as allowed and refused principals for each API family.
 from __future__ import annotations
 
 import json
-import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
@@ -50,6 +49,7 @@ from kafka.errors import (
 from kafka.errors import (
     KafkaError as KafkaError_,
 )
+from kafka.protocol.admin import DescribeAclsRequest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kpo_devenv import ZooKeeperServer
@@ -61,6 +61,8 @@ from kpo_devenv.apache_kafka import (
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_devenv.kafka_security import add_scram_user, broker_ssl_properties
 from kpo_devenv.pki import KafkaPki, generate_kafka_pki
+from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.client_config import ClientSecurity, SaslMechanism, Secret, SecurityProtocol
 from tests.integration.broker.conftest import ClusterFactory, wait_cluster_ready, wait_for
 from tests.integration.broker.server.helpers import zk_client
 from tests.integration.broker.server.security_helpers import (
@@ -192,33 +194,67 @@ def _acl(
     )
 
 
+def _running(secured: Secured) -> list[int]:
+    return [i for i, broker in secured.cluster.brokers.items() if broker.is_running()]
+
+
+def _acls_on(admin: KafkaAdminClient, broker: int) -> set[ACL]:
+    """Every ACL in ``broker``'s own authorizer cache, which answers its DescribeAcls."""
+    request = DescribeAclsRequest(
+        resource_type_filter=ResourceType.ANY,
+        resource_name_filter=None,
+        pattern_type_filter=ACLResourcePatternType.ANY,
+        principal_filter=None,
+        host_filter=None,
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+    )
+    response = admin._manager.run(admin._manager.send, request, broker)
+    found, _ = admin._convert_describe_acls_response_to_acls(response)
+    return set(found)
+
+
 def _grant(secured: Secured, *acls: ACL) -> None:
-    """Create ACLs as the super user; wait until every broker applies them."""
+    """Create ACLs as the super user; wait until every running broker's authorizer has them.
+
+    The broker that takes CreateAcls writes them to ZooKeeper; each other broker follows
+    the change notification, so each is asked (DescribeAcls sent to it) in turn.
+    """
     admin = secured.admin("admin")
     try:
         result = admin.create_acls(list(acls))
         assert not result["failed"], result
+        wait_for(
+            lambda: all(set(acls) <= _acls_on(admin, b) for b in _running(secured)),
+            30,
+            "the ACLs on every broker",
+        )
     finally:
         admin.close()
-    time.sleep(0.5)  # the other broker follows the change notification
 
 
 def _create_topic(secured: Secured, name: str, assignments: dict[int, list[int]]) -> None:
+    """Create ``name``; wait until every running broker's Metadata has a leader for each
+    partition (:meth:`~kpo_kafka.admin.KafkaPythonAdmin.wait_for_topics`)."""
     admin = secured.admin("admin")
     try:
         admin.create_topics(
             [NewTopic(name, replica_assignments=assignments)],
             timeout_ms=20000,
         )
-        wait_for(
-            lambda: all(
-                p["leader_id"] >= 0 for p in admin.describe_topics([name])[0]["partitions"]
-            ),
-            30,
-            f"leaders of {name}",
-        )
     finally:
         admin.close()
+    security = ClientSecurity(
+        protocol=SecurityProtocol.SASL_PLAINTEXT,
+        sasl_mechanism=SaslMechanism.SCRAM_SHA_512,
+        username="admin",
+        password=Secret(PASSWORDS["admin"]),
+    )
+    waiter = KafkaPythonAdmin(secured.sasl, "admin", 10000, security)
+    try:
+        waiter.wait_for_topics({name: len(assignments)}, 30000, _running(secured))
+    finally:
+        waiter.close()
 
 
 def _produce(

@@ -1,4 +1,4 @@
-"""Idempotent produce across leader changes and restarts, on real brokers (issue 16, KIP-98).
+"""Idempotent produce across leader changes and restarts, on real brokers (KIP-98).
 
 A raw client (kpo's ``BrokerClient`` with kafka-python's request classes) plays an idempotent
 producer whose answer was lost: it appends batches on the leader with acks=all, the leader
@@ -211,7 +211,7 @@ def test_a_write_waiting_for_a_dead_follower_is_acknowledged_once_the_controller
     has it. Answering NOT_LEADER_OR_FOLLOWER instead (the leader epoch changed) tells the
     idempotent producer the batch was not written although it was: librdkafka then treats
     it as not persisted and, after any later epoch bump, sends it again under the new
-    epoch, where no broker can recognise it (the fault suite's duplicates, issue 16).
+    epoch, where no broker can recognise it (duplicates in the fault suite).
     """
     # Only the controller removes the dead follower (the leader's own lag check is later).
     cluster = kafka_cluster_factory(3, properties={"replica.lag.time.max.ms": "120000"})

@@ -246,7 +246,7 @@ def _malformed_bodies(flexible: bool, rng: random.Random) -> list[bytes]:
 def test_every_served_api_survives_malformed_bodies_without_a_traceback(
     kafka_cluster_factory: ClusterFactory,
 ) -> None:
-    """Issue 16: null arrays, truncated and garbage bodies for each served API and version.
+    """Null arrays, truncated and garbage bodies for each served API and version.
 
     Each is answered with Kafka's error or closes its connection; the broker logs no
     traceback and a fresh kafka-python client can still bootstrap, produce and consume.

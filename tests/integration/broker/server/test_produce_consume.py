@@ -165,7 +165,7 @@ def test_compressed_batches_of_every_codec_from_both_clients(
 def test_brokers_host_more_partitions_than_their_descriptor_limit(
     kafka_cluster_factory: ClusterFactory,
 ) -> None:
-    """300 replicas per broker under ``ulimit -n 256`` (three descriptors each before #17)."""
+    """300 replicas per broker under ``ulimit -n 256`` (900 descriptors if each held three)."""
     limit, partitions = 256, 300
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, hard))  # inherited by the brokers

@@ -38,6 +38,34 @@ def alter(cluster: KafkaCluster, resources: list[ConfigResource]) -> None:
     assert "Error" not in repr(result) or "NoError" in repr(result), result
 
 
+def wait_applied(cluster: KafkaCluster, broker: int, expected: list[ConfigResource]) -> None:
+    """Wait until ``broker`` runs with the ``expected`` broker and topic config values.
+
+    A config change is written to ZooKeeper, and each broker applies it when it reads the
+    change notification; a broker answers DescribeConfigs (sent to it) with the values it
+    runs with.
+    """
+    admin = admin_client(cluster)
+    try:
+        request = admin._describe_configs_request(
+            [ConfigResource(r.resource_type, r.name, list(r.configs)) for r in expected], False
+        )
+
+        def applied() -> bool:
+            response = admin._manager.run(admin._manager.send, request, broker)
+            found = admin._describe_configs_process_responses([response], "all")
+            return all(
+                found.get(r.resource_type.name.lower(), {}).get(r.name, {}).get(k, {}).get("value")
+                == v
+                for r in expected
+                for k, v in r.configs.items()
+            )
+
+        wait_for(applied, 30, f"broker {broker} running with {expected}")
+    finally:
+        admin.close()
+
+
 def set_default_rates(cluster: KafkaCluster, rates: dict[str, str]) -> None:
     """Write ``/config/brokers/<default>`` and a ``/config/changes`` notification.
 
@@ -86,14 +114,12 @@ def test_follower_catch_up_is_throttled_to_the_rate_then_finishes_when_unthrottl
     assert leader_bytes >= BACKLOG
     # Broker 0 through its own dynamic config, broker 1 through the cluster default.
     set_default_rates(cluster, {name: str(RATE) for name in RATES})
-    alter(
-        cluster,
-        [
-            ConfigResource(ConfigResourceType.BROKER, "0", {name: str(RATE) for name in RATES}),
-            ConfigResource(ConfigResourceType.TOPIC, "bulk", {name: "*" for name in LISTS}),
-        ],
-    )
-    time.sleep(1)  # every broker applies a config change within a second
+    throttles = [
+        ConfigResource(ConfigResourceType.BROKER, "0", {name: str(RATE) for name in RATES}),
+        ConfigResource(ConfigResourceType.TOPIC, "bulk", {name: "*" for name in LISTS}),
+    ]
+    alter(cluster, throttles)
+    wait_applied(cluster, 0, throttles)  # the leader; broker 1 reads them when it starts
     cluster.brokers[1].start()
 
     # Past the initial burst (about one window's worth of quota), measure >= 10 s.
@@ -156,7 +182,7 @@ def test_one_follower_fetching_from_two_leaders_shares_one_follower_quota(
             for t in topics
         ],
     )
-    time.sleep(1)  # every broker applies a config change within a second
+    # Broker 2, the only one throttled, reads the configs from ZooKeeper when it starts.
     cluster.brokers[2].start()
 
     def copied() -> int:

@@ -1,4 +1,4 @@
-"""Brokers whose ZooKeeper session expires come back (issue 16, part 1).
+"""Brokers whose ZooKeeper session expires come back.
 
 A broker paused (SIGSTOP) for twice ``zookeeper.session.timeout.ms`` loses its session:
 its ``/brokers/ids/<id>`` znode vanishes and the controller moves its leaderships away.

@@ -1,4 +1,4 @@
-"""Topic and broker configs on the real fleet: accepted means applied (issue 15).
+"""Topic and broker configs on the real fleet: accepted means applied.
 
 One 3-broker cluster for the module; each test uses its own topics and puts back every
 cluster-wide dynamic config it sets. Each applied config is shown by its effect, seen by

@@ -184,7 +184,7 @@ def test_a_partition_costs_at_most_one_descriptor(dirs: list[Path]) -> None:
     before = _open_fds()
     for partition in range(50):
         _fill(manager, "t", partition, 3)
-    assert _open_fds() - before <= 50  # three per partition before issue 17 (.log and indexes)
+    assert _open_fds() - before <= 50  # the .log file; the indexes hold none
     manager.shutdown()
 
 
@@ -216,7 +216,7 @@ print(json.dumps([while_serving, readable, reloaded, after_restart]))
 
 
 def test_a_log_manager_holds_more_partitions_than_its_descriptor_limit(tmp_path: Path) -> None:
-    """1,500 partitions under a 1,024 descriptor limit (they needed 4,500 before issue 17)."""
+    """1,500 partitions under a 1,024 descriptor limit (4,500 descriptors if each held three)."""
     limit, partitions = 1024, 1500
     repo = Path(__file__).resolve().parents[4]
     result = subprocess.run(

@@ -1,4 +1,4 @@
-"""Producer batches are validated in full before the leader appends them (issue 16 part 3).
+"""Producer batches are validated in full before the leader appends them.
 
 Each crafted batch has a valid CRC, so only a check of its body can refuse it; every
 refusal must leave the log untouched (LEO and size unchanged).

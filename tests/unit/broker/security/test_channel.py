@@ -22,7 +22,7 @@ from kpo_broker.security.config import ClientSecurity, ListenerSecurity, SaslSet
 from kpo_broker.security.credentials import CredentialCache
 from kpo_broker.security.principal import SslPrincipalMapper
 from kpo_broker.security.scram import MECHANISMS, credential_to_string, generate_credential
-from kpo_broker.server.components import RequestContext
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.server.socket_server import Listener, SocketServer
 from kpo_devenv.kafka_security import pem_keystore
 from kpo_devenv.pki import generate_kafka_pki

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 import pytest
 
-from kpo_broker.log.info import FetchDataInfo, FileSlice
+from kpo_broker.log.filerecords import FileSlice
+from kpo_broker.log.info import FetchDataInfo
 from kpo_broker.server.fetch import FetchPartition, FetchPartitionResult
 from kpo_broker.server.fetch_metadata import (
     FINAL_EPOCH,

@@ -15,9 +15,10 @@ import pytest
 
 from kpo_broker.server import kafka_apis
 from kpo_broker.server.apis import versions as v
-from kpo_broker.server.components import BrokerComponents, RequestContext
+from kpo_broker.server.components import BrokerComponents
 from kpo_broker.server.kafka_apis import KafkaApis
 from kpo_broker.server.metadata_cache import BrokerInfo, MetadataCache
+from kpo_broker.server.request_context import RequestContext
 
 
 def _ctx(api_key: int) -> RequestContext:

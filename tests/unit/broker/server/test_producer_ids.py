@@ -11,13 +11,13 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 
 from kpo_broker.server.apis.producer import handle_init_producer_id
 from kpo_broker.server.auth_helper import AuthHelper
-from kpo_broker.server.components import RequestContext
 from kpo_broker.server.producer_ids import (
     InitProducerIdResult,
     ProducerIdManager,
     ProducerIdUnavailableError,
     init_producer_id,
 )
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.zk.errors import ZkConnectionLossError
 from kpo_broker.zk.producer_ids import (
     MAX_PRODUCER_ID,

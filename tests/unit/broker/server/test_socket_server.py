@@ -22,11 +22,10 @@ from kafka.protocol.metadata import (
     MetadataResponse,
 )
 
-from kpo_broker.log.filerecords import FileRecords
-from kpo_broker.log.info import FileSlice
+from kpo_broker.log.filerecords import FileRecords, FileSlice
 from kpo_broker.protocol.framing import decode_response, read_frame
-from kpo_broker.server.components import RequestContext
 from kpo_broker.server.delayed import PartitionWatchers
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.server.socket_server import Listener, RequestHandler, SocketServer
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 

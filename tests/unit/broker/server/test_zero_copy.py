@@ -5,8 +5,7 @@ from pathlib import Path
 import pytest
 from kafka.protocol.consumer import FetchResponse
 
-from kpo_broker.log.filerecords import FileRecords
-from kpo_broker.log.info import FileSlice
+from kpo_broker.log.filerecords import FileRecords, FileSlice
 from kpo_broker.server import zero_copy
 from kpo_broker.server.zero_copy import ZeroCopyResponse
 

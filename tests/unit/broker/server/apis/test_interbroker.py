@@ -19,9 +19,9 @@ from kpo_broker.protocol.interbroker import (
 )
 from kpo_broker.server.apis.interbroker import handle_leader_and_isr, handle_update_metadata
 from kpo_broker.server.auth_helper import AuthHelper
-from kpo_broker.server.components import RequestContext
 from kpo_broker.server.fetcher import FetcherSettings, ReplicaFetcherManager
 from kpo_broker.server.metadata_cache import BrokerInfo, MetadataCache
+from kpo_broker.server.request_context import RequestContext
 from kpo_broker.zk.model import ControllerEpoch, EndPoint
 from kpo_kafka.topic_partition import TopicPartition
 from tests.unit.broker.server.replicas import (

@@ -12,7 +12,7 @@ from kpo_kafka.assignment import (
     InvalidReplicationFactorError,
     assign_replicas,
 )
-from kpo_operator.generate import (
+from kpo_kafka.generate import (
     GenerateError,
     TopicsToMoveError,
     UnknownBrokerError,

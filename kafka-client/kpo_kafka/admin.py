@@ -423,8 +423,22 @@ class KafkaPythonAdmin:
                 )
             time.sleep(min(0.1, max(0.0, deadline - time.monotonic())))
 
-    def _topics_not_ready_on(self, broker: int, topics: Mapping[str, int | None]) -> str | None:
-        """Ask ``broker`` alone for ``topics``' Metadata; say what it lacks (``None``: nothing)."""
+    def metadata_on(self, broker: int, topics: Collection[str]) -> list[dict[str, Any]]:
+        """Ask ``broker`` alone for ``topics``' Metadata: what that broker's cache holds.
+
+        Every broker answers Metadata from its own metadata cache, which follows the
+        controller's (UpdateMetadata on ZooKeeper-mode clusters, the metadata log on KRaft)
+        a moment later; two brokers asked at the same time may differ for that moment.
+
+        Returns:
+            The Metadata response's topics as kafka-python decodes them: dicts with
+            ``name``, ``error_code`` and ``partitions`` (each with ``partition_index``,
+            ``leader_id``, ``leader_epoch``, ``replica_nodes``, ``isr_nodes``, ...).
+
+        Raises:
+            KafkaUnavailableError: ``broker`` is not in this client's Metadata yet (the
+                client's Metadata is refreshed for the next call) or did not answer.
+        """
         client = self._client()
         request = MetadataRequest(
             topics=[MetadataRequest.MetadataRequestTopic(name=t) for t in sorted(topics)],
@@ -434,16 +448,23 @@ class KafkaPythonAdmin:
         async def ask() -> Any:
             return await client._manager.send(request, node_id=broker)
 
+        with translated("Metadata"):
+            try:
+                answer = client._manager.run(ask).to_dict()
+            except kafka_errors.UnknownBrokerIdError as exc:  # joined after this client's Metadata
+                client._manager.cluster.request_update()
+                raise KafkaUnavailableError(
+                    f"Metadata: broker {broker} not yet in this client's Metadata"
+                ) from exc
+        return list(answer["topics"])
+
+    def _topics_not_ready_on(self, broker: int, topics: Mapping[str, int | None]) -> str | None:
+        """Ask ``broker`` alone for ``topics``' Metadata; say what it lacks (``None``: nothing)."""
         try:
-            with translated("Metadata"):
-                try:
-                    answer = client._manager.run(ask).to_dict()
-                except kafka_errors.UnknownBrokerIdError:  # joined after this client's Metadata
-                    client._manager.cluster.request_update()
-                    return "not yet in this client's Metadata"
+            described = self.metadata_on(broker, topics)
         except KafkaUnavailableError as exc:
             return str(exc)
-        return topics_not_ready(answer["topics"], topics)
+        return topics_not_ready(described, topics)
 
     def describe_topics(
         self, topics: Collection[str] | None = None

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import yaml
-from tools.docgen.common import ROOT, code, header, table
+from tools.docgen.common import ROOT, code, header, schema_constraints, table
 
 PAGE = "docs/reference/chart-values.md"
 SCHEMA = "charts/kpo/values.schema.json"
@@ -64,29 +64,6 @@ def _type(schema: dict[str, Any]) -> str:
     return str(kind)
 
 
-def _constraints(schema: dict[str, Any]) -> str:
-    out = []
-    if "enum" in schema:
-        out.append("one of " + ", ".join(code(json.dumps(v)) for v in schema["enum"]))
-    for key, words in (
-        ("minimum", ">="),
-        ("exclusiveMinimum", ">"),
-        ("maximum", "<="),
-        ("minLength", "length >="),
-        ("maxLength", "length <="),
-    ):
-        if key in schema:
-            out.append(f"{words} {schema[key]}")
-    if "pattern" in schema:
-        out.append("pattern " + code(schema["pattern"]))
-    if schema.get("uniqueItems"):
-        out.append("unique items")
-    names = schema.get("propertyNames", {})
-    if isinstance(names, dict) and "pattern" in names:
-        out.append("keys match " + code(names["pattern"]))
-    return "; ".join(out)
-
-
 def _default(values: Any, path: list[str]) -> str:
     node = values
     for name in path:
@@ -110,7 +87,7 @@ def rows(
             code(dotted),
             _type(child),
             _default(values, here),
-            ("required; " if name in needed else "") + _constraints(child),
+            ("required; " if name in needed else "") + "; ".join(schema_constraints(child)),
             notes.get(dotted, ""),
         ]
         yield from rows(child, values, notes, here)

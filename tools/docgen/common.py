@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
+import json
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 #: The repository's root folder (``tools/docgen/`` is two levels below it).
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +54,40 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     for row in rows:
         lines.append("| " + " | ".join(cell(v) for v in row) + " |")
     return "\n".join(lines) + "\n"
+
+
+#: JSON Schema bounds (keyword, words before its value), in the order a page lists them.
+_BOUNDS = (
+    ("minimum", ">="),
+    ("exclusiveMinimum", ">"),
+    ("maximum", "<="),
+    ("exclusiveMaximum", "<"),
+    ("minLength", "length >="),
+    ("maxLength", "length <="),
+    ("minItems", "items >="),
+    ("maxItems", "items <="),
+)
+
+
+def schema_constraints(schema: dict[str, Any]) -> list[str]:
+    """Return the JSON Schema constraints of one field in words, e.g. ``[">= 0", "pattern ..."]``.
+
+    Covers ``enum`` (values as JSON), the numeric, length and item-count bounds,
+    ``pattern``, ``uniqueItems`` and a ``propertyNames`` pattern; Kubernetes' own extensions
+    are the CRD page's.
+    """
+    out = []
+    if "enum" in schema:
+        out.append("one of " + ", ".join(code(json.dumps(v)) for v in schema["enum"]))
+    out.extend(f"{words} {schema[key]}" for key, words in _BOUNDS if key in schema)
+    if "pattern" in schema:
+        out.append("pattern " + code(schema["pattern"]))
+    if schema.get("uniqueItems"):
+        out.append("unique items")
+    names = schema.get("propertyNames", {})
+    if isinstance(names, dict) and "pattern" in names:
+        out.append("keys match " + code(names["pattern"]))
+    return out
 
 
 _SECTION = re.compile(r"^(\w[\w ]*):\s*$")

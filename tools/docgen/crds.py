@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tools.docgen.common import ROOT, code, header, table
+from tools.docgen.common import ROOT, code, header, schema_constraints, table
 
 PAGE = "docs/reference/crds.md"
 
@@ -38,22 +38,8 @@ def _type(schema: dict[str, Any]) -> str:
 
 
 def _constraints(schema: dict[str, Any]) -> list[str]:
-    """Return a field's constraints in words: enum, bounds, lengths, pattern, CEL rules."""
-    out = []
-    if "enum" in schema:
-        out.append("one of " + ", ".join(code(v) for v in schema["enum"]))
-    for key, words in (
-        ("minimum", ">="),
-        ("maximum", "<="),
-        ("minLength", "length >="),
-        ("maxLength", "length <="),
-        ("minItems", "items >="),
-        ("maxItems", "items <="),
-    ):
-        if key in schema:
-            out.append(f"{words} {schema[key]}")
-    if "pattern" in schema:
-        out.append("pattern " + code(schema["pattern"]))
+    """Return a field's constraints in words: the JSON Schema ones, list types, CEL rules."""
+    out = schema_constraints(schema)
     if schema.get("x-kubernetes-list-type"):
         keys = schema.get("x-kubernetes-list-map-keys")
         out.append(

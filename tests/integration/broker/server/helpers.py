@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
@@ -10,6 +11,7 @@ from kafka.admin import NewTopic
 from kpo_broker.zk.client import KafkaZkClient
 from kpo_devenv.kafka_cluster import KafkaCluster
 from kpo_kafka.admin import KafkaPythonAdmin
+from kpo_kafka.admin_types import KafkaUnavailableError
 from tests.integration.broker.conftest import admin_client, wait_for
 
 
@@ -53,10 +55,46 @@ def describe(cluster: KafkaCluster, topic: str) -> list[dict[str, Any]]:
     return sorted(info["partitions"], key=lambda p: p["partition_index"])
 
 
+def wait_every_broker(
+    cluster: KafkaCluster,
+    topic: str,
+    check: Callable[[list[dict[str, Any]]], bool],
+    what: str,
+    timeout_s: float = 30,
+) -> None:
+    """Wait until every running broker's own Metadata for ``topic`` passes ``check``.
+
+    ``check`` gets that broker's partitions of ``topic`` (sorted by partition, as
+    :func:`describe` returns them). Each broker answers Metadata from its own cache, which
+    follows the controller's a moment later, so a state one broker reports may not yet be
+    what the next client request, answered by another broker, sees.
+    """
+    admin = KafkaPythonAdmin(cluster.bootstrap_servers, "tests", request_timeout_ms=10000)
+
+    def everywhere() -> bool:
+        for broker_id, broker in cluster.brokers.items():
+            if not broker.is_running():
+                continue
+            try:
+                topics = admin.metadata_on(broker_id, [topic])
+            except KafkaUnavailableError:
+                return False
+            partitions = sorted(topics[0]["partitions"], key=lambda p: p["partition_index"])
+            if not check(partitions):
+                return False
+        return True
+
+    try:
+        wait_for(everywhere, timeout_s, f"every running broker's Metadata: {what}")
+    finally:
+        admin.close()
+
+
 def wait_metadata_replicas(
     cluster: KafkaCluster, topic: str, replicas: dict[int, list[int]], timeout_s: float = 30
 ) -> None:
-    """Wait until Metadata reports ``replicas`` (partition -> replica list) for ``topic``.
+    """Wait until every running broker's Metadata reports ``replicas`` (partition -> replica
+    list) for ``topic``.
 
     A move is complete once the controller has written the new assignment to ZooKeeper; the
     brokers learn it from UpdateMetadata shortly after, so the broker a client asks may still
@@ -66,11 +104,11 @@ def wait_metadata_replicas(
         AssertionError: Metadata still differs after ``timeout_s`` seconds.
     """
 
-    def current() -> dict[int, list[int]]:
-        found = {p["partition_index"]: list(p["replica_nodes"]) for p in describe(cluster, topic)}
-        return {partition: found.get(partition, []) for partition in replicas}
+    def reports(partitions: list[dict[str, Any]]) -> bool:
+        found = {p["partition_index"]: list(p["replica_nodes"]) for p in partitions}
+        return {partition: found.get(partition, []) for partition in replicas} == replicas
 
-    wait_for(lambda: current() == replicas, timeout_s, f"{topic} replicas {replicas} in Metadata")
+    wait_every_broker(cluster, topic, reports, f"{topic} replicas {replicas}", timeout_s)
 
 
 def leaders(cluster: KafkaCluster, topic: str) -> dict[int, int]:

@@ -21,7 +21,13 @@ from kafka.errors import KafkaConnectionError
 
 from kpo_devenv.kafka_cluster import KafkaCluster
 from tests.integration.broker.conftest import ClusterFactory, admin_client, wait_for
-from tests.integration.broker.server.helpers import consume_all, create_topic, describe, zk_client
+from tests.integration.broker.server.helpers import (
+    consume_all,
+    create_topic,
+    describe,
+    wait_every_broker,
+    zk_client,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -108,6 +114,16 @@ def wait_assignment(
         )
 
     wait_for(done, timeout_s, f"{tp.topic}-{tp.partition} on {replicas}")
+    wait_every_broker(
+        cluster,
+        tp.topic,
+        lambda parts: (
+            sorted(parts[tp.partition]["replica_nodes"]) == sorted(replicas)
+            and sorted(parts[tp.partition]["isr_nodes"]) == sorted(replicas)
+        ),
+        f"{tp.topic}-{tp.partition} on {replicas}",
+        timeout_s,
+    )
 
 
 def leader_of(cluster: KafkaCluster, topic: str, partition: int = 0) -> int:
@@ -351,7 +367,9 @@ def test_reassignment_moves_leadership_off_a_broker(kafka_cluster_factory: Clust
     assert leader_of(cluster, topic, 1) in (x, y)
 
     with_admin(cluster, lambda a: a.elect_leaders(0, {topic: [0]}, timeout_ms=30000))
-    wait_for(lambda: leader_of(cluster, topic, 0) == x, 30, "the preferred replica leading p0")
+    wait_every_broker(
+        cluster, topic, lambda parts: parts[0]["leader_id"] == x, "the preferred replica leading p0"
+    )
     partitions = describe(cluster, topic)
     assert all(p["leader_id"] != victim for p in partitions), partitions
     assert victim in partitions[0]["replica_nodes"]

@@ -6,10 +6,15 @@ from tools.docgen.common import code, header, table
 from tools.docgen.reason_notes import EVENT, KC, NOTES, PHASE, PR, TRQ, Note
 from tools.docgen.reason_scan import Use, scan
 
+from kpo_kafka.states import PHASE_VALID_PREVIOUS, Phase
 from kpo_operator.conditions import reassignment_conditions
 
 PAGE = "docs/reference/reasons.md"
-SOURCES = ("operator/kpo_operator/", "tools/docgen/reason_notes.py")
+SOURCES = (
+    "operator/kpo_operator/",
+    "kafka-client/kpo_kafka/states.py",
+    "tools/docgen/reason_notes.py",
+)
 
 #: The sections of the page, in order.
 _SECTIONS = (
@@ -74,7 +79,30 @@ def generate() -> str:
         columns = ["reason", "Event type" if resource == EVENT else "conditions"]
         text += table([*columns, "meaning", "what to do", "source"], rows(resource, found))
         text += "\n"
+    text += phase_transitions()
     return text.rstrip("\n") + "\n"
+
+
+def phase_transitions() -> str:
+    """Return the section listing which ``status.phase`` may follow which.
+
+    From :data:`kpo_kafka.states.PHASE_VALID_PREVIOUS`, the table the operator checks at
+    every status write of a PartitionReassignment.
+    """
+    text = (
+        "## PartitionReassignment phase transitions\n\n"
+        "The operator checks every write of `status.phase` against this table; a write it "
+        "does not allow is refused (`IllegalPhaseTransitionError` in the operator's log) "
+        "and the status is left as it was. `(none)` is a status without a phase: a new "
+        "object.\n\n"
+    )
+    rows = []
+    for target in Phase:
+        previous = PHASE_VALID_PREVIOUS[target]
+        named = [code("(none)")] if None in previous else []
+        named += [code(p.value) for p in Phase if p in previous]
+        rows.append([code(target.value), ", ".join(named)])
+    return text + table(["phase", "may follow"], rows) + "\n"
 
 
 def unused_notes() -> list[str]:

@@ -55,6 +55,7 @@ format: install
 
 typecheck: install
 	$(BIN)/mypy
+	$(BIN)/mypy --explicit-package-bases -p tools.docgen -m tools.check_wording
 
 test: install tools lint typecheck docs-check
 	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadscope --durations=25 $(PYTEST_ARGS)

@@ -170,13 +170,14 @@ def control_plane(
     written = ""
     failed = False
     try:
-        plane = ControlPlane(base, crds_dir=crds)
-        plane.start()
-        published = publish_kubeconfig(kubeconfig, plane.apiserver.url, plane.pki)
-        written = published.read_text()
         names = sorted(
             yaml.safe_load(p.read_text())["metadata"]["name"] for p in crds.glob("*.yaml")
         )
+        plane = ControlPlane(base, crds_dir=crds)
+        plane.start()
+        # Published last and announced at once: its appearance means ready.
+        published = publish_kubeconfig(kubeconfig, plane.apiserver.url, plane.pki)
+        written = published.read_text()
         console.print(
             f"kube-apiserver on {plane.apiserver.url}, etcd on {plane.etcd.client_url}; "
             f"CRDs Established: {', '.join(names)}",

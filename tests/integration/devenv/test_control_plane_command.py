@@ -87,6 +87,11 @@ def test_control_plane_serves_the_crds_until_stopped(
             check=True,
         ).stdout.split()
         assert established == ["True"] * len(CRD_NAMES)
+        # The command announces the kubeconfig right after writing it.
+        line = f"export KUBECONFIG={kubeconfig}\n"
+        deadline = time.monotonic() + 30
+        while line not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
         output = log.read_text()
         assert f"export KUBECONFIG={kubeconfig}\n" in output
         servers = _processes_mentioning(str(workdir))

@@ -17,8 +17,8 @@ import socket
 import ssl
 import time
 from collections import defaultdict
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
@@ -48,6 +48,7 @@ from kpo_kafka.admin_types import (
     KafkaAuthenticationError,
     KafkaRequestError,
     KafkaUnavailableError,
+    LogDirState,
     PartitionInfo,
     Reassignment,
     ReplicaDirInfo,
@@ -57,6 +58,8 @@ from kpo_kafka.client_config import ClientSecurity
 from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = ["KafkaAdmin", "KafkaPythonAdmin"]
+
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -144,6 +147,14 @@ class KafkaAdmin(Protocol):
 
     def log_dir_paths(self, brokers: Collection[int]) -> dict[int, frozenset[str]]:
         """Absolute paths of the online log dirs of each broker (DescribeLogDirs, KIP-113)."""
+        ...
+
+    def log_dir_states(self, brokers: Collection[int]) -> dict[int, tuple[LogDirState, ...]]:
+        """Every log dir of each of ``brokers``, online or not, with its volume totals.
+
+        From DescribeLogDirs (v4+ reports ``TotalBytes``/``UsableBytes``, KIP-827); a
+        broker that does not answer is left out.
+        """
         ...
 
     def elect_preferred_leaders(
@@ -268,6 +279,29 @@ class KafkaPythonAdmin:
         return self._cluster_info(
             info, controller if controller is not None and controller >= 0 else None
         )
+
+    def _to_controller(self, call: str, send: Callable[[Any], T]) -> T:
+        """Send a controller request; when the controller is gone, find it again and retry once.
+
+        kafka-python keeps the controller id it found first and looks again only on
+        NOT_CONTROLLER; a controller that died (or left the cluster's Metadata) made every
+        later request fail (UnknownBrokerIdError, connection errors) until the client was
+        recreated. An unavailable controller clears the id, so the retry asks Metadata for
+        the current one, as Kafka's admin client does for every controller request.
+
+        Raises:
+            KafkaAdminError: The request failed (also after the retry).
+        """
+        for attempt in (1, 2):
+            client = self._client()
+            try:
+                with translated(call):
+                    return send(client)
+            except KafkaUnavailableError:
+                client._controller_id = None
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
 
     def _supported(self, brokers: Sequence[int], api_key: int) -> bool:
         """Tell whether the first of ``brokers`` that answers lists ``api_key`` (ApiVersions)."""
@@ -500,8 +534,9 @@ class KafkaPythonAdmin:
         if partitions is not None and not partitions:
             return {}
         wanted = None if partitions is None else [KafkaTopicPartition(t, p) for t, p in partitions]
-        with translated("ListPartitionReassignments"):
-            listed = self._client().list_partition_reassignments(wanted)
+        listed = self._to_controller(
+            "ListPartitionReassignments", lambda client: client.list_partition_reassignments(wanted)
+        )
         return {
             TopicPartition(tp.topic, tp.partition): Reassignment(
                 replicas=tuple(info["replicas"]),
@@ -524,8 +559,10 @@ class KafkaPythonAdmin:
             KafkaTopicPartition(t, p): None if replicas is None else list(replicas)
             for (t, p), replicas in targets.items()
         }
-        with translated("AlterPartitionReassignments"):
-            answer = self._client().alter_partition_reassignments(request)
+        answer = self._to_controller(
+            "AlterPartitionReassignments",
+            lambda client: client.alter_partition_reassignments(request),
+        )
         return {
             TopicPartition(tp.topic, tp.partition): None if err is None else error_of_class(err)
             for tp, err in answer.items()
@@ -645,6 +682,25 @@ class KafkaPythonAdmin:
             )
         return {b: frozenset(p) for b, p in paths.items()}
 
+    def log_dir_states(self, brokers: Collection[int]) -> dict[int, tuple[LogDirState, ...]]:
+        """See :meth:`KafkaAdmin.log_dir_states`."""
+        if not brokers:
+            return {}
+        with translated("DescribeLogDirs"):
+            answers = self._client().describe_log_dirs(brokers=list(brokers))
+        states: dict[int, tuple[LogDirState, ...]] = {}
+        for answer in answers:
+            states[int(answer["broker"])] = tuple(
+                LogDirState(
+                    path=d["log_dir"],
+                    online=d["error_code"] == 0,
+                    total_bytes=int(d.get("total_bytes", -1)),
+                    usable_bytes=int(d.get("usable_bytes", -1)),
+                )
+                for d in answer["log_dirs"]
+            )
+        return states
+
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]
     ) -> dict[TopicPartition, ApiError | None]:
@@ -654,8 +710,10 @@ class KafkaPythonAdmin:
             by_topic[topic].append(partition)
         if not by_topic:
             return {}
-        with translated("ElectLeaders"):
-            response = self._client().elect_leaders(0, dict(by_topic), raise_errors=False)
+        response = self._to_controller(
+            "ElectLeaders",
+            lambda client: client.elect_leaders(0, dict(by_topic), raise_errors=False),
+        )
         top = getattr(response, "error_code", 0) or 0
         if top != 0:
             error = api_error(top)

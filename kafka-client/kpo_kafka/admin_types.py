@@ -134,6 +134,26 @@ class ReplicaDirInfo:
     future: ReplicaDirInfo | None = None
 
 
+@dataclass(frozen=True)
+class LogDirState:
+    """One log dir of a broker as DescribeLogDirs reports it (KIP-113, KIP-827).
+
+    Attributes:
+        path: absolute path of the log dir (``log.dirs`` entry).
+        online: ``False`` when the broker answers KAFKA_STORAGE_ERROR (the dir failed:
+            Kafka's ``LogDirFailureChannel`` took it offline).
+        total_bytes: size of the file system holding it, bytes (DescribeLogDirs v4+,
+            ``TotalBytes``); -1 when offline or not reported.
+        usable_bytes: free bytes of that file system the broker may use (``UsableBytes``);
+            -1 when offline or not reported.
+    """
+
+    path: str
+    online: bool
+    total_bytes: int = -1
+    usable_bytes: int = -1
+
+
 class ConfigResourceKind(StrEnum):
     """The kinds of config resources the operator writes (Kafka's ConfigResource.Type)."""
 

@@ -169,6 +169,14 @@ class PartitionReassignmentSpec(_Spec):
         suspend: Plan only; submit nothing while true.
         cluster_ref: Name of the KafkaCluster (same namespace) to act on; ``None``:
             the operator's default connection.
+        concurrent_partition_movements_per_broker: At most this many partition movements
+            into or out of each live broker at once, counting every in-flight reassignment
+            of the cluster (Cruise Control's ``num.concurrent.partition.movements.per.broker``,
+            Strimzi's ``concurrentPartitionMovementsPerBroker``); ``None``: no limit.
+        concurrent_leader_movements: At most this many of the object's in-flight
+            partitions whose leader is not in their target replicas (Cruise Control's
+            ``num.concurrent.leader.movements``, Strimzi's ``concurrentLeaderMovements``);
+            ``None``: no limit.
     """
 
     partitions: Annotated[list[PartitionTarget], Field(min_length=1, max_length=2000)]
@@ -177,6 +185,12 @@ class PartitionReassignmentSpec(_Spec):
     cancel: bool = False
     suspend: bool = False
     cluster_ref: ClusterRef | None = Field(default=None, alias="clusterRef")
+    concurrent_partition_movements_per_broker: int | None = Field(
+        default=None, ge=1, le=MAX_ID, alias="concurrentPartitionMovementsPerBroker"
+    )
+    concurrent_leader_movements: int | None = Field(
+        default=None, ge=1, le=MAX_ID, alias="concurrentLeaderMovements"
+    )
 
     @classmethod
     def from_object(cls, obj: Mapping[str, Any]) -> PartitionReassignmentSpec:

@@ -22,6 +22,7 @@ from kpo_kafka.admin_types import (
     ClusterInfo,
     ConfigResource,
     ConfigResourceKind,
+    LogDirState,
     PartitionInfo,
     Reassignment,
     ReplicaDirInfo,
@@ -169,6 +170,11 @@ class KafkaAdminPool:
         """See :meth:`KafkaAdmin.log_dir_paths`."""
         with self._borrow("DescribeLogDirs", len(brokers)) as admin:
             return admin.log_dir_paths(brokers)
+
+    def log_dir_states(self, brokers: Collection[int]) -> dict[int, tuple[LogDirState, ...]]:
+        """See :meth:`KafkaAdmin.log_dir_states`."""
+        with self._borrow("DescribeLogDirs", len(brokers)) as admin:
+            return admin.log_dir_states(brokers)
 
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]

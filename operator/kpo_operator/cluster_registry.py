@@ -24,6 +24,7 @@ from typing import Any
 
 from kpo_kafka.admin import KafkaAdmin, KafkaPythonAdmin
 from kpo_operator.admin_pool import KafkaAdminPool
+from kpo_operator.balancing.reconciler import BalancingPolicyReconciler
 from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.connections import (
     CLUSTER_NOT_FOUND,
@@ -94,6 +95,16 @@ class ScopedStore:
         """See :meth:`ObjectStore.event`."""
         self._store.event(obj, type_, reason, message)
 
+    def create(self, kind: ResourceKind, namespace: str, body: Mapping[str, Any]) -> Object | None:
+        """See :meth:`ObjectStore.create`."""
+        return self._store.create(kind, namespace, body)
+
+    def patch(
+        self, kind: ResourceKind, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Object | None:
+        """See :meth:`ObjectStore.patch`."""
+        return self._store.patch(kind, namespace, name, patch)
+
 
 class ClusterRuntime:
     """What the operator holds for one Kafka cluster.
@@ -156,6 +167,7 @@ class ClusterRuntime:
             owners=self.index,
         )
         self.quotas = QuotaReconciler(self.store, self.writer)
+        self.policies = BalancingPolicyReconciler(admin, self.store)
 
     def close(self) -> None:
         """Close the Kafka connections."""

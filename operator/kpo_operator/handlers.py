@@ -22,10 +22,13 @@ resume
 cluster timer            every ``cluster_interval_s``: re-read its Secrets (a rotated
                          one reconnects) and refresh the status
 cluster delete           wait while objects name it, then close its connections
+policy create/update/    check the cluster once: detectors, gates, fixes, budget, status
+resume
+policy timer             every ``policy_interval_s``: the same check
 cleanup                  close the Kafka connections
 ======================== =============================================================
 
-PartitionReassignment and TopicReplicaQuota handlers act on the cluster named in
+PartitionReassignment, TopicReplicaQuota and BalancingPolicy handlers act on the cluster named in
 ``spec.clusterRef`` (:meth:`~kpo_operator.runtime.OperatorRuntime.run_on`), the default
 connection without one.
 """
@@ -42,6 +45,7 @@ from kpo_operator.cluster_status import ClusterInUse
 from kpo_operator.diffbase import SpecDigestDiffBaseStorage
 from kpo_operator.metrics import OperatorMetrics
 from kpo_operator.resources import (
+    BALANCING_POLICY,
     GROUP,
     KAFKA_CLUSTER,
     PARTITION_REASSIGNMENT,
@@ -63,6 +67,7 @@ _SETTINGS = OperatorSettings.from_env()
 _PR = (GROUP, VERSION, PARTITION_REASSIGNMENT.plural)
 _TRQ = (GROUP, VERSION, TOPIC_REPLICA_QUOTA.plural)
 _KC = (GROUP, VERSION, KAFKA_CLUSTER.plural)
+_BP = (GROUP, VERSION, BALANCING_POLICY.plural)
 
 TIMER_EXIT_POLL_S = 1.0
 """How often (s) kopf checks whether a deleted object's running timer has exited."""
@@ -290,3 +295,37 @@ def cluster_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) ->
     except RetryLater as exc:
         raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
     runtime.forget(KAFKA_CLUSTER.plural, ns, name)
+
+
+def _check_policy(memo: Any, namespace: str, name: str, spec: Any) -> None:
+    runtime = _runtime(memo)
+    try:
+        runtime.run_on(
+            BALANCING_POLICY,
+            namespace,
+            name,
+            _ref(spec),
+            lambda cluster: cluster.policies.reconcile(namespace, name, runtime.workloads),
+        )
+    except RetryLater as exc:
+        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
+
+
+@kopf.on.resume(*_BP)
+@kopf.on.create(*_BP)
+@kopf.on.update(*_BP, field="spec")
+def policy_changed(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
+    """Check the cluster as soon as a BalancingPolicy appears or its spec changes."""
+    _check_policy(memo, namespace or "", name, spec)
+
+
+@kopf.timer(*_BP, interval=_SETTINGS.policy_interval_s, sharp=True)
+def policy_poll(*, memo: Any, namespace: str | None, name: str, spec: Any, **_: Any) -> None:
+    """Check the cluster every ``policy_interval_s``: detect, gate, fix, share the budget."""
+    _check_policy(memo, namespace or "", name, spec)
+
+
+@kopf.on.delete(*_BP, optional=True)
+def policy_deleted(*, memo: Any, namespace: str | None, name: str, **_: Any) -> None:
+    """Forget a deleted policy (its fixes go with it: they are owned by it)."""
+    _runtime(memo).forget(BALANCING_POLICY.plural, namespace or "", name)

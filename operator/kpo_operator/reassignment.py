@@ -12,6 +12,9 @@ step and writes the status if it changed. The step depends on the phase:
   applied through the single :class:`~kpo_operator.throttle_writer.ThrottleWriter`,
   and the partitions not already in flight with that target are submitted with
   AlterPartitionReassignments (KIP-455), so a restarted operator never resubmits.
+  With ``concurrentPartitionMovementsPerBroker`` or ``concurrentLeaderMovements``, only
+  those the limits admit are submitted, in the spec's order; the others stay Pending
+  and are submitted by later steps as movements finish (:mod:`kpo_operator.move_limits`).
 - **Moving**: measure each partition (adding/removing replicas, ISR, leader,
   bytes of the adding replicas vs the leader's) and the rate/ETA; when every
   partition is done, remove this object's throttles, run the preferred-leader
@@ -54,8 +57,10 @@ actions, cancellation maths).
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -78,6 +83,14 @@ from kpo_operator.cluster_reader import SharedClusterReader
 from kpo_operator.conditions import Condition, stamp_conditions
 from kpo_operator.cordon_writer import CordonWriter, cordon_report
 from kpo_operator.cordons import drained_by
+from kpo_operator.move_limits import (
+    Admission,
+    Candidate,
+    MoveLimits,
+    Movement,
+    admit,
+    mark_waiting,
+)
 from kpo_operator.progress import (
     PartitionProgress,
     PartitionStatus,
@@ -293,6 +306,9 @@ class ReassignmentReconciler:
         self.clock = clock
         self.now = now
         self._memory: dict[str, ObjectMemory] = {}  # object uid -> what is remembered of it
+        # Held from reading the in-flight movements to submitting by the steps of objects
+        # with a per-broker limit, so that two of them never admit against the same count.
+        self._admitting = threading.Lock()
 
     # -- entry points -------------------------------------------------------------------
 
@@ -709,35 +725,82 @@ class ReassignmentReconciler:
         on a later step. A sync begun after this object's throttles were written (by the
         step that accepted it, a poll interval ago) that found them in place confirms them
         without a sync of its own (:meth:`ThrottleWriter.confirmed`): at scale each sync
-        waits for the one in progress, and every object took two. Returns ``entries``
-        with the submitted ones Moving and the refused ones Failed.
+        waits for the one in progress, and every object took two.
+
+        With concurrency limits in the spec, only the targets :meth:`_admit` admits are
+        sent (nothing is synced when it admits none); the others stay Pending with why
+        they wait as their message. Returns ``entries`` with the submitted ones Moving
+        and the refused ones Failed.
         """
-        moving = self._accepted_spec(ctx)
-        own = reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
-        own = own or Contribution(ctx.source)
-        memory = self._memory_of(ctx.obj)
-        since, memory.throttled_at = memory.throttled_at, None
-        if (since is None or not self.writer.confirmed(ctx.source, own, since)) and (
-            self.writer.sync({ctx.source: own}).changed_for(ctx.source)
-        ):
-            return entries
-        errors = self.admin.alter_partition_reassignments(dict(targets))
-        self.reader.invalidate()
+        limits = MoveLimits.of(ctx.spec, ctx.obj.get("spec"))
+        waiting: dict[TopicPartition, str] = {}
+        with self._admitting if limits.per_broker is not None else nullcontext():
+            if limits:
+                admission = self._admit(ctx, targets, limits)
+                targets, waiting = admission.admitted, admission.waiting
+                if not targets:
+                    return mark_waiting(entries, waiting)
+            moving = self._accepted_spec(ctx)
+            own = (
+                reassignment_contribution(ctx.source, moving, ctx.snapshot.view) if moving else None
+            )
+            own = own or Contribution(ctx.source)
+            memory = self._memory_of(ctx.obj)
+            since, memory.throttled_at = memory.throttled_at, None
+            if (since is None or not self.writer.confirmed(ctx.source, own, since)) and (
+                self.writer.sync({ctx.source: own}).changed_for(ctx.source)
+            ):
+                return mark_waiting(entries, waiting)
+            errors = self.admin.alter_partition_reassignments(dict(targets))
+            self.reader.invalidate()
         refused = {tp: str(e) for tp, e in errors.items() if e is not None}
         submitted: list[PartitionStatus] = []
-        for entry in entries:
+        for entry in mark_waiting(entries, waiting):
             if entry.key in refused:
                 entry = entry._replace(state=MoveState.FAILED, message=refused[entry.key])
             elif entry.key in targets:
-                entry = entry._replace(state=MoveState.MOVING)
+                entry = entry._replace(state=MoveState.MOVING, message="")
             submitted.append(entry)
         text = f"submitted {len(targets) - len(refused)} partitions"
+        if waiting:
+            text += f"; {len(waiting)} wait for the concurrency limits"
         if refused:
             text += "; refused by Kafka: " + "; ".join(
                 f"{t}-{p}: {m}" for (t, p), m in sorted(refused.items())
             )
         self.store.event(ctx.obj, WARNING if refused else NORMAL, "Submitted", text)
         return submitted
+
+    def _admit(
+        self, ctx: StepContext, targets: dict[TopicPartition, list[int]], limits: MoveLimits
+    ) -> Admission:
+        """Return which of ``targets`` the object's ``limits`` let it submit now.
+
+        The per-broker limit counts every movement in flight on the cluster, read here with
+        ListPartitionReassignments (the step's snapshot holds only its own topics', and
+        may be a poll interval old); the leader limit counts this object's, which the
+        snapshot holds. Leaders and OAR come from the snapshot's Metadata.
+
+        Raises:
+            KafkaAdminError: ListPartitionReassignments failed.
+        """
+        view = ctx.snapshot.view
+        in_flight: Mapping[TopicPartition, Movement]
+        if limits.per_broker is not None:
+            in_flight = self.admin.list_partition_reassignments()
+        else:
+            in_flight = {tp: s for tp in view.reassigning if (s := view.partition(*tp))}
+        candidates = []
+        for tp, target in targets.items():
+            state = view.partition(*tp)
+            original, leader = (state.original_replicas, state.leader) if state else ((), -1)
+            candidates.append(Candidate(tp, original, tuple(target), leader))
+        own = {
+            tp: state.leader
+            for tp, a in ctx.accepted.items()
+            if a.state in ACTIVE_STATES and (state := view.partition(*tp)) is not None
+        }
+        return admit(candidates, in_flight, view.live_brokers, limits, own)
 
     def _rate(self, ctx: StepContext, bytes_done: int) -> float | None:
         """Record ``bytes_done`` and return the replication rate over the window, bytes/s."""
@@ -770,6 +833,8 @@ class ReassignmentReconciler:
             f"{summary.partitions_done}/{summary.partitions} partitions done, "
             f"{summary.progress} of {summary.bytes_total} bytes"
         )
+        if not rejected and (waiting := sum(e.state == MoveState.PENDING for e in entries)):
+            message += f"; {waiting} partitions waiting to be submitted"
         if (mine := synced.contributions.get(ctx.source)) is not None:
             foreign = [
                 f

@@ -2,7 +2,8 @@
 
 The API group ``kpo.dev`` shares the project's prefix; every kind is namespaced and
 served as ``v1alpha1``. A KafkaCluster is a connection (bootstrap servers, client
-security, Secret references) that the other two kinds name in ``spec.clusterRef``.
+security, Secret references) that the other kinds name in ``spec.clusterRef``; a
+BalancingPolicy heals and balances one Kafka cluster by writing PartitionReassignments.
 """
 
 from __future__ import annotations
@@ -35,4 +36,6 @@ TOPIC_REPLICA_QUOTA = ResourceKind("TopicReplicaQuota", "topicreplicaquotas", ("
 
 KAFKA_CLUSTER = ResourceKind("KafkaCluster", "kafkaclusters", ("kc",))
 
-ALL_KINDS = (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, KAFKA_CLUSTER)
+BALANCING_POLICY = ResourceKind("BalancingPolicy", "balancingpolicies", ("bp",))
+
+ALL_KINDS = (PARTITION_REASSIGNMENT, TOPIC_REPLICA_QUOTA, KAFKA_CLUSTER, BALANCING_POLICY)

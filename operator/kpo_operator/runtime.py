@@ -37,6 +37,7 @@ from kpo_kafka.admin_types import (
     KafkaUnavailableError,
 )
 from kpo_operator.admin_pool import KafkaAdminPool
+from kpo_operator.balancing.maintenance import StatefulSetState
 from kpo_operator.cluster_registry import ClusterRegistry, ClusterRuntime
 from kpo_operator.cluster_status import KafkaClusterReconciler, report_unavailable
 from kpo_operator.connections import (
@@ -49,6 +50,7 @@ from kpo_operator.connections import (
     SecretReader,
     describe_key,
 )
+from kpo_operator.kube_workloads import KubeWorkloadReader, WorkloadReader
 from kpo_operator.metrics import OperatorMetrics, cluster_label
 from kpo_operator.resources import ResourceKind
 from kpo_operator.settings import OperatorSettings
@@ -99,6 +101,8 @@ class OperatorRuntime:
             kafka-python).
         metrics: The operator's metrics: Admin API requests of the default pool and the
             KafkaClusters' pools, requests of the ``kubernetes`` client (``None``: none).
+        workloads: Reads the brokers' StatefulSets for BalancingPolicies' maintenance
+            rules (default: the ``kubernetes`` client, made on first use).
 
     The default cluster's runtime is also reachable as ``admin``, ``writer``,
     ``reassignments`` and ``quotas``; KafkaClusters' through :attr:`clusters`.
@@ -114,6 +118,7 @@ class OperatorRuntime:
         ledger_store_for: Callable[[ClusterKey], ThrottleLedgerStore] | None = None,
         client_for: Callable[[Connection], KafkaAdmin] | None = None,
         metrics: OperatorMetrics | None = None,
+        workloads: WorkloadReader | None = None,
     ) -> None:
         self.settings = settings
         self.metrics = metrics
@@ -164,6 +169,7 @@ class OperatorRuntime:
             metrics,
         )
         self.kafka_clusters = KafkaClusterReconciler(self.store, self.clusters)
+        self.workloads: WorkloadReader = workloads or _LazyWorkloadReader(kube)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -263,6 +269,22 @@ class OperatorRuntime:
     def close(self) -> None:
         """Close the Kafka connections of every cluster."""
         self.clusters.close()
+
+
+class _LazyWorkloadReader:
+    """A :class:`KubeWorkloadReader` made on first use."""
+
+    def __init__(self, api_client: Callable[[], Any]) -> None:
+        self._api_client = api_client
+        self._reader: KubeWorkloadReader | None = None
+
+    def statefulset(
+        self, namespace: str, name: str, broker_id_offset: int = 0
+    ) -> StatefulSetState | None:
+        """See :meth:`~kpo_operator.kube_workloads.WorkloadReader.statefulset`."""
+        if self._reader is None:
+            self._reader = KubeWorkloadReader(self._api_client())
+        return self._reader.statefulset(namespace, name, broker_id_offset)
 
 
 class _LazySecretReader:

@@ -18,6 +18,9 @@ variable                            setting                         meaning
 ``KPO_CLUSTER_INTERVAL_S``          ``cluster_interval_s``          seconds between refreshes of
                                                                     each KafkaCluster's status and
                                                                     Secrets (default 60)
+``KPO_POLICY_INTERVAL_S``           ``policy_interval_s``           seconds between two checks of
+                                                                    the cluster by each
+                                                                    BalancingPolicy (default 30)
 ``KPO_RATE_WINDOW_S``               ``rate_window_s``               window of the replication-rate
                                                                     estimate behind the ETA (default
                                                                     30)
@@ -95,6 +98,8 @@ class OperatorSettings(BaseModel):
         quota_interval_s: Seconds between drift checks of the throttle configs.
         cluster_interval_s: Seconds between refreshes of each KafkaCluster (status,
             Secrets: a rotated Secret reconnects within this time).
+        policy_interval_s: Seconds between two checks of the cluster by a BalancingPolicy
+            (detectors, gates, fixes).
         rate_window_s: Seconds of samples behind the replication-rate estimate.
         partition_status_interval_s: Seconds between writes of ``status.partitions`` whose
             entries changed only in their byte counters (0: at every poll).
@@ -113,6 +118,7 @@ class OperatorSettings(BaseModel):
     poll_interval_s: float = Field(default=2.0, gt=0, le=3600)
     quota_interval_s: float = Field(default=30.0, gt=0, le=86400)
     cluster_interval_s: float = Field(default=60.0, gt=0, le=86400)
+    policy_interval_s: float = Field(default=30.0, gt=0, le=3600)
     rate_window_s: float = Field(default=30.0, gt=0, le=3600)
     partition_status_interval_s: float = Field(default=30.0, ge=0, le=3600)
     request_timeout_ms: int = Field(default=30000, ge=1000, le=600000)
@@ -156,6 +162,7 @@ class OperatorSettings(BaseModel):
             "poll_interval_s",
             "quota_interval_s",
             "cluster_interval_s",
+            "policy_interval_s",
             "rate_window_s",
             "partition_status_interval_s",
         ):

@@ -9,6 +9,7 @@ model                            resource
 :class:`ReassignmentStatus`      PartitionReassignment (``kubectl get pr``)
 :class:`QuotaStatus`             TopicReplicaQuota
 :class:`KafkaClusterStatus`      KafkaCluster
+:class:`BalancingPolicyStatus`   BalancingPolicy (``kubectl get bp``)
 ================================ ===============================================
 
 Reading (``from_status``) takes the stored dict as it is: every field is optional (a new
@@ -269,3 +270,87 @@ class KafkaClusterStatus(_WithConditions):
     fenced_brokers: list[int] | None = None
     kafka_version: str | None = None
     last_refresh_time: str | None = None
+
+
+class AnomalyStatus(_StatusModel):
+    """One ``status.anomalies[]`` entry of a BalancingPolicy.
+
+    Attributes:
+        id: Stable identity, e.g. ``BrokerFailure/3``
+            (:mod:`~kpo_operator.balancing.anomalies`).
+        kind: ``BrokerFailure``, ``DiskFailure``, ``DiskUsage`` or
+            ``UnderReplicatedPartitions``.
+        brokers: The brokers concerned.
+        log_dirs: ``broker:path`` of the log dirs concerned.
+        partitions: Number of partitions concerned.
+        since: RFC 3339 time it was first seen.
+        state: ``Detected``, ``Waiting``, ``Fixing``, ``Fixed`` or ``Failed``.
+        waiting_for: Why a Waiting anomaly waits (``Threshold``, ``Maintenance``,
+            ``Window``, ``Approval``, ``MovesInFlight``).
+        message: Detail of the state.
+        last_transition_time: RFC 3339 time of the last state change.
+        planned_bytes: Bytes its fixes copy.
+        fixes: Names of the PartitionReassignments written for it.
+    """
+
+    id: str | None = None
+    kind: str | None = None
+    brokers: list[int] | None = None
+    log_dirs: list[str] | None = None
+    partitions: int | None = None
+    since: str | None = None
+    state: str | None = None
+    waiting_for: str | None = None
+    message: str | None = None
+    last_transition_time: str | None = None
+    planned_bytes: int | None = None
+    fixes: list[str] | None = None
+
+
+class PolicyBrokers(_StatusModel):
+    """``status.brokers`` of a BalancingPolicy: live, and absent while holding replicas."""
+
+    live: list[int] | None = None
+    absent: list[int] | None = None
+
+
+class WindowStatus(_StatusModel):
+    """``status.window``: ``Open``, ``Closed`` or ``Always``; RFC 3339 times."""
+
+    state: str | None = None
+    closes_at: str | None = None
+    next_open: str | None = None
+
+
+class BudgetStatus(_StatusModel):
+    """``status.budget``: the cluster-wide rate, each fix's throttle (bytes/s), receivers."""
+
+    replication_rate: int | None = None
+    fix_rate: int | None = None
+    receiving_brokers: int | None = None
+
+
+class BalancingPolicyStatus(_WithConditions):
+    """``status`` of a BalancingPolicy (``kubectl get bp``).
+
+    Attributes:
+        last_check_time: RFC 3339 time of the last check of the cluster.
+        message: Summary of the last check.
+        open_anomalies: Anomalies Detected, Waiting or Fixing.
+        running_fixes: Fixes not in a final phase.
+        maintenance: Why healing waits for maintenance, if it does.
+        brokers: The brokers as last seen.
+        window: The balancing windows.
+        budget: The budget in force.
+        anomalies: Every anomaly seen: open ones, and recently finished ones.
+    """
+
+    last_check_time: str | None = None
+    message: str | None = None
+    open_anomalies: int | None = None
+    running_fixes: int | None = None
+    maintenance: str | None = None
+    brokers: PolicyBrokers | None = None
+    window: WindowStatus | None = None
+    budget: BudgetStatus | None = None
+    anomalies: list[AnomalyStatus] | None = None

@@ -85,6 +85,24 @@ class ObjectStore(Protocol):
         """
         ...
 
+    def create(self, kind: ResourceKind, namespace: str, body: Mapping[str, Any]) -> Object | None:
+        """Create an object; ``None`` when one of that name exists already (409 Conflict).
+
+        Raises:
+            ObjectStoreError: The API server refused it for another reason.
+        """
+        ...
+
+    def patch(
+        self, kind: ResourceKind, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Object | None:
+        """Merge-patch the object (``spec``, ``metadata``; RFC 7386); ``None``: it is gone.
+
+        Raises:
+            ObjectStoreError: The API server refused the patch.
+        """
+        ...
+
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """Record a core/v1 Event about ``obj`` (``type_``: Normal or Warning)."""
         ...
@@ -216,6 +234,54 @@ class KubeObjectStore:
             raise ObjectStoreError(
                 f"patch status of {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
             ) from exc
+        self._saw(kind, namespace, name, patched)
+        return dict(patched) if isinstance(patched, dict) else None
+
+    def create(self, kind: ResourceKind, namespace: str, body: Mapping[str, Any]) -> Object | None:
+        """See :meth:`ObjectStore.create`."""
+        from kubernetes.client.exceptions import ApiException
+
+        name = str((body.get("metadata") or {}).get("name"))
+        try:
+            created: Any = self._custom.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, kind.plural, dict(body)
+            )
+        except ApiException as exc:
+            if exc.status == 409:
+                return None
+            raise ObjectStoreError(
+                f"create {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
+            ) from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"create {kind.kind} {namespace}/{name}: {exc}") from exc
+        self._saw(kind, namespace, name, created)
+        return dict(created) if isinstance(created, dict) else None
+
+    def patch(
+        self, kind: ResourceKind, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Object | None:
+        """See :meth:`ObjectStore.patch`."""
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            patched: Any = self._custom.patch_namespaced_custom_object(
+                GROUP,
+                VERSION,
+                namespace,
+                kind.plural,
+                name,
+                dict(patch),
+                _content_type="application/merge-patch+json",
+            )
+        except ApiException as exc:
+            if exc.status == 404:
+                self._versions.pop((kind.plural, namespace, name), None)
+                return None
+            raise ObjectStoreError(
+                f"patch {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
+            ) from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"patch {kind.kind} {namespace}/{name}: {exc}") from exc
         self._saw(kind, namespace, name, patched)
         return dict(patched) if isinstance(patched, dict) else None
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 PR = "PartitionReassignment"
 TRQ = "TopicReplicaQuota"
 KC = "KafkaCluster"
+BP = "BalancingPolicy"
 EVENT = "Event"
 #: Stands for the conditions a phase sets on a PartitionReassignment, each with the phase as
 #: its reason (the page shows them as the operator's ``reassignment_conditions`` gives them).
@@ -36,7 +37,7 @@ class Note:
     action: str = ""
 
 
-_CLUSTER_OBJECTS = ((PR, STALLED), (TRQ, STALLED))
+_CLUSTER_OBJECTS = ((PR, STALLED), (TRQ, STALLED), (BP, STALLED))
 
 NOTES: dict[str, Note] = {
     # PartitionReassignment phases: every condition's reason is the phase.
@@ -78,9 +79,14 @@ NOTES: dict[str, Note] = {
         "Unfence the broker (restart it, check its logs) or choose another, then edit the spec.",
     ),
     "InvalidSpec": Note(
-        ((PR, "Ready False, Stalled True"), (TRQ, "Ready False, Stalled True")),
+        (
+            (PR, "Ready False, Stalled True"),
+            (TRQ, "Ready False, Stalled True"),
+            (BP, "Ready False, Reconciling False, Stalled True"),
+        ),
         "The spec cannot be read (a value the CRD schema lets through but the operator "
-        "refuses); nothing is written to Kafka.",
+        "refuses, e.g. a BalancingPolicy's cron expression or time zone); nothing is "
+        "written to Kafka.",
         "Fix the spec as the message says.",
     ),
     "PartitionsFailed": Note(
@@ -263,5 +269,45 @@ NOTES: dict[str, Note] = {
         _CLUSTER_OBJECTS,
         "The brokers of the object's cluster did not answer; nothing is changed in Kafka.",
         "See the KafkaCluster's `Reachable` condition.",
+    ),
+    # BalancingPolicy.
+    "Checked": Note(
+        ((BP, "Ready True, Reconciling False, Stalled False"),),
+        "The last check of the cluster succeeded; `status.anomalies` is current.",
+    ),
+    "Superseded": Note(
+        ((BP, "Ready False, Reconciling False, Stalled True"), (EVENT, "Warning")),
+        "An older policy acts on the same Kafka cluster; at most one policy does.",
+        "Delete one of the policies.",
+    ),
+    "AnomalyDetected": Note(
+        ((EVENT, "Warning"),),
+        "A detector found an anomaly (or a report-only one passed its threshold).",
+    ),
+    "AnomalyWaiting": Note(
+        ((EVENT, "Normal"),),
+        "An anomaly's fix waits: for its threshold, maintenance, a window, approval or "
+        "moves in flight (`status.anomalies[].waitingFor`).",
+        "For `Approval`: review the suspended fix and set its `spec.suspend` to false.",
+    ),
+    "AnomalyFixing": Note(
+        ((EVENT, "Normal"),),
+        "A fix (a PartitionReassignment owned by the policy) was written or is running.",
+    ),
+    "AnomalyFixed": Note(
+        ((EVENT, "Normal"),),
+        "The anomaly's fixes completed, or it cleared by itself.",
+    ),
+    "AnomalyFailed": Note(
+        ((EVENT, "Warning"),),
+        "No fix could be planned (no live broker with room, racks), or a fix failed or was "
+        "cancelled by someone else. The same finding is tried again as a new anomaly after "
+        "an hour.",
+        "Read the message; add brokers or capacity, or fix the cause and delete the failed fix.",
+    ),
+    "ReplicasPlaced": Note(
+        ((EVENT, "Normal"),),
+        "Replicas of an offline log dir were placed in an online dir of the same broker "
+        "(AlterReplicaLogDirs).",
     ),
 }

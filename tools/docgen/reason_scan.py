@@ -31,7 +31,7 @@ _REASON = re.compile(r"^[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)*$")
 #: Calls that record an Event (their ``reason`` is an Event's, not a condition's).
 _EVENT_CALLS = frozenset({"event"})
 #: Calls whose ``reason`` parameter does not hold a reason of a condition or an Event.
-_NOT_REASONS = frozenset({"ValidationIssue"})
+_NOT_REASONS = frozenset({"ValidationIssue", "Verdict"})
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,10 @@ class _Source:
     """The parsed operator modules, their string constants and their ``reason`` parameters."""
 
     def __init__(self, package: Path) -> None:
-        self.modules = {p.name: ast.parse(p.read_text()) for p in sorted(package.glob("*.py"))}
+        self.modules = {
+            p.relative_to(package).as_posix(): ast.parse(p.read_text())
+            for p in sorted(package.rglob("*.py"))
+        }
         self.constants: dict[str, str] = {}
         self.documented: dict[str, str] = {}
         self.params: dict[str, int] = {}

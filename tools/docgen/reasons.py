@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tools.docgen.common import code, header, table
-from tools.docgen.reason_notes import EVENT, KC, NOTES, PHASE, PR, TRQ, Note
+from tools.docgen.reason_notes import BP, EVENT, KC, NOTES, PHASE, PR, TRQ, Note
 from tools.docgen.reason_scan import Use, scan
 
 from kpo_kafka.states import PHASE_VALID_PREVIOUS, Phase
@@ -21,6 +21,7 @@ _SECTIONS = (
     (PR, "PartitionReassignment"),
     (TRQ, "TopicReplicaQuota"),
     (KC, "KafkaCluster"),
+    (BP, "BalancingPolicy"),
     (EVENT, "Events"),
 )
 

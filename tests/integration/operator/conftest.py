@@ -237,10 +237,11 @@ def stack_factory(
         properties: dict[str, str] | None = None,
         log_dir_count: int = 1,
         metrics: bool = False,
+        racks: list[str] | None = None,
         **operator: Any,
     ) -> Stack:
         cluster = kafka_cluster_factory(
-            size, properties, log_dir_count=log_dir_count, metrics=metrics
+            size, properties, racks, log_dir_count=log_dir_count, metrics=metrics
         )
         return operators.start(cluster, **operator)
 

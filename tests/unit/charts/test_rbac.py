@@ -22,7 +22,22 @@ OPERATOR_RULES = [
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]},
     # Only get: KafkaClusters' Secret references are read by name, never listed or watched.
     {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]},
+    # BalancingPolicies, and the PartitionReassignments they write as their fixes.
+    {
+        "apiGroups": ["kpo.dev"],
+        "resources": ["balancingpolicies"],
+        "verbs": ["get", "list", "watch", "patch"],
+    },
+    {"apiGroups": ["kpo.dev"], "resources": ["balancingpolicies/status"], "verbs": ["patch"]},
+    # A fix names its policy as owner with blockOwnerDeletion (checked where enforced).
+    {"apiGroups": ["kpo.dev"], "resources": ["balancingpolicies/finalizers"], "verbs": ["update"]},
+    {"apiGroups": ["kpo.dev"], "resources": ["partitionreassignments"], "verbs": ["create"]},
+    # The brokers' workload: a broker restarting on purpose or failed.
+    {"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]},
 ]
+# Nodes are cluster-scoped: only the cluster-wide install may read them.
+NODE_RULES = [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
 CRD_OBSERVER_RULES = [
     {
         "apiGroups": ["apiextensions.k8s.io"],
@@ -54,7 +69,7 @@ def _roles(objects: list[dict[str, object]]) -> dict[tuple[str, str], object]:
 def test_cluster_wide_operator_and_dry_run_placement() -> None:
     roles = _roles(render("default", namespace="kafka"))
     assert roles == {
-        ("ClusterRole", "kafka-kpo-operator"): OPERATOR_RULES,
+        ("ClusterRole", "kafka-kpo-operator"): OPERATOR_RULES + NODE_RULES,
         ("ClusterRole", "kafka-kpo-operator-crd-observer"): CRD_OBSERVER_RULES,
         ("Role", "kpo-operator-throttle-ledger"): LEDGER_RULES,
     }

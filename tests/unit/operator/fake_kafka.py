@@ -27,6 +27,7 @@ from kpo_kafka.admin_types import (
     ConfigResource,
     ConfigResourceKind,
     KafkaAdminError,
+    LogDirState,
     PartitionInfo,
     Reassignment,
     ReplicaDirInfo,
@@ -70,6 +71,7 @@ class FakeKafkaAdmin:
     version: str | None = "3.9"
     fenced: frozenset[int] = frozenset()  # registered but fenced (KIP-1073)
     describe_log_dirs_version: int = 4  # 5 on Kafka 4.3+ (KIP-1066: cordoned.log.dirs)
+    dir_states: dict[tuple[int, str], LogDirState] = field(default_factory=dict)  # offline, totals
 
     # -- test controls --------------------------------------------------------------
 
@@ -272,6 +274,17 @@ class FakeKafkaAdmin:
     def log_dir_paths(self, brokers: Collection[int]) -> dict[int, frozenset[str]]:
         self._enter("log_dir_paths", list(brokers))
         return {b: frozenset(self.log_dirs_of(b)) for b in brokers if b in self.brokers}
+
+    def log_dir_states(self, brokers: Collection[int]) -> dict[int, tuple[LogDirState, ...]]:
+        self._enter("log_dir_states", list(brokers))
+        return {
+            b: tuple(
+                self.dir_states.get((b, path), LogDirState(path, True))
+                for path in sorted(self.log_dirs_of(b))
+            )
+            for b in brokers
+            if b in self.brokers
+        }
 
     def elect_preferred_leaders(
         self, partitions: Collection[TopicPartition]

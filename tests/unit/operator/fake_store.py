@@ -171,6 +171,28 @@ class FakeObjectStore:
         self._touch(stored)
         return copy.deepcopy(stored)  # the API server answers the patched object
 
+    def create(self, kind: ResourceKind, namespace: str, body: Mapping[str, Any]) -> Object | None:
+        name = str((body.get("metadata") or {}).get("name"))
+        if (kind.plural, namespace, name) in self.objects:
+            return None
+        obj = copy.deepcopy(dict(body))
+        obj["kind"] = kind.kind
+        obj.setdefault("metadata", {})["namespace"] = namespace
+        return self.apply(obj)
+
+    def patch(
+        self, kind: ResourceKind, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> Object | None:
+        stored = self.objects.get((kind.plural, namespace, name))
+        if stored is None:
+            return None
+        if "metadata" in patch:
+            stored["metadata"] = merge_patch(stored["metadata"], dict(patch["metadata"]))
+            self._touch(stored)
+        if "spec" in patch:
+            return self.set_spec(kind, namespace, name, **dict(patch["spec"]))
+        return copy.deepcopy(stored)
+
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata") or {}
         self.events.append(

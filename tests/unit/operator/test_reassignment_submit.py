@@ -4,13 +4,17 @@ A throttled object sets its throttles first and is submitted with
 AlterPartitionReassignments (KIP-455) on the next step, once brokers have the
 configs (``kafka-reassign-partitions --throttle``, KIP-73); without a throttle
 change it is submitted in the same step. Progress is measured from replica sizes
-(DescribeLogDirs, KIP-113); completion removes the object's throttles.
+(DescribeLogDirs, KIP-113); completion removes the object's throttles. With
+concurrency limits (Cruise Control's ``num.concurrent.partition.movements.per.broker`` and
+``num.concurrent.leader.movements``) the partitions are submitted in batches as the
+movements in flight finish.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.quota import QuotaReconciler
 from kpo_operator.throttles import (
     FOLLOWER_RATE,
@@ -343,3 +347,202 @@ def test_rates_are_set_on_every_broker_of_both_moving_partitions(env: Env) -> No
     assert partition_states(env.status()) == {T0: "Pending", T1: "Pending"}
     assert env.reconcile() == "Moving"
     assert env.submissions() == [{T0: [2, 1], T1: [3, 2]}]
+
+
+# -- concurrency limits (Cruise Control's executor, Strimzi's KafkaRebalance) -----------------
+
+W = [TopicPartition("w", p) for p in range(4)]
+PER_BROKER_2 = "waiting: concurrentPartitionMovementsPerBroker 2 reached on brokers 0, 3"
+
+
+def create_w(env: Env, partitions: int = 4) -> None:
+    """Topic ``w``: every partition on [0, 1], led by 0."""
+    env.kafka.create_topic("w", {p: [0, 1] for p in range(partitions)})
+
+
+def into_3(partitions: int = 4) -> list[tuple[str, int, list[int]]]:
+    """Targets moving each ``w`` partition's replica from broker 0 to broker 3."""
+    return [("w", p, [3, 1]) for p in range(partitions)]
+
+
+def test_per_broker_limit_submits_in_batches_as_movements_finish(env: Env) -> None:
+    create_w(env)
+    env.create("move", into_3(), concurrentPartitionMovementsPerBroker=2)
+
+    assert env.reconcile() == "Moving"
+
+    # In the spec's order, while brokers 0 and 3 have fewer than 2 movements each.
+    assert env.submissions() == [{W[0]: [3, 1], W[1]: [3, 1]}]
+    status = env.status()
+    assert partition_states(status) == {
+        W[0]: "Moving",
+        W[1]: "Moving",
+        W[2]: "Pending",
+        W[3]: "Pending",
+    }
+    assert entry_of(status, W[2])["message"] == PER_BROKER_2
+    assert status["message"].endswith("; 2 partitions waiting to be submitted")
+    submitted = env.store.events_of("move", "Submitted")[-1]
+    assert submitted.message == "submitted 2 partitions; 2 wait for the concurrency limits"
+
+    # Nothing finished: nothing more is submitted, and no throttle is synced for it.
+    mark = env.mark()
+    assert env.reconcile() == "Moving"
+    assert env.writes(mark) == []
+
+    env.kafka.complete(W[0])
+    env.restart()  # what waits is in the status, not in the operator's memory
+    assert env.reconcile() == "Moving"
+
+    assert env.submissions(mark) == [{W[2]: [3, 1]}]
+    status = env.status()
+    assert partition_states(status)[W[2]] == "Moving"
+    assert "message" not in entry_of(status, W[2])
+    assert entry_of(status, W[3])["message"] == PER_BROKER_2
+    assert status["message"].endswith("; 1 partitions waiting to be submitted")
+
+    env.kafka.complete(W[1])
+    env.kafka.complete(W[2])
+    assert env.reconcile() == "Moving"
+    assert env.submissions(mark) == [{W[2]: [3, 1]}, {W[3]: [3, 1]}]
+    assert "waiting" not in env.status()["message"]
+
+    env.kafka.complete(W[3])
+    assert env.reconcile() == "Completed"
+    assert len(env.submissions()) == 3
+    assert all(env.kafka.partitions[tp].replicas == [3, 1] for tp in W)
+
+
+def test_other_movements_in_flight_count_against_the_per_broker_limit(env: Env) -> None:
+    create_w(env, 3)
+    # Another tool moves t-1 [1,2] -> [3,2]: one movement on brokers 1 and 3 (topic t is
+    # not in this object's snapshot).
+    env.kafka.alter_partition_reassignments({T1: [3, 2]})
+    mark = env.mark()
+    env.create("move", into_3(3), concurrentPartitionMovementsPerBroker=2)
+
+    assert env.reconcile() == "Moving"
+
+    assert env.submissions(mark) == [{W[0]: [3, 1]}]
+    waiting = "waiting: concurrentPartitionMovementsPerBroker 2 reached on broker 3"
+    assert entry_of(env.status(), W[1])["message"] == waiting
+
+    env.kafka.complete(T1)
+    assert env.reconcile() == "Moving"
+    assert env.submissions(mark) == [{W[0]: [3, 1]}, {W[1]: [3, 1]}]
+    assert entry_of(env.status(), W[2])["message"] == PER_BROKER_2
+
+
+def test_with_nothing_in_flight_an_object_submits_one_partition_above_the_limit(env: Env) -> None:
+    create_w(env, 2)
+    env.kafka.alter_partition_reassignments({T1: [3, 2]})  # holds broker 3, however long
+    mark = env.mark()
+    env.create("move", into_3(2), concurrentPartitionMovementsPerBroker=1)
+
+    assert env.reconcile() == "Moving"
+
+    # Broker 3 is at the limit with another tool's movement: the first partition goes all
+    # the same (no deadlock), the second waits for it.
+    assert env.submissions(mark) == [{W[0]: [3, 1]}]
+    waiting = "waiting: concurrentPartitionMovementsPerBroker 1 reached on brokers 0, 3"
+    assert entry_of(env.status(), W[1])["message"] == waiting
+
+    env.kafka.complete(W[0])
+    assert env.reconcile() == "Moving"
+    assert env.submissions(mark) == [{W[0]: [3, 1]}, {W[1]: [3, 1]}]
+    env.kafka.complete(W[1])
+    assert env.reconcile() == "Completed"
+    assert env.in_flight() == {T1: (3, 2)}
+
+
+def test_leader_limit_holds_partitions_whose_leader_moves(env: Env) -> None:
+    create_w(env, 3)
+    targets = [("w", 0, [2, 3]), ("w", 1, [2, 3]), ("w", 2, [0, 3])]  # leader 0 leaves w-0, w-1
+    env.create("move", targets, concurrentLeaderMovements=1)
+
+    assert env.reconcile() == "Moving"
+
+    assert env.submissions() == [{W[0]: [2, 3], W[2]: [0, 3]}]
+    status = env.status()
+    assert partition_states(status)[W[1]] == "Pending"
+    assert entry_of(status, W[1])["message"] == "waiting: concurrentLeaderMovements 1 reached"
+
+    env.kafka.complete(W[2])  # keeps its leader: frees nothing
+    assert env.reconcile() == "Moving"
+    assert len(env.submissions()) == 1
+
+    env.kafka.complete(W[0])
+    assert env.reconcile() == "Moving"
+    assert env.submissions()[1:] == [{W[1]: [2, 3]}]
+    env.kafka.complete(W[1])
+    assert env.reconcile() == "Completed"
+
+
+def test_throttles_cover_every_accepted_partition_while_some_wait(env: Env) -> None:
+    create_w(env, 3)
+    env.create(
+        "move",
+        into_3(3),
+        throttle={"replicationRate": 1000},
+        concurrentPartitionMovementsPerBroker=1,
+    )
+
+    assert env.reconcile() == "Moving"  # throttles first
+
+    assert env.submissions() == []
+    assert env.topic_config("w") == {
+        LEADER_REPLICAS: "0:0,0:1,1:0,1:1,2:0,2:1",
+        FOLLOWER_REPLICAS: "0:3,1:3,2:3",
+    }
+    assert env.broker_config(3) == RATES_1000
+
+    assert env.reconcile() == "Moving"
+    assert env.submissions() == [{W[0]: [3, 1]}]
+    assert partition_states(env.status()) == {W[0]: "Moving", W[1]: "Pending", W[2]: "Pending"}
+    assert env.topic_config("w")[FOLLOWER_REPLICAS] == "0:3,1:3,2:3"
+
+    env.kafka.complete(W[0])
+    assert env.reconcile() == "Moving"
+    assert env.submissions() == [{W[0]: [3, 1]}, {W[1]: [3, 1]}]
+    for tp in W[1:3]:
+        env.kafka.complete(tp)
+        env.reconcile()
+    assert env.reconcile() == "Completed"
+    assert no_throttles(env)
+
+
+def test_edited_limits_apply_from_the_next_step_without_resubmitting(env: Env) -> None:
+    create_w(env)
+    env.create("move", into_3(), concurrentPartitionMovementsPerBroker=1)
+    assert env.reconcile() == "Moving"
+    assert env.submissions() == [{W[0]: [3, 1]}]
+
+    env.edit("move", concurrentPartitionMovementsPerBroker=3)
+    mark = env.mark()
+    assert env.reconcile() == "Moving"
+
+    assert env.submissions(mark) == [{W[1]: [3, 1], W[2]: [3, 1]}]  # w-0 stays in flight
+    status = env.status()
+    assert status["observedGeneration"] == 2
+    assert entry_of(status, W[3])["message"] == (
+        "waiting: concurrentPartitionMovementsPerBroker 3 reached on brokers 0, 3"
+    )
+
+    env.edit("move", concurrentPartitionMovementsPerBroker=None)
+    assert env.reconcile() == "Moving"
+    assert env.submissions(mark) == [{W[1]: [3, 1], W[2]: [3, 1]}, {W[3]: [3, 1]}]
+    assert all(e.get("message") is None for e in env.status()["partitions"])
+
+
+def test_limits_hold_while_the_spec_is_invalid(env: Env) -> None:
+    create_w(env, 3)
+    env.create("move", into_3(3), concurrentPartitionMovementsPerBroker=1)
+    assert env.reconcile() == "Moving"
+    env.edit("move", suspend="no")  # not a boolean: the spec does not parse
+
+    env.kafka.complete(W[0])
+    assert env.reconcile() == "Moving"
+
+    # The accepted work keeps moving, one partition at a time as the limit says.
+    assert env.submissions() == [{W[0]: [3, 1]}, {W[1]: [3, 1]}]
+    assert partition_states(env.status())[W[2]] == "Pending"

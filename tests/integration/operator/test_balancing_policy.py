@@ -1,0 +1,262 @@
+"""BalancingPolicy on real parts: a broker killed for good is healed, a rollout is not.
+
+Real kube-apiserver + etcd, the operator as a process, our brokers on a real ZooKeeper in
+three racks; records produced with acks=all and read back after the heal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from typing import Any
+
+import pytest
+
+from kpo_kafka.admin import KafkaPythonAdmin
+from tests.integration.broker.conftest import wait_for
+from tests.integration.broker.server.helpers import consume_all, create_topic
+from tests.integration.operator.conftest import RECORD, Stack, StackFactory, produce
+
+pytestmark = pytest.mark.integration
+
+RACKS = ["a", "b", "c", "a", "b", "c"]
+TOPIC = "orders"
+PARTITIONS = 6
+POLICY_ENV = {"KPO_POLICY_INTERVAL_S": "2"}
+
+
+def _policy(name: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "kpo.dev/v1alpha1",
+        "kind": "BalancingPolicy",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def _status(stack: Stack, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = stack.get("balancingpolicies", name).get("status") or {}
+    return found
+
+
+def _anomaly(stack: Stack, name: str, anomaly_id: str) -> dict[str, Any]:
+    for entry in _status(stack, name).get("anomalies") or []:
+        if entry.get("id") == anomaly_id:
+            found: dict[str, Any] = entry
+            return found
+    return {}
+
+
+def _wait_anomaly(
+    stack: Stack, name: str, anomaly_id: str, state: str, timeout_s: float
+) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    def reached() -> bool:
+        seen.clear()
+        seen.update(_anomaly(stack, name, anomaly_id))
+        return seen.get("state") == state
+
+    try:
+        wait_for(reached, timeout_s, f"{anomaly_id} {state}")
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}; last: {json.dumps(seen)}; status: {json.dumps(_status(stack, name))[:1500]}"
+            f"\noperator log:\n{stack.operator.log_tail(40)}"
+        ) from exc
+    return dict(seen)
+
+
+def _assignment(stack: Stack) -> dict[int, tuple[list[int], list[int]]]:
+    admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", 10000)
+    try:
+        info = admin.describe_topics([TOPIC])[TOPIC]
+    finally:
+        admin.close()
+    return {p: (list(i.replicas), list(i.isr)) for p, i in info.items()}
+
+
+def _healing_stack(stack_factory: StackFactory) -> Stack:
+    stack = stack_factory(6, racks=RACKS, env=POLICY_ENV)
+    # Every partition on three racks; broker 0 holds a replica of half of them.
+    assignment = {p: [p % 6, (p + 1) % 6, (p + 2) % 6] for p in range(PARTITIONS)}
+    create_topic(stack.cluster, TOPIC, assignment=assignment)
+    return stack
+
+
+def test_broker_killed_for_good_is_healed_with_racks_and_data_intact(
+    stack_factory: StackFactory,
+) -> None:
+    stack = _healing_stack(stack_factory)
+    digests = produce(stack.cluster, TOPIC, PARTITIONS, 3 * 1024 * 1024)
+    stack.apply(
+        _policy(
+            "heal",
+            detectors={"brokerFailure": {"threshold": "15s"}},
+            budget={"replicationRate": 8 * 1024 * 1024},
+        )
+    )
+    wait_for(lambda: bool(_status(stack, "heal").get("lastCheckTime")), 60, "first check")
+    stack.cluster.brokers[0].kill()
+    killed_at = time.monotonic()
+
+    waiting = _wait_anomaly(stack, "heal", "BrokerFailure/0", "Waiting", 60)
+    assert waiting["waitingFor"] == "Threshold"
+    fixing = _wait_anomaly(stack, "heal", "BrokerFailure/0", "Fixing", 90)
+    assert time.monotonic() - killed_at >= 15
+    [fix] = fixing["fixes"]
+    pr = stack.get("partitionreassignments", fix)
+    assert pr["metadata"]["labels"]["kpo.dev/balancing-policy"] == "heal"
+    assert pr["metadata"]["ownerReferences"][0]["kind"] == "BalancingPolicy"
+    _wait_anomaly(stack, "heal", "BrokerFailure/0", "Fixed", 180)
+
+    racks = dict(enumerate(RACKS))
+    for partition, (replicas, isr) in _assignment(stack).items():
+        assert 0 not in replicas, (partition, replicas)
+        assert len(replicas) == 3 and sorted(isr) == sorted(replicas), (partition, replicas, isr)
+        assert len({racks[b] for b in replicas}) == 3, (partition, replicas)
+    got = consume_all(stack.cluster, TOPIC, PARTITIONS, 3 * 1024 * 1024 // RECORD)
+    for partition, records in got.items():
+        digest = hashlib.sha256(b"".join(records)).hexdigest()
+        assert digest == digests[partition], partition
+    reasons = [e["reason"] for e in stack.events("heal")]
+    for reason in ("AnomalyWaiting", "AnomalyFixing", "AnomalyFixed"):
+        assert reason in reasons, reasons
+
+
+def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory) -> None:
+    stack = _healing_stack(stack_factory)
+    # The brokers' StatefulSet as the chart makes it, rolling out (no kubelet runs here:
+    # its status says what a controller would).
+    stack.apply(
+        {
+            "apiVersion": "apps/v1",
+            "kind": "StatefulSet",
+            "metadata": {"name": "kpo-broker"},
+            "spec": {
+                "replicas": 6,
+                "serviceName": "kpo-broker-headless",
+                "selector": {"matchLabels": {"app": "kpo-broker"}},
+                "template": {
+                    "metadata": {"labels": {"app": "kpo-broker"}},
+                    "spec": {"containers": [{"name": "broker", "image": "kpo-broker:dev"}]},
+                },
+            },
+        }
+    )
+    stack.kubectl(
+        "patch",
+        "statefulset",
+        "kpo-broker",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {
+                "status": {
+                    "replicas": 6,
+                    "readyReplicas": 5,
+                    "currentReplicas": 3,
+                    "updatedReplicas": 3,
+                    "currentRevision": "kpo-broker-old",
+                    "updateRevision": "kpo-broker-new",
+                    "observedGeneration": 1,
+                }
+            }
+        ),
+    )
+    stack.apply(
+        _policy(
+            "heal",
+            detectors={"brokerFailure": {"threshold": "5s", "approval": "Manual"}},
+            maintenance={"statefulSet": "kpo-broker"},
+            budget={"replicationRate": 4 * 1024 * 1024},
+        )
+    )
+    wait_for(lambda: bool(_status(stack, "heal").get("lastCheckTime")), 60, "first check")
+    stack.cluster.brokers[2].kill()
+    waiting = _wait_anomaly(stack, "heal", "BrokerFailure/2", "Waiting", 60)
+    deadline = time.monotonic() + 20  # well past the threshold
+    while time.monotonic() < deadline:
+        anomaly = _anomaly(stack, "heal", "BrokerFailure/2")
+        assert anomaly.get("state") == "Waiting", anomaly
+        time.sleep(1)
+    anomaly = _anomaly(stack, "heal", "BrokerFailure/2")
+    assert anomaly["waitingFor"] == "Maintenance", anomaly
+    assert "kpo-broker-2" in anomaly["message"], anomaly  # no kubelet: its pod is not back
+    assert "rolling out" in _status(stack, "heal")["maintenance"]
+    assert not anomaly.get("fixes"), waiting
+    assert not json.loads(stack.kubectl("get", "partitionreassignments", "-o", "json"))["items"]
+
+    # The broker comes back with the rollout: cleared, nothing moved.
+    stack.cluster.brokers[2].start()
+    _wait_anomaly(stack, "heal", "BrokerFailure/2", "Fixed", 90)
+    assert not json.loads(stack.kubectl("get", "partitionreassignments", "-o", "json"))["items"]
+
+    # Down for good after the rollout finished, its pod crash-looping: a failure, healed;
+    # Manual approval leaves a suspended fix with its plan.
+    stack.kubectl(
+        "patch",
+        "statefulset",
+        "kpo-broker",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {
+                "status": {
+                    "currentRevision": "kpo-broker-new",
+                    "updatedReplicas": 6,
+                    "currentReplicas": 6,
+                }
+            }
+        ),
+    )
+    stack.apply(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "kpo-broker-2",
+                "labels": {"app": "kpo-broker", "controller-revision-hash": "kpo-broker-new"},
+            },
+            "spec": {"containers": [{"name": "broker", "image": "kpo-broker:dev"}]},
+        }
+    )
+    stack.kubectl(
+        "patch",
+        "pod",
+        "kpo-broker-2",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps(
+            {
+                "status": {
+                    "phase": "Running",
+                    "containerStatuses": [
+                        {
+                            "name": "broker",
+                            "image": "kpo-broker:dev",
+                            "imageID": "",
+                            "ready": False,
+                            "restartCount": 5,
+                            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                        }
+                    ],
+                }
+            }
+        ),
+    )
+    stack.cluster.brokers[2].kill()
+    anomaly = _wait_anomaly(stack, "heal", "BrokerFailure/2", "Waiting", 60)
+    wait_for(
+        lambda: _anomaly(stack, "heal", "BrokerFailure/2").get("waitingFor") == "Approval",
+        90,
+        "a suspended fix",
+    )
+    [fix] = _anomaly(stack, "heal", "BrokerFailure/2")["fixes"]
+    status = stack.wait_phase(fix, "Suspended")
+    assert status["predictedDuration"], status
+    assert stack.get("partitionreassignments", fix)["spec"]["suspend"] is True

@@ -3,7 +3,9 @@
 Starts one ZooKeeper server, then for each system in turn (kpo first, then Apache
 Kafka) a 3-broker cluster on its own ZooKeeper chroot, runs the same workload with
 the same clients, stops it, and prints a table with the ratios. The systems never
-run at the same time. The JSON report goes to ``--output``, and the run's record (command
+run at the same time. The heal section (:mod:`kpo_bench.heal`; alone with ``--only heal``,
+else after the broker comparison) runs clusters of its own size with a control plane and
+the operator. The JSON report goes to ``--output``, and the run's record (command
 line, machine, start time, duration, each metric of both systems) to a new file of
 ``--results-dir`` (:mod:`kpo_bench.run_record`).
 """
@@ -11,6 +13,7 @@ line, machine, start time, duration, each metric of both systems) to a new file 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import tempfile
@@ -36,11 +39,13 @@ from kpo_bench.report import print_report
 from kpo_bench.results import (
     BASELINE,
     CONTROLLER_METRICS,
+    HEAL_METRICS,
     METRICS,
     OURS,
     SystemResult,
     compare,
     estimate_rows,
+    ratio_meaning,
     report_json,
 )
 from kpo_bench.run_record import (
@@ -54,7 +59,7 @@ from kpo_bench.run_record import (
     write_record,
 )
 from kpo_bench.runner import ONLY_CHOICES, ONLY_TLS, Step, run_system
-from kpo_bench.settings import DEFAULT, QUICK, Workload
+from kpo_bench.settings import DEFAULT, DEFAULT_HEAL, QUICK, QUICK_HEAL, HealWorkload, Workload
 from kpo_bench.throttle_plan import THROTTLE_BROKER_PROPERTIES, TOLERANCE
 from kpo_bench.throughput import Transport
 from kpo_bench.tls import TlsSetup
@@ -74,6 +79,9 @@ CONTROLLER = "controller"
 
 OPERATOR_SCALE = "operator-scale"
 """``--only operator-scale``: the operator with many objects on one cluster."""
+
+HEAL = "heal"
+"""``--only heal``: a broker killed for good, healed by a BalancingPolicy."""
 #: ``--only operator-scale``: partitions per object unless ``--partitions`` says otherwise.
 OPERATOR_SCALE_PARTITIONS = 10
 
@@ -130,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--only",
-        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, OPERATOR_SCALE, CONTROLLER),
+        choices=(*ONLY_CHOICES, PLACEMENT, OPERATOR, OPERATOR_SCALE, CONTROLLER, HEAL),
         help=(
             "run only this group: 'throttle' = the throttled-reassignment experiments, "
             "'groups' = produce, then consume via a group and a group's rebalance after kill -9, "
@@ -139,7 +147,8 @@ def build_parser() -> argparse.ArgumentParser:
             "'operator-scale' = many PartitionReassignments on one cluster (requests, latency), "
             "'tls' = produce and consume over PLAINTEXT and over SASL_SSL (SCRAM-SHA-512), "
             "'controller' = partition creation, controlled shutdown, start-up, kill -9 and "
-            "controller failover with a broker leading N partitions"
+            "controller failover with a broker leading N partitions, "
+            "'heal' = kill -9 of a broker for good: a BalancingPolicy restores the RF"
         ),
     )
     parser.add_argument(
@@ -211,6 +220,11 @@ def controller_workload_from(args: argparse.Namespace) -> ControllerWorkload:
     )
 
 
+def heal_workload_from(args: argparse.Namespace) -> HealWorkload:
+    """Return the ``heal`` section's sizes (``--quick``)."""
+    return QUICK_HEAL if args.quick else DEFAULT_HEAL
+
+
 def workload_from(args: argparse.Namespace) -> Workload:
     """Return the workload the arguments ask for (``--quick`` and the record overrides)."""
     base = QUICK if args.quick else DEFAULT
@@ -269,26 +283,27 @@ def _run_guarded(
 
 
 ClusterFactory = Callable[[Path, str], Cluster]
-"""Makes one system's 3-broker cluster from (its workdir, its ZooKeeper connect string)."""
+"""Makes one system's cluster from (its workdir, its ZooKeeper connect string)."""
 
 
 def _cluster_factories(
-    tls: TlsSetup | None, classpath: str, properties: dict[str, str]
+    tls: TlsSetup | None, classpath: str, properties: dict[str, str], size: int = 3
 ) -> dict[str, ClusterFactory]:
     """Return system name -> its cluster factory, in run order (kpo, then Apache Kafka).
 
-    With ``tls`` the clusters get the SASL_SSL listener too (``--only tls``).
+    Each cluster has ``size`` brokers (3 for every section but ``heal``). With ``tls`` the
+    clusters get the SASL_SSL listener too (``--only tls``, 3 brokers).
     """
 
     def kpo(workdir: Path, connect: str) -> Cluster:
         if tls is not None:
             return tls.kpo_cluster(workdir, connect, properties)
-        return KafkaCluster(workdir, connect, 3, properties)
+        return KafkaCluster(workdir, connect, size, properties)
 
     def apache(workdir: Path, connect: str) -> Cluster:
         if tls is not None:
             return tls.apache_cluster(workdir, connect, classpath, properties)
-        return ApacheKafkaCluster(workdir, connect, classpath, 3, properties)
+        return ApacheKafkaCluster(workdir, connect, classpath, size, properties)
 
     return {OURS: kpo, BASELINE: apache}
 
@@ -338,11 +353,70 @@ def _operator_scale(args: argparse.Namespace, workdir: Path) -> None:
     save(result, workdir / "operator-scale.json")
 
 
+@dataclasses.dataclass
+class _Section:
+    """What one section measured: its metric lines, its JSON report and its exit code."""
+
+    lines: list[MetricLine]
+    report: dict[str, Any]
+    code: int
+
+
+def _heal(
+    args: argparse.Namespace,
+    console: Console,
+    tools: JavaTools,
+    kafka_version: str,
+    properties: dict[str, str],
+    producer_props: dict[str, str],
+    workdir: Path,
+    machine: dict[str, Any],
+) -> _Section:
+    """Run the heal section (:mod:`kpo_bench.heal`) on the systems ``--systems`` names."""
+    from kpo_bench.heal import run_heal
+
+    heal = heal_workload_from(args)
+    console.print(f"heal: workdir {workdir}; sizes {heal.as_json()}")
+    factories = {
+        system: factory
+        for system, factory in _cluster_factories(
+            None, tools.kafka_classpath, properties, heal.brokers
+        ).items()
+        if args.systems in ("both", system)
+    }
+    versions = {OURS: _kpo_version(), BASELINE: kafka_version}
+    results = run_heal(
+        workdir, factories, versions, tools, heal, producer_props, console, args.keep_data
+    )
+    ours, baseline = results.get(OURS), results.get(BASELINE)
+    settings = {
+        "heal": heal.as_json(),
+        "kafka_version": kafka_version,
+        "broker_properties": properties,
+        "only": args.only,
+    }
+    report = report_json(machine, settings, ours, baseline, HEAL_METRICS)
+    rows = compare(ours, baseline, HEAL_METRICS)
+    title = (
+        f"BalancingPolicy heal after kill -9: {heal.brokers} brokers, "
+        f"{heal.payload_bytes / 2**20:.0f} MiB at RF {heal.replication_factor}"
+    )
+    print_report(console, machine, rows, ours, baseline, with_estimates=False, title=title)
+    meanings = {metric.key: ratio_meaning(metric) for metric in HEAL_METRICS}
+    lines = [
+        dataclasses.replace(line, ratio_meaning=meanings[line.key])
+        for line in comparison_lines(rows, f"Apache Kafka {kafka_version}")
+    ]
+    code = 1 if any(r.errors for r in results.values()) else 0
+    return _Section(lines, report, code)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark; return 0 when every metric was measured on every system run, else 1.
 
-    Without ``--only`` the broker benchmark runs first, then the placement benchmark. Either
-    way the run's record is written to a new file of ``--results-dir``.
+    Without ``--only`` the broker benchmark runs first, then the heal section, then the
+    placement benchmark. Either way the run's record is written to a new file of
+    ``--results-dir``.
     """
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(arguments)
@@ -407,11 +481,28 @@ def _run(
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="kpo-bench-"))
     workdir.mkdir(parents=True, exist_ok=True)
     output = args.output or workdir / "results.json"
+    properties = broker_properties(args.quota_window_num)
+    if args.only == HEAL:
+        tools = compile_consumer(classpath, workdir / "classes")
+        heal = _heal(
+            args,
+            console,
+            tools,
+            kafka_version,
+            properties,
+            workload.producer_props,
+            workdir,
+            machine,
+        )
+        report.update(heal.report)
+        _write_json(output, report)
+        console.print(f"JSON report: {output}")
+        metrics += heal.lines
+        return heal.code
     controller = controller_workload_from(args) if args.only == CONTROLLER else None
     sizes = controller.as_json() if controller is not None else workload.as_json()
     console.print(f"workdir {workdir}; workload {sizes}")
-    tools: JavaTools = compile_consumer(classpath, workdir / "classes")
-    properties = broker_properties(args.quota_window_num)
+    tools = compile_consumer(classpath, workdir / "classes")
     zookeeper = ZooKeeperServer(workdir / "zookeeper")
     only = None if controller is not None else args.only
 
@@ -453,15 +544,35 @@ def _run(
     }
     chosen = CONTROLLER_METRICS if controller is not None else METRICS
     report.update(report_json(machine, settings, ours, baseline, chosen))
-    output.parent.mkdir(parents=True, exist_ok=True)
-    output.write_text(json.dumps(report, indent=2) + "\n")
+    _write_json(output, report)
     rows = compare(ours, baseline, chosen)
     print_report(console, machine, rows, ours, baseline, with_estimates=controller is None)
     console.print(f"JSON report: {output}")
     kafka_label = f"Apache Kafka {kafka_version}"
     metrics += comparison_lines(rows, kafka_label)
     metrics += estimate_lines(estimate_rows(ours, baseline), TOLERANCE, kafka_label)
-    if args.only is None:
-        metrics += _placement(args, workdir)
     ran = [r for r in (ours, baseline) if r is not None and (r.values or r.errors)]
-    return 1 if any(r.errors for r in ran) else 0
+    code = 1 if any(r.errors for r in ran) else 0
+    if args.only is None:
+        heal = _heal(
+            args,
+            console,
+            tools,
+            kafka_version,
+            properties,
+            workload.producer_props,
+            workdir / HEAL,
+            machine,
+        )
+        report[HEAL] = heal.report
+        _write_json(output, report)
+        metrics += heal.lines
+        code = max(code, heal.code)
+        metrics += _placement(args, workdir)
+    return code
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` as indented JSON to ``path`` (its folder created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2) + "\n")

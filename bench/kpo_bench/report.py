@@ -40,12 +40,19 @@ def _system_titles(ours: SystemResult | None, baseline: SystemResult | None) -> 
     return kpo, kafka
 
 
+#: The comparison table's title unless the caller gives one.
+COMPARISON_TITLE = "kpo vs Apache Kafka, 3 brokers on loopback"
+
+
 def comparison_table(
-    rows: list[ComparisonRow], ours: SystemResult | None, baseline: SystemResult | None
+    rows: list[ComparisonRow],
+    ours: SystemResult | None,
+    baseline: SystemResult | None,
+    title: str = COMPARISON_TITLE,
 ) -> Table:
     """Return the table: one row per metric with kpo, Kafka, ratio and target."""
     kpo_title, kafka_title = _system_titles(ours, baseline)
-    table = Table(title="kpo vs Apache Kafka, 3 brokers on loopback")
+    table = Table(title=title)
     table.add_column("metric")
     table.add_column(kpo_title, justify="right")
     table.add_column(kafka_title, justify="right")
@@ -134,13 +141,15 @@ def print_report(
     ours: SystemResult | None,
     baseline: SystemResult | None,
     with_estimates: bool = True,
+    title: str = COMPARISON_TITLE,
 ) -> None:
     """Print the machine line, the tables, the ratio's meaning and any errors.
 
-    ``with_estimates`` False leaves out the throttled-reassignment table (``--only controller``).
+    ``with_estimates`` False leaves out the throttled-reassignment table (``--only controller``,
+    ``--only heal``); ``title`` is the comparison table's.
     """
     console.print(f"machine: {machine_line(machine)}")
-    console.print(comparison_table(rows, ours, baseline))
+    console.print(comparison_table(rows, ours, baseline, title))
     if with_estimates:
         console.print(estimate_table(estimate_rows(ours, baseline), ours, baseline))
     overheads = overhead_rows(ours, baseline)

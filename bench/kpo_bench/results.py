@@ -28,6 +28,8 @@ class MetricSpec:
         higher_is_better: True for throughputs (ratio ours/Kafka), False for
             durations (ratio Kafka/ours).
         target_ratio: the smallest acceptable ratio, or None when none is set.
+        compared: False for a figure shown for both systems but not compared (a setting,
+            a size): it gets no ratio.
     """
 
     key: str
@@ -35,6 +37,7 @@ class MetricSpec:
     unit: str
     higher_is_better: bool
     target_ratio: float | None = None
+    compared: bool = True
 
     @classmethod
     def rate(
@@ -49,6 +52,11 @@ class MetricSpec:
     ) -> MetricSpec:
         """Return a metric where less is better (a duration, memory, requests; ratio Kafka/ours)."""
         return cls(key, label, unit, False, target_ratio)
+
+    @classmethod
+    def figure(cls, key: str, label: str, unit: str) -> MetricSpec:
+        """Return a figure shown for both systems without a ratio (a setting, a size)."""
+        return cls(key, label, unit, False, None, compared=False)
 
 
 PRODUCE = MetricSpec.rate("produce_mib_s", "produce (acks=all, RF 3, 1 KiB)", target_ratio=0.5)
@@ -78,6 +86,36 @@ METRICS: tuple[MetricSpec, ...] = (
     CATCH_UP,
     FAILOVER,
     GROUP_REBALANCE,
+)
+
+#: ``--only heal`` (``kpo_bench.heal``): a broker killed for good, healed by a BalancingPolicy.
+#: Times are from the kill, s; sizes are bytes of the replicas' logs, in MiB.
+HEAL_THRESHOLD = MetricSpec.figure(
+    "heal_threshold_s", "heal: brokerFailure threshold (the policy's setting)", "s"
+)
+HEAL_DETECTED = MetricSpec.cost("heal_detected_s", "heal: kill -9 to the BrokerFailure anomaly")
+HEAL_FIXING = MetricSpec.cost(
+    "heal_fixing_s", "heal: kill -9 to the anomaly Fixing (detection + threshold)"
+)
+HEAL_RESTORED = MetricSpec.cost(
+    "heal_restored_s", "heal: kill -9 to every partition's RF restored (ISR = replicas)"
+)
+HEAL_MOVED = MetricSpec.figure("heal_moved_mib", "heal: bytes copied to new replicas", "MiB")
+HEAL_BUDGET = MetricSpec.figure(
+    "heal_budget_mib_s", "heal: the policy's budget (replicationRate)", "MiB/s"
+)
+HEAL_RATE = MetricSpec.rate(
+    "heal_rate_mib_s", "heal: effective copy rate, bytes copied / (Fixing to RF restored)"
+)
+#: The heal metrics, in table order.
+HEAL_METRICS: tuple[MetricSpec, ...] = (
+    HEAL_THRESHOLD,
+    HEAL_DETECTED,
+    HEAL_FIXING,
+    HEAL_RESTORED,
+    HEAL_MOVED,
+    HEAL_BUDGET,
+    HEAL_RATE,
 )
 
 #: The throttled-reassignment experiments (``kpo_bench.throttle_plan``): durations, s, judged
@@ -235,13 +273,21 @@ def ratio(metric: MetricSpec, ours: float | None, baseline: float | None) -> flo
 
     Returns:
         ``ours / baseline`` for throughputs, ``baseline / ours`` for durations, or
-        None when a value is missing, not finite, not positive, or would be divided by.
+        None for a figure that is not compared (:meth:`MetricSpec.figure`) and when a value
+        is missing, not finite, not positive, or would be divided by.
     """
-    if ours is None or baseline is None:
+    if not metric.compared or ours is None or baseline is None:
         return None
     if not (math.isfinite(ours) and math.isfinite(baseline)) or ours <= 0 or baseline <= 0:
         return None
     return ours / baseline if metric.higher_is_better else baseline / ours
+
+
+def ratio_meaning(metric: MetricSpec) -> str:
+    """Return what the ratio of ``metric`` is: ``"kpo/apache-kafka"``, the reverse, or ``""``."""
+    if not metric.compared:
+        return ""
+    return f"{OURS}/{BASELINE}" if metric.higher_is_better else f"{BASELINE}/{OURS}"
 
 
 def compare(
@@ -440,9 +486,7 @@ def report_json(
             OURS: row.ours,
             BASELINE: row.baseline,
             "ratio": row.ratio,
-            "ratio_meaning": (
-                f"{OURS}/{BASELINE}" if row.metric.higher_is_better else f"{BASELINE}/{OURS}"
-            ),
+            "ratio_meaning": ratio_meaning(row.metric),
             "target_ratio": row.metric.target_ratio,
             "meets_target": row.meets_target,
         }

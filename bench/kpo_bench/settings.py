@@ -90,3 +90,52 @@ DEFAULT = Workload()
 QUICK = Workload(
     produce_records=51_200, warmup_records=10_240, catch_up_records=51_200, catch_up_timeout_s=300.0
 )
+
+
+@dataclass(frozen=True)
+class HealWorkload:
+    """The ``heal`` section: one cluster per system, a topic, a BalancingPolicy, one kill -9.
+
+    Attributes:
+        brokers: brokers of each system's cluster; more than ``replication_factor``, so that
+            the replication factor can be restored on the survivors once one broker dies.
+        partitions: partitions of the topic, spread round robin (every broker holds
+            ``replication_factor / brokers`` of them).
+        replication_factor: the topic's replication factor.
+        records: records written to the topic before the kill, ``record_size`` bytes each.
+        record_size: value size of every record, bytes.
+        threshold_s: ``spec.detectors.brokerFailure.threshold`` of the policy, s.
+        replication_rate: ``spec.budget.replicationRate`` of the policy: the cluster-wide
+            replication rate its fixes share, bytes/s.
+        policy_interval_s: the operator's ``KPO_POLICY_INTERVAL_S``: s between two checks
+            of the cluster for the policy.
+        timeout_s: longest wait from the kill to the replication factor restored, s, on
+            top of ``threshold_s``.
+    """
+
+    brokers: int = 5
+    partitions: int = 20
+    replication_factor: int = 3
+    records: int = 512_000
+    record_size: int = 1024
+    threshold_s: int = 30
+    replication_rate: int = 16 * MIB
+    policy_interval_s: float = 2.0
+    timeout_s: float = 900.0
+
+    @property
+    def payload_bytes(self) -> int:
+        """Record payload written to the topic, bytes (stored ``replication_factor`` times)."""
+        return self.records * self.record_size
+
+    def as_json(self) -> dict[str, Any]:
+        """Return the settings as JSON-serialisable data (sizes in bytes, times in s)."""
+        data = asdict(self)
+        data["payload_bytes"] = self.payload_bytes
+        return data
+
+
+#: ``--only heal`` and the full run: 5 brokers, 500 MiB in 20 partitions at RF 3.
+DEFAULT_HEAL = HealWorkload()
+#: ``--quick``: 4 brokers, 100 MiB in 12 partitions at RF 3.
+QUICK_HEAL = HealWorkload(brokers=4, partitions=12, records=102_400, timeout_s=300.0)

@@ -268,11 +268,14 @@ class KafkaPythonAdmin:
         that support DescribeQuorum are KRaft brokers; it needs Describe on the Cluster
         resource. Without that ACL, or when DescribeQuorum fails (the broker forwards it to
         the controller quorum, e.g. during an election), the controller is not known
-        (``None``) and the brokers are still reported.
+        (``None``) and the brokers are still reported. Only unfenced brokers are asked for
+        their ApiVersions: a fenced one is not in Metadata, so the client has no address
+        for it (kafka-python raises UnknownBrokerIdError).
         """
         with translated("DescribeCluster"):
             info = self._client().describe_cluster()
-        if self._supported(sorted(int(b["broker_id"]) for b in info["brokers"]), _DESCRIBE_QUORUM):
+        unfenced = sorted(int(b["broker_id"]) for b in info["brokers"] if not b.get("is_fenced"))
+        if self._supported(unfenced, _DESCRIBE_QUORUM):
             quorum_leader = self._quorum_leader()
             return self._cluster_info(info, quorum_leader if quorum_leader >= 0 else None)
         controller = info.get("controller_id", -1)

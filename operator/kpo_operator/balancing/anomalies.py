@@ -16,6 +16,9 @@ DiskFailure                ``DiskFailure/<id>``          a live broker answers a
                                                          dirs are the ones lost
 DiskUsage                  ``DiskUsage/<id>:<dir>``      a log dir (or a broker's dirs summed,
                            (``DiskUsage/<id>``)          scope Broker) above the threshold
+GoalViolation              ``GoalViolation``             the most loaded live broker holds more
+                                                         disk bytes than (1 + tolerance) x the
+                                                         mean, and no broker is absent
 UnderReplicatedPartitions  ``UnderReplicatedPartitions`` partitions with an ISR smaller than
                                                          their replicas, or no leader, that
                                                          neither a move in flight nor an
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kpo_kafka.topic_partition import TopicPartition
+from kpo_operator.balancing.healing import balance_stats
 from kpo_operator.balancing.observation import ClusterObservation
 from kpo_operator.balancing.spec import BalancingPolicySpec, UsageScope
 
@@ -50,6 +54,7 @@ class AnomalyKind(StrEnum):
     BROKER_FAILURE = "BrokerFailure"
     DISK_FAILURE = "DiskFailure"
     DISK_USAGE = "DiskUsage"
+    GOAL_VIOLATION = "GoalViolation"
     UNDER_REPLICATED = "UnderReplicatedPartitions"
 
 
@@ -77,7 +82,9 @@ class WaitReason(StrEnum):
 FINAL_STATES = frozenset({AnomalyState.FIXED, AnomalyState.FAILED})
 
 STATE_VALID_PREVIOUS: Mapping[AnomalyState, frozenset[AnomalyState | None]] = {
-    AnomalyState.DETECTED: frozenset({None, AnomalyState.DETECTED, AnomalyState.WAITING}),
+    AnomalyState.DETECTED: frozenset(
+        {None, AnomalyState.DETECTED, AnomalyState.WAITING, AnomalyState.FIXING}
+    ),
     AnomalyState.WAITING: frozenset(
         {None, AnomalyState.DETECTED, AnomalyState.WAITING, AnomalyState.FIXING}
     ),
@@ -140,6 +147,9 @@ def detect(obs: ClusterObservation, spec: BalancingPolicySpec) -> dict[str, Find
     usage = detectors.disk_usage
     if usage is not None and usage.enabled:
         found.update(_disk_usage(obs, usage.threshold_percent / 100, usage.scope))
+    goal = detectors.goal_violation
+    if goal is not None and goal.enabled and not obs.absent:
+        found.update(_goal_violation(obs, 1 + goal.tolerance_percent / 100))
     urp = detectors.under_replicated_partitions
     if urp is not None and urp.enabled:
         found.update(_under_replicated(obs))
@@ -209,6 +219,20 @@ def _disk_usage(obs: ClusterObservation, threshold: float, scope: UsageScope) ->
                 f"(threshold {100 * threshold:.0f} %)",
             )
     return out
+
+
+def _goal_violation(obs: ClusterObservation, tolerance: float) -> dict[str, Finding]:
+    stats = balance_stats(obs.replicas(), obs.live, obs.sizes)
+    if stats.max_broker is None or stats.ratio <= tolerance:
+        return {}
+    broker = stats.max_broker
+    key = str(AnomalyKind.GOAL_VIOLATION)
+    parts = frozenset(tp for tp, info in obs.partitions.items() if broker in info.replicas)
+    detail = (
+        f"broker {broker} holds {stats.max_bytes} bytes, {stats.ratio:.2f}x the mean "
+        f"(tolerance {tolerance:.2f}x)"
+    )
+    return {key: Finding(key, AnomalyKind.GOAL_VIOLATION, (broker,), (), parts, detail)}
 
 
 def _under_replicated(obs: ClusterObservation) -> dict[str, Finding]:

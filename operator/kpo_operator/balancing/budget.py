@@ -41,12 +41,22 @@ class BudgetShare:
 def receiving_brokers(
     targets: Iterable[Mapping[TopicPartition, Sequence[int]]],
     current: Mapping[TopicPartition, Sequence[int]],
+    adding: Mapping[TopicPartition, Sequence[int]],
 ) -> frozenset[int]:
-    """Brokers that gain a replica in any of ``targets`` (target replicas minus current)."""
+    """Return the brokers that gain a replica in any of ``targets``.
+
+    For a partition in flight, Kafka's adding replicas (``adding``, from
+    ListPartitionReassignments: the replica set in Metadata already includes them); for
+    one not submitted yet, its target replicas minus its ``current`` ones; none for one
+    that reached its target.
+    """
     out: set[int] = set()
     for fix in targets:
         for tp, replicas in fix.items():
-            out.update(set(replicas) - set(current.get(tp, ())))
+            if tp in adding:
+                out.update(adding[tp])
+            else:
+                out.update(set(replicas) - set(current.get(tp, ())))
     return frozenset(out)
 
 

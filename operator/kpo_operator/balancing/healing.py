@@ -13,6 +13,11 @@ partition reassignments:
   that remove the excess, and moves each to another log dir of the same broker when one
   can take it (an intra-broker move, KIP-113), else to another broker.
 
+A third plan, :func:`balance_bytes`, evens out the bytes of the live brokers (Cruise
+Control's ``DiskUsageDistributionGoal``, with its balance threshold as ``max / mean``, see
+:func:`balance_stats`): it moves replicas from the most loaded broker to less loaded ones,
+also in place and under the same rack rule.
+
 Choosing a broker
 -----------------
 A destination is live, not excluded, not already a replica of the partition, not one of
@@ -63,8 +68,11 @@ from kpo_kafka.topic_partition import TopicPartition
 
 __all__ = [
     "ANY_LOG_DIR",
+    "BalanceStats",
     "HealPlan",
     "LogDirUsage",
+    "balance_bytes",
+    "balance_stats",
     "relieve_usage",
     "replace_replicas",
     "usage_by_broker",
@@ -633,4 +641,211 @@ def relieve_usage(
         unrelieved=dict(
             sorted(unrelieved.items(), key=lambda item: (item[0][0], item[0][1] or ""))
         ),
+    )
+
+
+@dataclass(frozen=True)
+class BalanceStats:
+    """How evenly the replicas' bytes spread over the live brokers.
+
+    Attributes:
+        mean_bytes: the bytes of all live brokers over their number (0.0 without any).
+        max_bytes: the bytes of the most loaded live broker (0 without any).
+        max_broker: that broker, the lowest id among equals; None without live brokers.
+        ratio: ``max_bytes / mean_bytes``, 1.0 when ``mean_bytes`` is 0; a cluster is
+            balanced within a tolerance ``t`` (e.g. 1.10) when ``ratio <= t``.
+    """
+
+    mean_bytes: float
+    max_bytes: int
+    max_broker: int | None
+    ratio: float
+
+
+def _broker_bytes(
+    partitions: Mapping[TopicPartition, Sequence[int]],
+    live: Mapping[int, str | None],
+    sizes: Mapping[TopicPartition, int],
+) -> dict[int, int]:
+    """Live broker -> the sizes of the partitions it holds a replica of, in id order."""
+    loads = dict.fromkeys(sorted(live), 0)
+    for tp, replicas in partitions.items():
+        size = sizes.get(tp, 0)
+        for broker in set(replicas):
+            if broker in loads:
+                loads[broker] += size
+    return loads
+
+
+def _stats(loads: Mapping[int, int]) -> BalanceStats:
+    if not loads:
+        return BalanceStats(mean_bytes=0.0, max_bytes=0, max_broker=None, ratio=1.0)
+    mean = sum(loads.values()) / len(loads)
+    broker = min(loads, key=lambda b: (-loads[b], b))
+    top = loads[broker]
+    return BalanceStats(
+        mean_bytes=mean, max_bytes=top, max_broker=broker, ratio=top / mean if mean else 1.0
+    )
+
+
+def balance_stats(
+    partitions: Mapping[TopicPartition, Sequence[int]],
+    live: Mapping[int, str | None],
+    sizes: Mapping[TopicPartition, int],
+) -> BalanceStats:
+    """Measure how evenly the partitions' bytes spread over the live brokers.
+
+    A live broker's bytes are the sizes of the partitions it holds a replica of; replicas
+    on brokers that are not live are ignored, and every live broker counts in the mean,
+    those without replicas too.
+
+    Args:
+        partitions: replica lists of every partition of the cluster.
+        live: live broker id -> its rack (only the ids matter here).
+        sizes: partition -> bytes of one of its replicas; a missing partition is 0 bytes.
+
+    Returns:
+        The mean, the most loaded broker and the ratio of its bytes to the mean.
+
+    Raises:
+        ValueError: a size in ``sizes`` is negative.
+    """
+    _check_sizes(sizes)
+    return _stats(_broker_bytes(partitions, live, sizes))
+
+
+def balance_bytes(
+    partitions: Mapping[TopicPartition, Sequence[int]],
+    live: Mapping[int, str | None],
+    sizes: Mapping[TopicPartition, int],
+    tolerance: float,
+    busy: Collection[TopicPartition] = (),
+    max_moves: int = 1000,
+    room: Mapping[int, int] | None = None,
+) -> HealPlan:
+    """Move replicas off the most loaded live brokers until the bytes are balanced.
+
+    The cluster is balanced when every live broker holds at most ``tolerance`` times the
+    mean bytes of the live brokers (:func:`balance_stats`). Until it is, greedily: the
+    most loaded live broker (the lowest id among equals) gives one replica to a less
+    loaded live broker. Of all its replicas and their destinations, the move of ``s``
+    bytes from this source to a destination wins that
+
+    1. strictly lowers the larger of the two brokers' bytes: ``dst + s < src`` (with
+       ``s > 0``), so that no broker ends above the source's bytes before the move;
+    2. makes that larger value, ``max(src - s, dst + s)``, the smallest;
+    3. among equals, does not move more than half the gap (``s <= (src - dst) / 2``),
+       then goes to the less loaded destination, the lower broker id, the lower
+       partition.
+
+    A destination is live, holds no replica of the partition, has room for it and
+    keeps the rack rule of :func:`replace_replicas`: while a rack of a live broker holds
+    none of the partition's other replicas (the moving one frees its rack), only brokers
+    of such racks qualify. Each move replaces the replica in place (the preferred leader
+    stays first unless it is the one moving) and updates the loads.
+
+    The plan stops as soon as the most loaded broker cannot be improved by any move,
+    even if another broker could be: moving replicas between less loaded brokers does
+    not lower the maximum. It also stops after ``max_moves`` moves. Since each move
+    lowers the larger of the two loads it changes and leaves the total alone, the
+    maximum (and the ratio of :func:`balance_stats`) never grows.
+
+    A partition moves at most once in a plan (one replica); partitions in ``busy``,
+    empty partitions (size 0) and replica lists naming a broker twice are never moved.
+    Leadership is ignored: the caller puts partitions without a leader in ``busy``.
+
+    Args:
+        partitions: replica lists (preferred leader first) of every partition of the
+            cluster; they give the brokers' loads.
+        live: live broker id -> its rack (None: no ``broker.rack``).
+        sizes: partition -> bytes of one of its replicas; a missing partition is 0 bytes.
+        tolerance: the highest ``max / mean`` allowed, at least 1, e.g. 1.10.
+        busy: partitions that must not move (being moved, offline).
+        max_moves: the most replica moves (partitions) in the plan.
+        room: broker -> bytes it may still receive, decreased by each move; a broker
+            missing from it receives nothing. None: unlimited.
+
+    Returns:
+        The plan: ``targets`` for each partition moved, ``moved_bytes`` their sizes, no
+        ``log_dirs`` (the brokers choose the dirs) and no ``unplaceable``.
+
+    Raises:
+        ValueError: a size is negative, ``tolerance`` is below 1 or ``max_moves`` is
+            negative.
+    """
+    _check_sizes(sizes)
+    if not tolerance >= 1:  # also refuses NaN
+        raise ValueError(f"tolerance must be at least 1: {tolerance}")
+    if max_moves < 0:
+        raise ValueError(f"max_moves must not be negative: {max_moves}")
+    loads = _broker_bytes(partitions, live, sizes)
+    targets: dict[TopicPartition, tuple[int, ...]] = {}
+    moved = 0
+    if not loads:
+        return HealPlan(targets={}, log_dirs={}, unplaceable={}, moved_bytes=0)
+    limit = tolerance * sum(loads.values()) / len(loads)
+    rack = dict(live)
+    rack_aware = any(value is not None for value in live.values())
+    live_racks = frozenset(live.values())
+    capacity = _Room(room)
+    skip = frozenset(busy)
+
+    # Live broker -> the partitions it may give away.
+    held: dict[int, set[TopicPartition]] = {broker: set() for broker in loads}
+    for tp, replicas in partitions.items():
+        if tp in skip or sizes.get(tp, 0) <= 0 or len(set(replicas)) != len(replicas):
+            continue
+        for broker in replicas:
+            if broker in held:
+                held[broker].add(tp)
+
+    while len(targets) < max_moves:
+        source = min(loads, key=lambda b: (-loads[b], b))
+        top = loads[source]
+        if top <= limit:
+            break
+        order = sorted(loads, key=lambda b: (loads[b], b))
+        best: tuple[int, bool, int, int, TopicPartition] | None = None
+        for tp in held[source]:
+            size = sizes[tp]
+            others = [b for b in partitions[tp] if b != source]
+            used = {rack[b] for b in others if b in rack}
+            restricted = rack_aware and not live_racks <= used
+            # The least loaded qualifying destination is this replica's best (every
+            # criterion grows with the destination's load), and past a load of
+            # ``top - size`` no destination improves.
+            for dst in order:
+                if loads[dst] + size >= top:
+                    break
+                if dst in others or (restricted and rack[dst] in used):
+                    continue
+                if not capacity.fits(dst, size):
+                    continue
+                key = (
+                    max(top - size, loads[dst] + size),
+                    2 * size > top - loads[dst],
+                    loads[dst],
+                    dst,
+                    tp,
+                )
+                if best is None or key < best:
+                    best = key
+                break
+        if best is None:
+            break
+        _, _, _, dst, tp = best
+        size = sizes[tp]
+        replicas = list(partitions[tp])
+        replicas[replicas.index(source)] = dst
+        targets[tp] = tuple(replicas)
+        capacity.take(dst, size)
+        loads[source] -= size
+        loads[dst] += size
+        moved += size
+        for broker in partitions[tp]:
+            if broker in held:
+                held[broker].discard(tp)
+
+    return HealPlan(
+        targets=dict(sorted(targets.items())), log_dirs={}, unplaceable={}, moved_bytes=moved
     )

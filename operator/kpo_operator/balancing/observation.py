@@ -15,6 +15,7 @@ from functools import cached_property
 
 from kpo_kafka.admin import KafkaAdmin
 from kpo_kafka.admin_types import (
+    KafkaUnavailableError,
     LogDirState,
     PartitionInfo,
     Reassignment,
@@ -36,6 +37,9 @@ class ClusterObservation:
         replica_dirs: ``(broker, topic, partition)`` -> dir and size of each replica on
             a live broker's online dirs (empty when log dirs were not read).
         log_dirs: Live broker -> each of its log dirs, online or not (empty when not read).
+        unreachable: Live brokers that did not answer DescribeLogDirs (a broker that died
+            is registered until its session expires: its replicas' sizes and dirs are
+            unknown until then).
     """
 
     live: Mapping[int, str | None]
@@ -44,6 +48,7 @@ class ClusterObservation:
     in_flight: Mapping[TopicPartition, Reassignment]
     replica_dirs: Mapping[ReplicaKey, ReplicaDirInfo]
     log_dirs: Mapping[int, tuple[LogDirState, ...]]
+    unreachable: frozenset[int] = frozenset()
 
     @cached_property
     def absent(self) -> frozenset[int]:
@@ -93,6 +98,10 @@ def observe(admin: KafkaAdmin, log_dirs: bool = True) -> ClusterObservation:
         admin: The cluster's Admin API client.
         log_dirs: Also read DescribeLogDirs of every live broker (sizes, dir states).
 
+    Each live broker is asked for its log dirs on its own: one that does not answer (it
+    died and its session has not expired yet) is left out (``unreachable``) rather than
+    failing the whole look.
+
     Raises:
         kpo_kafka.admin_types.KafkaAdminError: A request failed (unreachable, no ACL).
     """
@@ -105,11 +114,15 @@ def observe(admin: KafkaAdmin, log_dirs: bool = True) -> ClusterObservation:
     }
     in_flight = admin.list_partition_reassignments()
     live = dict(cluster.brokers)
-    replica_dirs: Mapping[ReplicaKey, ReplicaDirInfo] = {}
-    dir_states: Mapping[int, tuple[LogDirState, ...]] = {}
-    if log_dirs and live:
-        replica_dirs = admin.describe_log_dirs(sorted(live))
-        dir_states = admin.log_dir_states(sorted(live))
+    replica_dirs: dict[ReplicaKey, ReplicaDirInfo] = {}
+    dir_states: dict[int, tuple[LogDirState, ...]] = {}
+    unreachable: set[int] = set()
+    for broker in sorted(live) if log_dirs else ():
+        try:
+            replica_dirs.update(admin.describe_log_dirs([broker]))
+            dir_states.update(admin.log_dir_states([broker]))
+        except KafkaUnavailableError:
+            unreachable.add(broker)
     return ClusterObservation(
         live=live,
         fenced=frozenset(cluster.fenced_brokers),
@@ -117,4 +130,5 @@ def observe(admin: KafkaAdmin, log_dirs: bool = True) -> ClusterObservation:
         in_flight=in_flight,
         replica_dirs=replica_dirs,
         log_dirs=dir_states,
+        unreachable=frozenset(unreachable),
     )

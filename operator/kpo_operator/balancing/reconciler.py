@@ -52,6 +52,7 @@ from kpo_operator.balancing.anomalies import (
 )
 from kpo_operator.balancing.budget import BudgetShare, receiving_brokers, share_budget
 from kpo_operator.balancing.fixes import (
+    ANOMALY_ID_ANNOTATION,
     REPLAN_ANNOTATION,
     FixPlan,
     FixState,
@@ -59,7 +60,12 @@ from kpo_operator.balancing.fixes import (
     fix_object,
     fix_state,
 )
-from kpo_operator.balancing.healing import LogDirUsage, relieve_usage, replace_replicas
+from kpo_operator.balancing.healing import (
+    LogDirUsage,
+    balance_bytes,
+    relieve_usage,
+    replace_replicas,
+)
 from kpo_operator.balancing.maintenance import (
     Cause,
     StatefulSetState,
@@ -98,6 +104,7 @@ DEFAULT_THRESHOLDS: Mapping[AnomalyKind, timedelta] = {
     AnomalyKind.BROKER_FAILURE: timedelta(minutes=10),
     AnomalyKind.DISK_FAILURE: timedelta(0),
     AnomalyKind.DISK_USAGE: timedelta(minutes=5),
+    AnomalyKind.GOAL_VIOLATION: timedelta(minutes=30),
     AnomalyKind.UNDER_REPLICATED: timedelta(minutes=5),
 }
 """Threshold of each detector when its spec sets none."""
@@ -106,6 +113,7 @@ RESPECTS_WINDOWS: Mapping[AnomalyKind, bool] = {
     AnomalyKind.BROKER_FAILURE: False,
     AnomalyKind.DISK_FAILURE: False,
     AnomalyKind.DISK_USAGE: True,
+    AnomalyKind.GOAL_VIOLATION: True,
 }
 """Whether a detector's fixes wait for a window when its spec does not say: failures are
 healed at any time, balancing moves only inside windows."""
@@ -114,6 +122,7 @@ _KIND_LABELS: Mapping[AnomalyKind, str] = {
     AnomalyKind.BROKER_FAILURE: "broker-failure",
     AnomalyKind.DISK_FAILURE: "disk-failure",
     AnomalyKind.DISK_USAGE: "disk-usage",
+    AnomalyKind.GOAL_VIOLATION: "goal-violation",
 }
 
 
@@ -130,6 +139,8 @@ class _Check:
     workload: StatefulSetState | None
     findings: dict[str, Finding]
     fixes: dict[str, FixState] = field(default_factory=dict)
+    due: frozenset[int] = frozenset()
+    """Absent brokers whose BrokerFailure anomaly may be fixed now (its gates passed)."""
     created: list[FixState] = field(default_factory=list)
 
     @property
@@ -191,6 +202,7 @@ class BalancingPolicyReconciler:
             (spec.detectors.disk_failure and spec.detectors.disk_failure.enabled)
             or (spec.detectors.disk_usage and spec.detectors.disk_usage.enabled)
             or spec.detectors.broker_failure
+            or spec.detectors.goal_violation
         )
         try:
             obs = observe(self.admin, log_dirs=needs_dirs)
@@ -215,6 +227,7 @@ class BalancingPolicyReconciler:
             findings=detect(obs, spec),
         )
         previous = {a.id: a for a in status.anomalies or [] if a.id}
+        check.due = self._due_brokers(check, previous)
         for anomaly in previous.values():
             if anomaly.state not in FINAL_STATES:
                 for fix_name in anomaly.fixes or []:
@@ -264,7 +277,7 @@ class BalancingPolicyReconciler:
         fixes = [self._fix(check, n) for n in old.fixes or []]
         open_fixes = [f for f in fixes if f is not None and not f.final]
         for fix in open_fixes:
-            gone = sorted({b for r in fix.targets.values() for b in r} - set(check.obs.live))
+            gone = sorted(_destinations(fix, check.obs) - set(check.obs.live))
             if gone and not fix.cancelled_by_policy:
                 self.store.patch(
                     PARTITION_REASSIGNMENT,
@@ -354,10 +367,25 @@ class BalancingPolicyReconciler:
             when = check.window.next_open
             text = f"next window opens {format_time(when)}" if when else "no window opens"
             return _state(current, AnomalyState.WAITING, text, WaitReason.WINDOW)
-        plan, unplaceable = self._plan(check, kind, finding)
+        plan, unplaceable, held = self._plan(check, kind, finding)
         if plan is None:
             if unplaceable:
                 return _state(current, AnomalyState.FAILED, f"no plan: {unplaceable}")
+            if held:
+                return _state(
+                    current,
+                    AnomalyState.WAITING,
+                    f"{finding.detail}; its partitions also have replicas on absent broker "
+                    f"{', '.join(map(str, sorted(held)))}, not due yet: both are replaced "
+                    "together",
+                    WaitReason.THRESHOLD,
+                )
+            if kind is AnomalyKind.GOAL_VIOLATION and not check.obs.in_flight:
+                return _state(
+                    current,
+                    AnomalyState.DETECTED,
+                    f"{finding.detail}; no replica move improves it (racks, room)",
+                )
             return _state(
                 current,
                 AnomalyState.WAITING,
@@ -365,20 +393,7 @@ class BalancingPolicyReconciler:
                 WaitReason.IN_FLIGHT,
             )
         suspend = detector.approval is Approval.MANUAL
-        number = len(current.fixes or []) + 1
-        share = self._share_with(check, plan)
-        body = fix_object(
-            check.obj,
-            str(current.id),
-            _KIND_LABELS[kind],
-            number,
-            plan,
-            share,
-            suspend,
-            check.spec.preferred_leader_election,
-        )
-        created = self.store.create(PARTITION_REASSIGNMENT, check.namespace, body)
-        fix = fix_state(created if created is not None else body)
+        fix = self._create_fix(check, current, kind, plan, self._share_with(check, plan), suspend)
         check.created.append(fix)
         current.fixes = [*(current.fixes or []), fix.name]
         current.planned_bytes = (current.planned_bytes or 0) + plan.moved_bytes
@@ -403,6 +418,7 @@ class BalancingPolicyReconciler:
             AnomalyKind.BROKER_FAILURE: detectors.broker_failure,
             AnomalyKind.DISK_FAILURE: detectors.disk_failure,
             AnomalyKind.DISK_USAGE: detectors.disk_usage,
+            AnomalyKind.GOAL_VIOLATION: detectors.goal_violation,
         }.get(kind)
 
     @staticmethod
@@ -422,10 +438,19 @@ class BalancingPolicyReconciler:
 
     def _plan(
         self, check: _Check, kind: AnomalyKind, finding: Finding
-    ) -> tuple[FixPlan | None, str]:
-        """Return the next wave of ``finding``'s fix and what cannot be placed (``""``: all can)."""
+    ) -> tuple[FixPlan | None, str, frozenset[int]]:
+        """Return the next wave of ``finding``'s fix.
+
+        Returns:
+            ``(plan, unplaceable, held)``: the plan (``None``: nothing to move now), what
+            cannot be placed (``""``: all can), and the absent brokers not due yet that
+            hold some of its partitions back.
+        """
         obs = check.obs
         busy = set(obs.in_flight) | {tp for f in check.created for tp in f.targets}
+        held: set[int] = set()
+        if kind is not AnomalyKind.BROKER_FAILURE:  # their absent replicas are healed first
+            busy |= {tp for tp, info in obs.partitions.items() if set(info.replicas) & obs.absent}
         todo = sorted(tp for tp in finding.partitions if tp not in busy)
         offline = [tp for tp in todo if obs.partitions[tp].leader < 0]
         todo = [tp for tp in todo if obs.partitions[tp].leader >= 0]
@@ -443,10 +468,34 @@ class BalancingPolicyReconciler:
                 per_broker=usage.scope is UsageScope.BROKER,
                 busy=busy | (set(obs.partitions) - set(todo)),
             )
+        elif kind is AnomalyKind.GOAL_VIOLATION:
+            goal = check.spec.detectors.goal_violation
+            assert goal is not None
+            leaderless = {tp for tp, info in obs.partitions.items() if info.leader < 0}
+            offline = []  # not this detector's to report
+            plan = balance_bytes(
+                current,
+                obs.live,
+                obs.sizes,
+                1 + goal.tolerance_percent / 100,
+                busy=busy | leaderless,
+                max_moves=check.spec.budget.max_partitions_per_fix,
+                room=_room(obs),
+            )
         else:
             if kind is AnomalyKind.DISK_FAILURE:
                 todo = self._same_broker_dirs(check, finding, todo)
-            leaving = {tp: finding.brokers for tp in todo}
+            # Kafka refuses a target naming a broker that is not live
+            # (ReassignPartitionsCommand, AlterPartitionReassignments): every absent
+            # replica of a partition is replaced together, once each one's anomaly is due.
+            leaving: dict[TopicPartition, tuple[int, ...]] = {}
+            for tp in todo:
+                gone = tuple(b for b in current[tp] if b in obs.absent)
+                mine = tuple(b for b in finding.brokers if b in current[tp])
+                if set(gone) <= check.due | set(mine):
+                    leaving[tp] = tuple(dict.fromkeys(mine + gone))
+                else:
+                    held |= set(gone) - check.due - set(mine)
             plan = replace_replicas(current, obs.live, leaving, obs.sizes, room=_room(obs))
         limit = check.spec.budget.max_partitions_per_fix
         chosen = sorted(plan.targets)[:limit]
@@ -456,7 +505,7 @@ class BalancingPolicyReconciler:
             f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""
         )
         if not chosen:
-            return None, unplaceable
+            return None, unplaceable, frozenset(held)
         sizes = obs.sizes
         moved = sum(
             sizes.get(tp, 0) * len(set(plan.targets[tp]) - set(current.get(tp, ())))
@@ -469,6 +518,7 @@ class BalancingPolicyReconciler:
                 moved_bytes=moved,
             ),
             unplaceable,
+            frozenset(held),
         )
 
     def _same_broker_dirs(
@@ -513,7 +563,74 @@ class BalancingPolicyReconciler:
             )
         return [tp for tp in todo if tp not in placed]
 
+    def _due_brokers(self, check: _Check, previous: Mapping[str, AnomalyStatus]) -> frozenset[int]:
+        """Return the absent brokers whose BrokerFailure anomaly passes its gates now.
+
+        The threshold (from the anomaly's ``since``), maintenance and windows, as
+        :meth:`_gate` applies them; a partition with replicas on several absent brokers is
+        fixed once all of them are due.
+        """
+        detector = check.spec.detectors.broker_failure
+        if detector is None or not detector.enabled:
+            return frozenset()
+        threshold = detector.threshold_of(DEFAULT_THRESHOLDS[AnomalyKind.BROKER_FAILURE])
+        respect = bool(detector.respect_windows)
+        due: set[int] = set()
+        for finding in check.findings.values():
+            if finding.kind is not AnomalyKind.BROKER_FAILURE:
+                continue
+            old = previous.get(finding.id)
+            since = _parse_time(old.since if old and old.state not in FINAL_STATES else None)
+            if check.now - (since or check.now) < threshold:
+                continue
+            if self._maintenance(check, AnomalyKind.BROKER_FAILURE, finding) is not None:
+                continue
+            if respect and not check.window.open:
+                continue
+            due.update(finding.brokers)
+        return frozenset(due)
+
     # -- fixes and budget ---------------------------------------------------------------
+
+    def _create_fix(
+        self,
+        check: _Check,
+        current: AnomalyStatus,
+        kind: AnomalyKind,
+        plan: FixPlan,
+        share: BudgetShare,
+        suspend: bool,
+    ) -> FixState:
+        """Write the next fix of ``current``; return it as written (or as found).
+
+        Fixes are numbered from 1 per anomaly id. A name already taken by a finished fix
+        (of an earlier anomaly with the same id) is skipped; one taken by an unfinished
+        fix of this anomaly is that fix, written by a step whose status write was lost
+        (the operator restarted in between), and is taken over rather than written twice.
+        """
+        number = len(current.fixes or []) + 1
+        while True:
+            body = fix_object(
+                check.obj,
+                str(current.id),
+                _KIND_LABELS[kind],
+                number,
+                plan,
+                share,
+                suspend,
+                check.spec.preferred_leader_election,
+            )
+            name = str(body["metadata"]["name"])
+            created = self.store.create(PARTITION_REASSIGNMENT, check.namespace, body)
+            if created is not None:
+                return fix_state(created)
+            existing = self.store.get(PARTITION_REASSIGNMENT, check.namespace, name)
+            if existing is not None:
+                found = fix_state(existing)
+                annotations = existing["metadata"].get("annotations") or {}
+                if not found.final and annotations.get(ANOMALY_ID_ANNOTATION) == current.id:
+                    return found
+            number += 1
 
     def _fix(self, check: _Check, name: str) -> FixState | None:
         if name not in check.fixes:
@@ -536,14 +653,16 @@ class BalancingPolicyReconciler:
     def _share_with(self, check: _Check, plan: FixPlan) -> BudgetShare:
         """Return the budget share a new fix gets, counted with the fixes running now."""
         running = [f for f in check.fixes.values() if f.running] + list(check.created)
-        current = check.obs.replicas()
-        receivers = receiving_brokers([*(f.targets for f in running), plan.targets], current)
+        receivers = receiving_brokers(
+            [*(f.targets for f in running), plan.targets], check.obs.replicas(), _adding(check.obs)
+        )
         return share_budget(check.spec.budget, receivers, len(running) + 1)
 
     def _share_budget(self, check: _Check, anomalies: Sequence[AnomalyStatus]) -> BudgetShare:
         running = self._running(check, anomalies)
-        current = check.obs.replicas()
-        receivers = receiving_brokers([f.targets for f in running], current)
+        receivers = receiving_brokers(
+            [f.targets for f in running], check.obs.replicas(), _adding(check.obs)
+        )
         share = share_budget(check.spec.budget, receivers, len(running))
         for fix in running:
             patch = budget_patch(fix, share)
@@ -582,6 +701,7 @@ class BalancingPolicyReconciler:
         message = (
             f"{len(check.obs.live)} brokers live"
             + (f", {sorted(check.obs.absent)} absent" if check.obs.absent else "")
+            + (f", {sorted(check.obs.unreachable)} not answering" if check.obs.unreachable else "")
             + f"; {len(open_)} anomalies open, {running} fixes running"
         )
         if check.spec.maintenance.stateful_set and check.workload is None:
@@ -672,6 +792,20 @@ def _state(
     new.message = message
     new.waiting_for = waiting_for.value if waiting_for else None
     return new
+
+
+def _destinations(fix: FixState, obs: ClusterObservation) -> frozenset[int]:
+    """Return the brokers ``fix`` adds a replica to.
+
+    A replica it keeps on a broker that is gone is not a destination: another anomaly's
+    fix replaces it.
+    """
+    return receiving_brokers([fix.targets], obs.replicas(), _adding(obs))
+
+
+def _adding(obs: ClusterObservation) -> dict[TopicPartition, tuple[int, ...]]:
+    """Partition in flight -> its adding replicas (ListPartitionReassignments)."""
+    return {tp: r.adding for tp, r in obs.in_flight.items()}
 
 
 def _event_reason(state: AnomalyState) -> str:

@@ -84,12 +84,21 @@ class DiskUsageSpec(DetectorSpec):
     scope: UsageScope = UsageScope.LOG_DIR
 
 
+class GoalViolationSpec(DetectorSpec):
+    """``goalViolation``: the live brokers' disk bytes above ``tolerance_percent`` over the mean."""
+
+    tolerance_percent: Annotated[int, Field(ge=1, le=1000)] = Field(
+        default=10, alias="tolerancePercent"
+    )
+
+
 class Detectors(_Model):
     """``spec.detectors``: each one off unless listed."""
 
     broker_failure: DetectorSpec | None = Field(default=None, alias="brokerFailure")
     disk_failure: DetectorSpec | None = Field(default=None, alias="diskFailure")
     disk_usage: DiskUsageSpec | None = Field(default=None, alias="diskUsage")
+    goal_violation: GoalViolationSpec | None = Field(default=None, alias="goalViolation")
     under_replicated_partitions: ReportSpec | None = Field(
         default=None, alias="underReplicatedPartitions"
     )

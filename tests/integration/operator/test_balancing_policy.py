@@ -127,6 +127,7 @@ def test_broker_killed_for_good_is_healed_with_racks_and_data_intact(
 
 def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory) -> None:
     stack = _healing_stack(stack_factory)
+    produce(stack.cluster, TOPIC, PARTITIONS, 1024 * 1024)
     # The brokers' StatefulSet as the chart makes it, rolling out (no kubelet runs here:
     # its status says what a controller would).
     stack.apply(
@@ -213,6 +214,8 @@ def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory)
             }
         ),
     )
+    # No controller manager runs here to create the namespace's default ServiceAccount.
+    stack.kubectl("create", "serviceaccount", "default")
     stack.apply(
         {
             "apiVersion": "v1",
@@ -260,3 +263,66 @@ def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory)
     status = stack.wait_phase(fix, "Suspended")
     assert status["predictedDuration"], status
     assert stack.get("partitionreassignments", fix)["spec"]["suspend"] is True
+
+
+def _copied_bytes(stack: Stack, original: dict[int, list[int]]) -> int:
+    """Bytes on replicas that were not in ``original`` (what the fixes copied so far)."""
+    admin = KafkaPythonAdmin(stack.cluster.bootstrap_servers, "kpo-test", 10000)
+    try:
+        live = [b for b, broker in stack.cluster.brokers.items() if broker.is_running()]
+        dirs = admin.describe_log_dirs(live, [TOPIC])
+    finally:
+        admin.close()
+    total = 0
+    for (broker, _, partition), info in dirs.items():
+        if broker not in original[partition]:
+            total += info.size_bytes
+    return total
+
+
+def test_two_fixes_at_once_stay_within_the_budget(stack_factory: StackFactory) -> None:
+    budget = 3 * 1024 * 1024  # bytes/s for both fixes together
+    # Two quota samples of 1 s: the rate holds from the start (no 11 s burst allowance).
+    stack = stack_factory(6, {"replication.quota.window.num": "2"}, racks=RACKS, env=POLICY_ENV)
+    original = {p: [p % 6, (p + 1) % 6, (p + 2) % 6] for p in range(PARTITIONS)}
+    create_topic(stack.cluster, TOPIC, assignment=original)
+    produce(stack.cluster, TOPIC, PARTITIONS, 30 * 1024 * 1024)
+    stack.apply(
+        _policy(
+            "heal",
+            detectors={"brokerFailure": {"threshold": "10s"}},
+            budget={"replicationRate": budget},
+        )
+    )
+    wait_for(lambda: bool(_status(stack, "heal").get("lastCheckTime")), 60, "first check")
+    stack.cluster.brokers[0].kill()
+    stack.cluster.brokers[4].kill()
+    first = _wait_anomaly(stack, "heal", "BrokerFailure/0", "Fixing", 120)
+    second = _wait_anomaly(stack, "heal", "BrokerFailure/4", "Fixing", 30)
+    fixes = [*first["fixes"], *second["fixes"]]
+    rates = {f: stack.get("partitionreassignments", f)["spec"]["throttle"] for f in fixes}
+    receivers = _status(stack, "heal")["budget"]["receivingBrokers"]
+    assert receivers >= 2, _status(stack, "heal")
+    assert {r["replicationRate"] for r in rates.values()} == {budget // receivers}, rates
+
+    samples: list[tuple[float, int]] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        samples.append((time.monotonic(), _copied_bytes(stack, original)))
+        states = {_anomaly(stack, "heal", a).get("state") for a in ("BrokerFailure/0",)}
+        if states == {"Fixed"} and len(samples) > 10:
+            break
+        time.sleep(0.5)
+    # The rate over every 5 s span while copying, and over the whole copy.
+    spans = []
+    for i, (t0, b0) in enumerate(samples):
+        later = [(t, b) for t, b in samples[i:] if t - t0 >= 5]
+        if later and b0 > 0:
+            t1, b1 = later[0]
+            spans.append((b1 - b0) / (t1 - t0))
+    assert spans, samples
+    busy = [r for r in spans if r > 0]
+    assert max(busy) <= budget * 1.05, (max(busy), budget, samples)
+    _wait_anomaly(stack, "heal", "BrokerFailure/4", "Fixed", 240)
+    for partition, (replicas, isr) in _assignment(stack).items():
+        assert not {0, 4} & set(replicas) and sorted(isr) == sorted(replicas), partition

@@ -1,4 +1,7 @@
-"""Where replicas go when a BalancingPolicy heals a cluster: replace_replicas, relieve_usage."""
+"""Where replicas go when a BalancingPolicy heals a cluster.
+
+replace_replicas, relieve_usage, balance_bytes (with balance_stats).
+"""
 
 from __future__ import annotations
 
@@ -12,8 +15,11 @@ from hypothesis import strategies as st
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.balancing.healing import (
     ANY_LOG_DIR,
+    BalanceStats,
     HealPlan,
     LogDirUsage,
+    balance_bytes,
+    balance_stats,
     relieve_usage,
     replace_replicas,
     usage_by_broker,
@@ -733,3 +739,255 @@ def test_fewest_bytes_pick_never_misses_a_single_covering_replica() -> None:
         else:
             assert plan.moved_bytes >= min(10, total)
             assert plan.moved_bytes <= max(total, 0)
+
+
+# --- balance_stats / balance_bytes -------------------------------------------------------
+
+EMPTY = HealPlan(targets={}, log_dirs={}, unplaceable={}, moved_bytes=0)
+
+
+def apply(
+    partitions: Mapping[TopicPartition, Sequence[int]], plan: HealPlan
+) -> dict[TopicPartition, Sequence[int]]:
+    return {**partitions, **plan.targets}
+
+
+def test_balance_stats_counts_each_live_broker_holding_a_replica() -> None:
+    partitions = {A0: (1, 2), A1: (2, 9), B0: (3,)}
+    stats = balance_stats(partitions, no_racks(1, 2, 3, 4), {A0: 10, A1: 30, B0: 40})
+    # 1: 10, 2: 40, 3: 40, 4: 0; broker 9 is not live.
+    assert stats == BalanceStats(mean_bytes=22.5, max_bytes=40, max_broker=2, ratio=40 / 22.5)
+
+
+def test_balance_stats_without_bytes_or_brokers() -> None:
+    assert balance_stats({A0: (1,)}, no_racks(1, 2), {}) == BalanceStats(0.0, 0, 1, 1.0)
+    assert balance_stats({A0: (1,)}, {}, {A0: 5}) == BalanceStats(0.0, 0, None, 1.0)
+
+
+def test_a_balanced_cluster_gives_an_empty_plan() -> None:
+    partitions = {A0: (1, 2), A1: (2, 3), A2: (3, 1)}
+    sizes = {A0: 10, A1: 10, A2: 11}
+    assert balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.1) == EMPTY
+    assert balance_bytes({}, {}, {}, 1.1) == EMPTY
+
+
+def test_an_empty_new_broker_receives_replicas_until_within_tolerance() -> None:
+    partitions = {A0: (1, 2), A1: (2, 3), A2: (3, 1), B0: (1, 2), B1: (2, 3), B2: (3, 1)}
+    sizes = dict.fromkeys(partitions, 10)
+    live = no_racks(1, 2, 3, 4)
+    assert balance_stats(partitions, live, sizes).ratio == 40 / 30
+    plan = balance_bytes(partitions, live, sizes, 1.1)
+    # Each of 1, 2, 3 (40 bytes) gives 10 to broker 4: 30 each, the mean.
+    assert plan.targets == {A0: (4, 2), A1: (4, 3), A2: (4, 1)}
+    assert plan.moved_bytes == 30
+    assert plan.log_dirs == {} and plan.unplaceable == {}
+    after = balance_stats(apply(partitions, plan), live, sizes)
+    assert after == BalanceStats(mean_bytes=30.0, max_bytes=30, max_broker=1, ratio=1.0)
+
+
+def test_the_move_closest_to_half_the_gap_wins() -> None:
+    partitions = {A0: (1,), A1: (1,), A2: (1,), A3: (1,), B0: (2,)}
+    sizes = {A0: 45, A1: 55, A2: 20, A3: 80}
+    plan = balance_bytes(partitions, no_racks(1, 2), sizes, 1.0)
+    # 200 vs 0: 80 leaves the pair at most 120; then 120 vs 80: 20 evens them out.
+    assert plan.targets == {A2: (2,), A3: (2,)}
+    assert plan.moved_bytes == 100
+
+
+def test_between_equal_results_the_move_not_beyond_half_the_gap_wins() -> None:
+    # 10 vs 0: moving 4 or 6 both leave 6 on one side; 4 does not pass the middle.
+    plan = balance_bytes({A0: (1,), A1: (1,)}, no_racks(1, 2), {A0: 6, A1: 4}, 1.0)
+    assert plan.targets == {A1: (2,)}
+
+
+def test_only_moves_that_lower_the_pair_are_made() -> None:
+    # One 100-byte replica on broker 1: moving it to the empty broker 3 leaves 100 there.
+    partitions = {A0: (1,), B0: (2,), B1: (2,)}
+    sizes = {A0: 100, B0: 30, B1: 30}
+    # Broker 1 cannot be improved: the plan stops, though 2 -> 3 would even those out.
+    assert balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.1) == EMPTY
+
+
+def test_a_broker_holding_a_replica_of_the_partition_does_not_receive_it() -> None:
+    partitions = {A0: (1, 2), B0: (1,), B1: (3,)}
+    sizes = {A0: 8, B0: 12, B1: 10}
+    # 1: 20, 2: 8, 3: 10. Broker 2 is the least loaded but holds a-0, and b-0 (12) would
+    # leave it at 20: a-0 goes to broker 3.
+    plan = balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.0)
+    assert plan.targets == {A0: (3, 2)}
+
+
+def test_brokers_that_are_not_live_neither_count_nor_receive() -> None:
+    partitions = {A0: (9, 1), A1: (1,), B0: (2,)}
+    sizes = {A0: 10, A1: 10, B0: 10}
+    plan = balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.0)
+    # 1: 20, 2: 10, 3: 0 (broker 9 is not live): a-0 goes to 3 at broker 1's position.
+    assert plan.targets == {A0: (9, 3)}
+
+
+def test_the_preferred_leader_stays_first_unless_it_moves() -> None:
+    partitions = {A0: (1, 2), B0: (3, 2), B1: (3, 2)}
+    sizes = {A0: 10, B0: 4, B1: 4}
+    plan = balance_bytes(partitions, no_racks(1, 2, 3, 4), sizes, 1.0)
+    # Broker 2 (18) gives a-0 to broker 4, in place: broker 1 stays the preferred leader.
+    assert plan.targets[A0] == (1, 4)
+    moved_leader = balance_bytes({A0: (1, 2), B0: (1,)}, no_racks(1, 2, 3), {A0: 5, B0: 5}, 1.0)
+    assert moved_leader.targets == {A0: (3, 2)}
+
+
+def test_racks_restrict_the_destinations() -> None:
+    partitions = {A0: (1, 2), A1: (1, 4), B0: (4,)}
+    sizes = {A0: 10, A1: 10, B0: 5}
+    # 1: 20, 2: 10, 3: 0, 4: 15. Without racks a-0 goes to broker 3 ...
+    assert balance_bytes(partitions, no_racks(1, 2, 3, 4), sizes, 1.1).targets == {A0: (3, 2)}
+    # ... but broker 3 shares rack b with a-0's broker 2 while rack a holds no other replica.
+    live = {1: "a", 2: "b", 3: "b", 4: "c"}
+    assert balance_bytes(partitions, live, sizes, 1.1).targets == {A1: (3, 4)}
+
+
+def test_the_moving_replica_frees_its_own_rack() -> None:
+    live = {1: "a", 2: "b", 3: "a"}
+    plan = balance_bytes({A0: (1, 2), B0: (1,)}, live, {A0: 10, B0: 10}, 1.1)
+    assert plan.targets == {A0: (3, 2)}
+
+
+def test_any_rack_once_every_live_rack_holds_another_replica() -> None:
+    live = {1: "a", 2: "b", 3: "a", 4: "b"}
+    plan = balance_bytes({A0: (1, 2, 4), B0: (4,)}, live, {A0: 10, B0: 20}, 1.0)
+    # Broker 4 (30) gives a-0 to broker 3: racks a and b already hold a-0 without it.
+    assert plan.targets == {A0: (1, 2, 3)}
+
+
+def test_no_move_when_only_a_doubled_rack_could_receive() -> None:
+    partitions = {A0: (1, 2), A1: (1, 2), B0: (4,)}
+    sizes = {A0: 6, A1: 6, B0: 12}
+    # 1: 12, 2: 12, 3: 0, 4: 12. Only the empty broker 3 improves broker 1 ...
+    assert balance_bytes(partitions, no_racks(1, 2, 3, 4), sizes, 1.0).targets == {A0: (3, 2)}
+    # ... but it shares rack b with broker 2 while rack c holds no replica of a-0 or a-1.
+    live = {1: "a", 2: "b", 3: "b", 4: "c"}
+    assert balance_bytes(partitions, live, sizes, 1.0) == EMPTY
+
+
+def test_busy_partitions_never_move() -> None:
+    partitions = {A0: (1,), A1: (1,), B0: (2,)}
+    sizes = {A0: 10, A1: 10, B0: 2}
+    assert balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.0).targets == {A0: (3,)}
+    plan = balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.0, busy={A0})
+    assert plan.targets == {A1: (3,)}
+    assert balance_bytes(partitions, no_racks(1, 2, 3), sizes, 1.0, busy={A0, A1}) == EMPTY
+
+
+def test_empty_partitions_never_move() -> None:
+    assert balance_bytes({A0: (1,), A1: (1,)}, no_racks(1, 2), {A1: 0}, 1.0) == EMPTY
+
+
+def test_balance_bytes_moves_a_partition_at_most_once() -> None:
+    partitions = {A0: (1, 2), A1: (1,), B0: (2,)}
+    sizes = {A0: 10, A1: 10, B0: 10}
+    plan = balance_bytes(partitions, no_racks(1, 2, 3, 4, 5), sizes, 1.0, busy={B0})
+    # Broker 1 gives a-0 to broker 3; broker 2 (20 bytes) could only give a-0 again.
+    assert plan.targets == {A0: (3, 2)}
+
+
+def test_max_moves_is_honoured() -> None:
+    partitions = {A0: (1, 2), A1: (2, 3), A2: (3, 1), B0: (1, 2), B1: (2, 3), B2: (3, 1)}
+    sizes = dict.fromkeys(partitions, 10)
+    live = no_racks(1, 2, 3, 4)
+    assert balance_bytes(partitions, live, sizes, 1.1, max_moves=0) == EMPTY
+    plan = balance_bytes(partitions, live, sizes, 1.1, max_moves=2)
+    assert plan.targets == {A0: (4, 2), A1: (4, 3)}
+    assert plan.moved_bytes == 20
+
+
+def test_room_is_honoured_and_decreases_with_each_move() -> None:
+    partitions = {A0: (1,), A1: (1,), A2: (1,), B0: (2,)}
+    sizes = {A0: 10, A1: 10, A2: 10, B0: 1}
+    live = no_racks(1, 2, 3)
+    assert balance_bytes(partitions, live, sizes, 1.0).targets == {A0: (3,), A1: (2,)}
+    # Broker 3 may take one replica, broker 2 (missing from room) none.
+    assert balance_bytes(partitions, live, sizes, 1.0, room={3: 15}).targets == {A0: (3,)}
+    assert balance_bytes(partitions, live, sizes, 1.0, room={3: 9}) == EMPTY
+
+
+def test_balance_bytes_does_not_depend_on_the_order_of_the_inputs() -> None:
+    partitions = {tp: (1, 2) for tp in (A0, A1, A2, A3, B0, B1)} | {B2: (3,)}
+    live = {1: "a", 2: "b", 3: "c", 4: "a", 5: "b"}
+    sizes = {A0: 5, A1: 5, A2: 7, A3: 7, B0: 3, B1: 9, B2: 4}
+    forward = balance_bytes(partitions, live, sizes, 1.05, room={4: 100, 5: 12})
+    backward = balance_bytes(
+        dict(reversed(partitions.items())),
+        dict(reversed(live.items())),
+        dict(reversed(sizes.items())),
+        1.05,
+        room={5: 12, 4: 100},
+    )
+    assert forward == backward
+    assert forward.targets
+    assert list(forward.targets) == sorted(forward.targets)
+
+
+@pytest.mark.parametrize("tolerance", [0.99, 0.0, float("nan")])
+def test_a_tolerance_below_one_is_refused(tolerance: float) -> None:
+    with pytest.raises(ValueError, match="tolerance"):
+        balance_bytes({}, {}, {}, tolerance)
+
+
+def test_negative_max_moves_and_sizes_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_moves"):
+        balance_bytes({}, {}, {}, 1.1, max_moves=-1)
+    with pytest.raises(ValueError, match="negative"):
+        balance_bytes({A0: (1,)}, no_racks(1), {A0: -1}, 1.1)
+    with pytest.raises(ValueError, match="negative"):
+        balance_stats({A0: (1,)}, no_racks(1), {A0: -1})
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    cluster=clusters(),
+    tolerance=st.sampled_from([1.0, 1.05, 1.1, 1.5]),
+    max_moves=st.integers(0, 12),
+    data=st.data(),
+)
+def test_balance_bytes_properties(
+    cluster: tuple[dict[TopicPartition, tuple[int, ...]], dict[int, str | None]],
+    tolerance: float,
+    max_moves: int,
+    data: st.DataObject,
+) -> None:
+    partitions, live = cluster
+    sizes = {tp: data.draw(st.integers(0, 100)) for tp in partitions}
+    busy = data.draw(st.sets(st.sampled_from(TOPICS)))
+    room = data.draw(st.none() | st.dictionaries(st.sampled_from(BROKERS), st.integers(0, 300)))
+    plan = balance_bytes(partitions, live, sizes, tolerance, busy, max_moves, room)
+    assert plan == balance_bytes(partitions, live, sizes, tolerance, busy, max_moves, room)
+
+    assert len(plan.targets) <= max_moves
+    assert not set(plan.targets) & busy
+    assert set(plan.targets) <= set(partitions)
+    assert plan.log_dirs == {} and plan.unplaceable == {}
+    received: dict[int, int] = {}
+    for tp, after in plan.targets.items():
+        before = partitions[tp]
+        assert len(after) == len(before)
+        assert len(set(after)) == len(after)
+        changed = new_replicas(before, after)
+        assert len(changed) == 1
+        position, broker = changed[0]
+        assert before[position] in live
+        assert broker in live
+        assert broker not in before
+        assert sizes[tp] > 0
+        check_racks(live, before, after, {before[position]})
+        received[broker] = received.get(broker, 0) + sizes[tp]
+    assert plan.moved_bytes == sum(sizes[tp] for tp in plan.targets)
+    if room is not None:
+        for broker, total in received.items():
+            assert total <= room.get(broker, 0)
+
+    before_stats = balance_stats(partitions, live, sizes)
+    after_stats = balance_stats(apply(partitions, plan), live, sizes)
+    assert after_stats.mean_bytes == before_stats.mean_bytes
+    assert after_stats.max_bytes <= before_stats.max_bytes
+    assert after_stats.ratio <= before_stats.ratio
+    if before_stats.ratio <= tolerance:
+        assert plan == EMPTY

@@ -329,3 +329,124 @@ def test_two_fixes_share_the_budget(world: World) -> None:
     assert receivers == len(gaining) > 0
     assert set(rates.values()) == {12_000_000 // receivers}
     assert status["budget"]["fixRate"] * receivers <= 12_000_000
+
+
+def test_a_failed_fix_is_tried_again_after_an_hour_under_a_new_name(world: World) -> None:
+    world.policy(detectors={"brokerFailure": {"threshold": "0s"}})
+    _kill(world.kafka, 0)
+    [first] = world.anomaly(world.check(), "BrokerFailure/0")["fixes"]
+    world.set_phase(first, "Failed")
+    assert world.anomaly(world.check(), "BrokerFailure/0")["state"] == "Failed"
+    world.clock.advance(minutes=30)
+    assert world.anomaly(world.check(), "BrokerFailure/0")["state"] == "Failed"
+    world.clock.advance(minutes=31)
+    anomaly = world.anomaly(world.check(), "BrokerFailure/0")
+    assert anomaly["state"] == "Fixing"
+    [second] = anomaly["fixes"]
+    assert second != first and second.endswith("-2")
+    assert world.anomaly(world.check(), "BrokerFailure/0")["state"] == "Fixing"
+
+
+def test_a_suspended_fix_is_withdrawn_when_its_broker_returns(world: World) -> None:
+    world.policy(detectors={"brokerFailure": {"threshold": "0s", "approval": "Manual"}})
+    rack = world.kafka.brokers[4]
+    _kill(world.kafka, 4)
+    [name] = world.anomaly(world.check(), "BrokerFailure/4")["fixes"]
+    world.kafka.brokers[4] = rack
+    anomaly = world.anomaly(world.check(), "BrokerFailure/4")
+    assert anomaly["state"] == "Fixed" and "cancelled" in anomaly["message"]
+    assert world.fix(name)["spec"]["cancel"] is True
+
+
+def _new_broker(world: World, broker: int, rack: str) -> None:
+    world.kafka.brokers[broker] = rack
+
+
+def test_goal_violation_waits_for_the_window_then_balances(world: World) -> None:
+    world.policy(
+        detectors={"goalViolation": {"tolerancePercent": 10, "threshold": "0s"}},
+        windows=[{"schedule": "0 1 * * *", "duration": "2h"}],
+    )
+    _new_broker(world, 6, "a")  # an empty broker: the others hold more than the mean
+    status = world.check()
+    anomaly = world.anomaly(status, "GoalViolation")
+    assert (anomaly["state"], anomaly["waitingFor"]) == ("Waiting", "Window")
+    world.clock.now = datetime(2026, 12, 2, 1, 15, tzinfo=UTC)
+    anomaly = world.anomaly(world.check(), "GoalViolation")
+    assert anomaly["state"] == "Fixing", anomaly
+    [name] = anomaly["fixes"]
+    targets = _targets(world.fix(name))
+    assert any(6 in r for r in targets.values()), targets
+    assert world.fix(name)["metadata"]["labels"]["kpo.dev/anomaly-kind"] == "goal-violation"
+
+
+def test_goal_violation_with_manual_approval_leaves_a_suspended_fix(world: World) -> None:
+    world.policy(
+        detectors={
+            "goalViolation": {"threshold": "0s", "approval": "Manual", "respectWindows": False}
+        }
+    )
+    _new_broker(world, 6, "b")
+    anomaly = world.anomaly(world.check(), "GoalViolation")
+    assert (anomaly["state"], anomaly["waitingFor"]) == ("Waiting", "Approval")
+    assert world.fix(anomaly["fixes"][0])["spec"]["suspend"] is True
+
+
+def test_goal_violation_is_not_checked_while_a_broker_is_absent(world: World) -> None:
+    world.policy(detectors={"goalViolation": {"threshold": "0s", "respectWindows": False}})
+    _new_broker(world, 6, "c")
+    _kill(world.kafka, 0)
+    status = world.check()
+    assert not [a for a in status.get("anomalies") or [] if a["kind"] == "GoalViolation"]
+
+
+def test_a_partition_on_two_absent_brokers_gets_both_replaced_in_one_fix(world: World) -> None:
+    world.policy(detectors={"brokerFailure": {"threshold": "0s"}})
+    _kill(world.kafka, 0)
+    _kill(world.kafka, 2)
+    status = world.check()
+    fixes = [n for a in status["anomalies"] for n in a.get("fixes") or []]
+    assert fixes
+    for name in fixes:
+        for replicas in _targets(world.fix(name)).values():
+            assert not {0, 2} & set(replicas), replicas
+            assert len({RACKS[b] for b in replicas}) == 3, replicas
+
+
+def test_a_partition_waits_while_its_other_absent_broker_is_in_its_threshold(
+    world: World,
+) -> None:
+    world.policy(detectors={"brokerFailure": {"threshold": "5m"}})
+    _kill(world.kafka, 0)
+    world.check()
+    world.clock.advance(minutes=4)
+    _kill(world.kafka, 2)  # shares every partition of broker 0
+    world.clock.advance(minutes=1)
+    status = world.check()
+    anomaly = world.anomaly(status, "BrokerFailure/0")
+    assert (anomaly["state"], anomaly["waitingFor"]) == ("Waiting", "Threshold"), anomaly
+    assert "absent broker 2" in anomaly["message"]
+    assert not world.store.list(PARTITION_REASSIGNMENT)
+    world.clock.advance(minutes=5)
+    status = world.check()
+    assert world.anomaly(status, "BrokerFailure/0")["state"] == "Fixing"
+
+
+def test_the_budget_share_holds_once_the_fix_is_in_flight(world: World) -> None:
+    world.policy(
+        detectors={"brokerFailure": {"threshold": "0s"}},
+        budget={"replicationRate": 6_000_000},
+    )
+    _kill(world.kafka, 0)
+    [name] = world.anomaly(world.check(), "BrokerFailure/0")["fixes"]
+    rate = world.fix(name)["spec"]["throttle"]["replicationRate"]
+    receivers = world.store.status_of(BALANCING_POLICY, NS, "heal")["budget"]["receivingBrokers"]
+    assert rate == 6_000_000 // receivers
+    # Kafka has the move: Metadata's replicas now include the adding ones.
+    world.kafka.alter_partition_reassignments(
+        {tp: list(r) for tp, r in _targets(world.fix(name)).items()}
+    )
+    world.set_phase(name, "Moving")
+    status = world.check()
+    assert status["budget"]["receivingBrokers"] == receivers
+    assert world.fix(name)["spec"]["throttle"]["replicationRate"] == rate

@@ -17,6 +17,7 @@ CRDS = (
     "crds/kpo.dev_partitionreassignments.yaml",
     "crds/kpo.dev_topicreplicaquotas.yaml",
     "crds/kpo.dev_kafkaclusters.yaml",
+    "crds/kpo.dev_balancingpolicies.yaml",
 )
 
 _TOP_LEVEL = ("apiVersion", "kind", "metadata")

@@ -167,7 +167,9 @@ class ClusterRuntime:
             owners=self.index,
         )
         self.quotas = QuotaReconciler(self.store, self.writer)
-        self.policies = BalancingPolicyReconciler(admin, self.store)
+        self.policies = BalancingPolicyReconciler(
+            admin, self.store, metrics=metrics, cluster=cluster_label(key)
+        )
 
     def close(self) -> None:
         """Close the Kafka connections."""

@@ -22,6 +22,11 @@ metric                                         meaning
                                                status is refreshed at this pace)
 ``kpo_operator_cluster_reads_total``           cluster snapshots read from Kafka (``fresh``)
                                                or shared from a recent read (``shared``)
+``kpo_operator_balancing_anomalies``           anomalies in each BalancingPolicy's status, by
+                                               ``cluster``, ``policy`` (``namespace/name``),
+                                               ``kind`` and ``state``
+``kpo_operator_balancing_fixes_total``         fixes (PartitionReassignments) written by
+                                               BalancingPolicies, by ``cluster`` and ``kind``
 ``process_resident_memory_bytes`` and the      the operator process (prometheus-client's
 other ``process_*`` metrics                    process collector)
 ============================================== ===============================================
@@ -33,7 +38,7 @@ from collections.abc import Callable, Collection
 from typing import Any
 from urllib.parse import urlparse
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 from prometheus_client.exposition import start_http_server
 
 
@@ -47,6 +52,8 @@ class OperatorMetrics:
         reconcile_seconds: ``kpo_operator_reconcile_seconds{kind}``.
         step_interval_seconds: ``kpo_operator_step_interval_seconds{kind}``.
         cluster_reads: ``kpo_operator_cluster_reads_total{cluster, source}``.
+        balancing_anomalies: ``kpo_operator_balancing_anomalies{cluster, policy, kind, state}``.
+        balancing_fixes: ``kpo_operator_balancing_fixes_total{cluster, kind}``.
     """
 
     def __init__(self) -> None:
@@ -83,6 +90,18 @@ class OperatorMetrics:
             "kpo_operator_cluster_reads",
             "Cluster snapshots: read from Kafka (fresh) or shared from a recent read",
             ["cluster", "source"],
+            registry=self.registry,
+        )
+        self.balancing_anomalies = Gauge(
+            "kpo_operator_balancing_anomalies",
+            "Anomalies in a BalancingPolicy's status, by kind and state",
+            ["cluster", "policy", "kind", "state"],
+            registry=self.registry,
+        )
+        self.balancing_fixes = Counter(
+            "kpo_operator_balancing_fixes",
+            "Fixes (PartitionReassignments) written by BalancingPolicies",
+            ["cluster", "kind"],
             registry=self.registry,
         )
 

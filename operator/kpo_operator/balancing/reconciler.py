@@ -79,6 +79,7 @@ from kpo_operator.balancing.windows import WindowState, format_duration, window_
 from kpo_operator.conditions import Condition, quota_conditions, stamp_conditions
 from kpo_operator.connections import cluster_key_of
 from kpo_operator.kube_workloads import WorkloadReader
+from kpo_operator.metrics import OperatorMetrics
 from kpo_operator.progress import format_time
 from kpo_operator.resources import BALANCING_POLICY, PARTITION_REASSIGNMENT
 from kpo_operator.status_models import (
@@ -155,6 +156,8 @@ class BalancingPolicyReconciler:
         admin: The cluster's Admin API client.
         store: The Kubernetes API (the cluster's scoped store).
         clock: The wall clock (UTC-aware ``datetime``).
+        metrics: Where anomalies and fixes are counted (``None``: not counted).
+        cluster: The ``cluster`` label of those metrics.
     """
 
     def __init__(
@@ -162,10 +165,14 @@ class BalancingPolicyReconciler:
         admin: KafkaAdmin,
         store: ObjectStore,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        metrics: OperatorMetrics | None = None,
+        cluster: str = "default",
     ) -> None:
         self.admin = admin
         self.store = store
         self.clock = clock
+        self.metrics = metrics
+        self.cluster = cluster
 
     # -- the step ---------------------------------------------------------------------
 
@@ -395,6 +402,8 @@ class BalancingPolicyReconciler:
         suspend = detector.approval is Approval.MANUAL
         fix = self._create_fix(check, current, kind, plan, self._share_with(check, plan), suspend)
         check.created.append(fix)
+        if self.metrics is not None:
+            self.metrics.balancing_fixes.labels(self.cluster, _KIND_LABELS[kind]).inc()
         current.fixes = [*(current.fixes or []), fix.name]
         current.planned_bytes = (current.planned_bytes or 0) + plan.moved_bytes
         text = f"fix {fix.name}: {len(plan.targets)} partitions, {plan.moved_bytes} bytes" + (
@@ -737,6 +746,14 @@ class BalancingPolicyReconciler:
         self.store.patch_status(
             BALANCING_POLICY, check.namespace, str(obj["metadata"]["name"]), new_dict
         )
+        if self.metrics is not None:
+            policy = object_key(obj)
+            for kind in AnomalyKind:
+                for state in AnomalyState:
+                    count = sum(1 for a in kept if a.kind == kind and a.state == state)
+                    self.metrics.balancing_anomalies.labels(
+                        self.cluster, policy, kind.value, state.value
+                    ).set(count)
 
     def _stalled(
         self, obj: Object, status: BalancingPolicyStatus, reason: str, message: str, now: datetime

@@ -450,3 +450,21 @@ def test_the_budget_share_holds_once_the_fix_is_in_flight(world: World) -> None:
     status = world.check()
     assert status["budget"]["receivingBrokers"] == receivers
     assert world.fix(name)["spec"]["throttle"]["replicationRate"] == rate
+
+
+def test_anomalies_and_fixes_are_counted_in_the_metrics(world: World) -> None:
+    from kpo_operator.metrics import OperatorMetrics
+
+    metrics = OperatorMetrics()
+    reconciler = BalancingPolicyReconciler(
+        world.kafka, world.store, world.clock, metrics=metrics, cluster="default"
+    )
+    world.policy(detectors={"brokerFailure": {"threshold": "0s"}})
+    _kill(world.kafka, 0)
+    reconciler.reconcile(NS, "heal", world.workloads)
+    labels = {"cluster": "default", "policy": f"{NS}/heal", "kind": "BrokerFailure"}
+    value = metrics.registry.get_sample_value
+    assert value("kpo_operator_balancing_anomalies", {**labels, "state": "Fixing"}) == 1
+    assert value("kpo_operator_balancing_anomalies", {**labels, "state": "Waiting"}) == 0
+    fixes = {"cluster": "default", "kind": "broker-failure"}
+    assert value("kpo_operator_balancing_fixes_total", fixes) == 1

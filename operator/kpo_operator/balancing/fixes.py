@@ -9,7 +9,8 @@ metadata                            value
 =================================== =======================================================
 label ``kpo.dev/balancing-policy``  the policy's name
 label ``kpo.dev/anomaly``           the anomaly's id as a label value (:func:`anomaly_slug`)
-label ``kpo.dev/anomaly-kind``      ``broker-failure``, ``disk-failure``, ``disk-usage``
+label ``kpo.dev/anomaly-kind``      ``broker-failure``, ``disk-failure``, ``disk-usage``,
+                                    ``goal-violation``
 annotation ``kpo.dev/anomaly-id``   the anomaly's id as the policy's status shows it
 annotation ``kpo.dev/replan``       set when the policy cancelled the fix to plan it again
 ownerReferences                     the policy (controller): deleting the policy deletes

@@ -205,12 +205,13 @@ class BalancingPolicyReconciler:
             message = f"policy {older} acts on this Kafka cluster; at most one policy does"
             self._stalled(obj, status, "Superseded", message, now)
             return
-        needs_dirs = bool(
-            (spec.detectors.disk_failure and spec.detectors.disk_failure.enabled)
-            or (spec.detectors.disk_usage and spec.detectors.disk_usage.enabled)
-            or spec.detectors.broker_failure
-            or spec.detectors.goal_violation
+        detectors = (
+            spec.detectors.broker_failure,
+            spec.detectors.disk_failure,
+            spec.detectors.disk_usage,
+            spec.detectors.goal_violation,
         )
+        needs_dirs = any(d is not None and d.enabled for d in detectors)
         try:
             obs = observe(self.admin, log_dirs=needs_dirs)
         except KafkaAdminError as exc:
@@ -379,19 +380,24 @@ class BalancingPolicyReconciler:
             if unplaceable:
                 return _state(current, AnomalyState.FAILED, f"no plan: {unplaceable}")
             if held:
-                return _state(
-                    current,
-                    AnomalyState.WAITING,
-                    f"{finding.detail}; its partitions also have replicas on absent broker "
-                    f"{', '.join(map(str, sorted(held)))}, not due yet: both are replaced "
-                    "together",
-                    WaitReason.THRESHOLD,
+                brokers = ", ".join(map(str, sorted(held)))
+                if kind is AnomalyKind.BROKER_FAILURE:
+                    text = (
+                        f"{finding.detail}; its partitions also have replicas on absent "
+                        f"broker {brokers}, not due yet: they are replaced together"
+                    )
+                    return _state(current, AnomalyState.WAITING, text, WaitReason.THRESHOLD)
+                text = (
+                    f"{finding.detail}; its partitions have replicas on absent broker "
+                    f"{brokers}: healed first"
                 )
-            if kind is AnomalyKind.GOAL_VIOLATION and not check.obs.in_flight:
+                return _state(current, AnomalyState.WAITING, text, WaitReason.IN_FLIGHT)
+            if kind is AnomalyKind.GOAL_VIOLATION:
                 return _state(
                     current,
                     AnomalyState.DETECTED,
-                    f"{finding.detail}; no replica move improves it (racks, room)",
+                    f"{finding.detail}; no replica move improves it now (racks, room, "
+                    "moves in flight)",
                 )
             return _state(
                 current,
@@ -456,10 +462,16 @@ class BalancingPolicyReconciler:
             hold some of its partitions back.
         """
         obs = check.obs
-        busy = set(obs.in_flight) | {tp for f in check.created for tp in f.targets}
         held: set[int] = set()
+        busy = set(obs.in_flight) | {tp for f in check.created for tp in f.targets}
         if kind is not AnomalyKind.BROKER_FAILURE:  # their absent replicas are healed first
-            busy |= {tp for tp, info in obs.partitions.items() if set(info.replicas) & obs.absent}
+            on_absent = {
+                tp for tp, info in obs.partitions.items() if set(info.replicas) & obs.absent
+            }
+            busy |= on_absent
+            held |= {
+                b for tp in finding.partitions & on_absent for b in obs.partitions[tp].replicas
+            } & obs.absent
         todo = sorted(tp for tp in finding.partitions if tp not in busy)
         offline = [tp for tp in todo if obs.partitions[tp].leader < 0]
         todo = [tp for tp in todo if obs.partitions[tp].leader >= 0]
@@ -505,7 +517,14 @@ class BalancingPolicyReconciler:
                     leaving[tp] = tuple(dict.fromkeys(mine + gone))
                 else:
                     held |= set(gone) - check.due - set(mine)
-            plan = replace_replicas(current, obs.live, leaving, obs.sizes, room=_room(obs))
+            plan = replace_replicas(
+                current,
+                obs.live,
+                leaving,
+                obs.sizes,
+                excluded=obs.unreachable,
+                room=_room(obs),
+            )
         limit = check.spec.budget.max_partitions_per_fix
         chosen = sorted(plan.targets)[:limit]
         problems = [f"{tp}: {why}" for tp, why in sorted(plan.unplaceable.items())]
@@ -884,18 +903,20 @@ where they leave at least this much free)."""
 
 
 def _room(obs: ClusterObservation) -> dict[int, int] | None:
-    """Bytes each live broker may still receive: free space above :data:`FREE_RESERVE`.
+    """Return the bytes each live broker may still receive: free space above :data:`FREE_RESERVE`.
 
-    ``None`` (no limit) when the brokers do not report their volumes (DescribeLogDirs
-    before v4, KIP-827).
+    A broker that did not answer DescribeLogDirs is left out (it receives nothing).
+    ``None`` (no limit) when no broker reports its volumes (DescribeLogDirs before v4,
+    KIP-827).
     """
     room: dict[int, int] = {}
     for broker in obs.live:
         dirs = [d for d in obs.log_dirs.get(broker, ()) if d.online and d.total_bytes > 0]
-        if not dirs:
-            return None
-        room[broker] = sum(max(0, d.usable_bytes - int(FREE_RESERVE * d.total_bytes)) for d in dirs)
-    return room
+        if dirs:
+            room[broker] = sum(
+                max(0, d.usable_bytes - int(FREE_RESERVE * d.total_bytes)) for d in dirs
+            )
+    return room or None
 
 
 def _parse_time(text: str | None) -> datetime | None:

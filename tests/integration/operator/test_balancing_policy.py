@@ -326,3 +326,44 @@ def test_two_fixes_at_once_stay_within_the_budget(stack_factory: StackFactory) -
     _wait_anomaly(stack, "heal", "BrokerFailure/4", "Fixed", 240)
     for partition, (replicas, isr) in _assignment(stack).items():
         assert not {0, 4} & set(replicas) and sorted(isr) == sorted(replicas), partition
+
+
+def test_a_fix_whose_destination_dies_is_planned_again_on_live_brokers(
+    stack_factory: StackFactory,
+) -> None:
+    stack = stack_factory(6, {"replication.quota.window.num": "2"}, racks=RACKS, env=POLICY_ENV)
+    original = {p: [p % 6, (p + 1) % 6, (p + 2) % 6] for p in range(PARTITIONS)}
+    create_topic(stack.cluster, TOPIC, assignment=original)
+    digests = produce(stack.cluster, TOPIC, PARTITIONS, 24 * 1024 * 1024)
+    stack.apply(
+        _policy(
+            "heal",
+            detectors={"brokerFailure": {"threshold": "5s"}},
+            budget={"replicationRate": 512 * 1024},  # slow: the move is still running below
+        )
+    )
+    wait_for(lambda: bool(_status(stack, "heal").get("lastCheckTime")), 60, "first check")
+    stack.cluster.brokers[0].kill()
+    fixing = _wait_anomaly(stack, "heal", "BrokerFailure/0", "Fixing", 90)
+    [first] = fixing["fixes"]
+    stack.wait_submitted(first, 60)
+    targets = stack.get("partitionreassignments", first)["spec"]["partitions"]
+    destination = next(
+        b for p in targets for b in p["replicas"] if b not in original[p["partition"]]
+    )
+    stack.cluster.brokers[destination].kill()
+
+    # The first fix is cancelled and a second one moves the replicas to live brokers.
+    stack.wait_phase(first, "Cancelled", 120)
+    assert "kpo.dev/replan" in stack.get("partitionreassignments", first)["metadata"]["annotations"]
+    _wait_anomaly(stack, "heal", "BrokerFailure/0", "Fixed", 300)
+    fixes = _anomaly(stack, "heal", "BrokerFailure/0")["fixes"]
+    assert len(fixes) >= 2 and fixes[0] == first
+    assert stack.status(fixes[-1])["phase"] == "Completed"
+    _wait_anomaly(stack, "heal", f"BrokerFailure/{destination}", "Fixed", 300)
+    for partition, (replicas, isr) in _assignment(stack).items():
+        assert not {0, destination} & set(replicas), (partition, replicas)
+        assert len(replicas) == 3 and sorted(isr) == sorted(replicas), (partition, replicas)
+    got = consume_all(stack.cluster, TOPIC, PARTITIONS, 24 * 1024 * 1024 // RECORD)
+    for partition, records in got.items():
+        assert hashlib.sha256(b"".join(records)).hexdigest() == digests[partition]

@@ -287,15 +287,7 @@ class BalancingPolicyReconciler:
         for fix in open_fixes:
             gone = sorted(_destinations(fix, check.obs) - set(check.obs.live))
             if gone and not fix.cancelled_by_policy:
-                self.store.patch(
-                    PARTITION_REASSIGNMENT,
-                    check.namespace,
-                    fix.name,
-                    {
-                        "metadata": {"annotations": {REPLAN_ANNOTATION: "true"}},
-                        "spec": {"cancel": True},
-                    },
-                )
+                self._withdraw(check, fix)
                 return _state(
                     current,
                     AnomalyState.FIXING,
@@ -308,16 +300,8 @@ class BalancingPolicyReconciler:
             if done.phase is Phase.CANCELLED and not done.cancelled_by_policy:
                 return _state(current, AnomalyState.FAILED, f"fix {done.name} was cancelled")
         if open_fixes and finding is None and all(f.suspended for f in open_fixes):
-            for fix in open_fixes:  # not approved, and no longer needed: withdrawn
-                self.store.patch(
-                    PARTITION_REASSIGNMENT,
-                    check.namespace,
-                    fix.name,
-                    {
-                        "metadata": {"annotations": {REPLAN_ANNOTATION: "true"}},
-                        "spec": {"cancel": True},
-                    },
-                )
+            for fix in open_fixes:  # not approved, and no longer needed
+                self._withdraw(check, fix)
             names = ", ".join(f.name for f in open_fixes)
             return _state(
                 current, AnomalyState.FIXED, f"it cleared; suspended fix {names} cancelled"
@@ -619,6 +603,15 @@ class BalancingPolicyReconciler:
         return frozenset(due)
 
     # -- fixes and budget ---------------------------------------------------------------
+
+    def _withdraw(self, check: _Check, fix: FixState) -> None:
+        """Cancel ``fix`` (KIP-455 cancellation of what is in flight), marked as the policy's."""
+        self.store.patch(
+            PARTITION_REASSIGNMENT,
+            check.namespace,
+            fix.name,
+            {"metadata": {"annotations": {REPLAN_ANNOTATION: "true"}}, "spec": {"cancel": True}},
+        )
 
     def _create_fix(
         self,

@@ -28,6 +28,7 @@ import fcntl
 import logging
 import os
 import shutil
+import threading
 import time
 import uuid
 from collections import Counter
@@ -125,6 +126,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_counts: Counter[Path] = Counter()  # current logs per log dir
         self._pending_deletes: list[tuple[int, Log, Path]] = []
+        # Deleted logs are scheduled on the event loop and removed on worker threads.
+        self._deletes_lock = threading.Lock()
         self._future_logs: dict[TopicPartition, Log] = {}
         self._preferred_dirs: dict[TopicPartition, Path] = {}
         self.cleaner: LogCleaner | None = None
@@ -198,13 +201,11 @@ class LogManager:
             self.cleaner.handle_log_dir_failure(log_dir)
             for tp in offline:
                 self.cleaner.abort_cleaning(tp)
-        remaining = []
-        for deadline, log, path in self._pending_deletes:
-            if path.parent == log_dir:
-                self._abandon(log)
-            else:
-                remaining.append((deadline, log, path))
-        self._pending_deletes = remaining
+        with self._deletes_lock:
+            lost = [e for e in self._pending_deletes if e[2].parent == log_dir]
+            self._pending_deletes = [e for e in self._pending_deletes if e[2].parent != log_dir]
+        for _, log, _ in lost:
+            self._abandon(log)
         self._preferred_dirs = {
             tp: path for tp, path in self._preferred_dirs.items() if path != log_dir
         }
@@ -444,22 +445,35 @@ class LogManager:
         with self._guard(log.dir.parent, f"error while deleting {log.topic_partition}"):
             log.rename_dir(renamed)
         now = _now_ms() if now_ms is None else now_ms
-        self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
+        with self._deletes_lock:
+            self._pending_deletes.append((now + log.config.file_delete_delay_ms, log, renamed))
         self._purge_deleted_logs(now)
 
+    def has_due_deletes(self, now_ms: int) -> bool:
+        """Tell whether a deleted log's ``file.delete.delay.ms`` has run out (cheap)."""
+        with self._deletes_lock:
+            return any(deadline <= now_ms for deadline, _, _ in self._pending_deletes)
+
+    def delete_due_logs(self, now_ms: int) -> None:
+        """Close and remove the deleted logs whose delete delay has run out.
+
+        Kafka's ``kafka-delete-logs`` task (``LogManager.deleteLogs``): a deleted log's
+        ``-delete`` directory goes ``file.delete.delay.ms`` after the deletion, not at the
+        next retention check.
+        """
+        self._purge_deleted_logs(now_ms)
+
     def _purge_deleted_logs(self, now_ms: int | None) -> None:
-        remaining = []
-        for deadline, log, path in self._pending_deletes:
-            if now_ms is None or deadline <= now_ms:
-                try:
-                    with self._guard(path, f"error while deleting {path}"):
-                        log.close()
-                except KafkaStorageError:
-                    pass
-                shutil.rmtree(path, ignore_errors=True)
-            else:
-                remaining.append((deadline, log, path))
-        self._pending_deletes = remaining
+        with self._deletes_lock:
+            due = [e for e in self._pending_deletes if now_ms is None or e[0] <= now_ms]
+            self._pending_deletes = [e for e in self._pending_deletes if e not in due]
+        for _, log, path in due:
+            try:
+                with self._guard(path, f"error while deleting {path}"):
+                    log.close()
+            except KafkaStorageError:
+                pass
+            shutil.rmtree(path, ignore_errors=True)
 
     # ----------------------------------------------------------------- future logs (KIP-113)
 

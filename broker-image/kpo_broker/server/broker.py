@@ -96,6 +96,10 @@ log = logging.getLogger(__name__)
 #: defaults to Long.MAX, i.e. never, in Kafka; a topic's ``flush.ms`` still applies here).
 FLUSH_CHECK_MAX_INTERVAL_MS = 1000
 
+#: How often the ``kafka-delete-logs`` task looks for deleted logs whose delete delay ran
+#: out, s (Kafka reschedules the task for the next deadline; a 1 s check is as prompt).
+DELETE_LOGS_CHECK_S = 1.0
+
 #: Pause between two attempts to register again after a ZooKeeper session expiry, s.
 REGISTRATION_RETRY_BACKOFF_S = 0.5
 
@@ -345,6 +349,7 @@ class KafkaServer:
                 "hw-checkpoint",
             ),
             self._every(c.log_retention_check_interval_ms / 1000, self._cleanup_logs, "retention"),
+            self._every(DELETE_LOGS_CHECK_S, self._delete_logs, "delete-logs"),
             self._every(
                 min(
                     c.log_flush_offset_checkpoint_interval_ms,
@@ -540,6 +545,14 @@ class KafkaServer:
         rm = self.components.replica_manager
         hws = {tp: p.high_watermark for tp, p in rm.partitions.items()}
         await asyncio.to_thread(self.components.log_manager.cleanup_logs, now_ms(), hws)
+
+    async def _delete_logs(self) -> None:
+        """Remove deleted logs whose ``file.delete.delay.ms`` ran out (``kafka-delete-logs``)."""
+        assert self.components is not None
+        manager = self.components.log_manager
+        now = now_ms()
+        if manager.has_due_deletes(now):
+            await asyncio.to_thread(manager.delete_due_logs, now)
 
     async def _checkpoint_log_offsets(self) -> None:
         """Write the recovery point and log start offset checkpoints of every log dir.

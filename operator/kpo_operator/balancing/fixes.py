@@ -24,6 +24,7 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from kpo_kafka.states import FINAL_PHASES, Phase
@@ -151,6 +152,7 @@ class FixState:
         targets: Its target replicas.
         message: ``status.message``.
         predicted_duration: ``status.predictedDuration``.
+        completion_time: ``status.completionTime`` (UTC), when it completed.
         spec: Its spec as read.
     """
 
@@ -161,6 +163,7 @@ class FixState:
     targets: Mapping[TopicPartition, tuple[int, ...]]
     message: str
     predicted_duration: str | None
+    completion_time: datetime | None
     spec: Mapping[str, Any]
 
     @property
@@ -193,8 +196,15 @@ def fix_state(obj: Mapping[str, Any]) -> FixState:
         },
         message=str(status.get("message") or ""),
         predicted_duration=status.get("predictedDuration"),
+        completion_time=_time(status.get("completionTime")),
         spec=spec,
     )
+
+
+def _time(text: Any) -> datetime | None:
+    if not text:
+        return None
+    return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def budget_patch(fix: FixState, share: BudgetShare) -> dict[str, Any] | None:

@@ -323,6 +323,15 @@ class BalancingPolicyReconciler:
         if finding is None:
             cleared = "its fixes completed" if fixes else "it cleared"
             return _state(current, AnomalyState.FIXED, cleared)
+        settling = _settling(fixes, kind, check.now)
+        if settling is not None:
+            return _state(
+                current,
+                AnomalyState.WAITING,
+                f"{finding.detail}; the moved replicas' old files are deleted after "
+                f"Kafka's delete delay: next check of the space in {settling}",
+                WaitReason.IN_FLIGHT,
+            )
         return self._gate(check, current, kind, finding)
 
     def _gate(
@@ -382,6 +391,12 @@ class BalancingPolicyReconciler:
                     AnomalyState.DETECTED,
                     f"{finding.detail}; no replica move improves it now (racks, room, "
                     "moves in flight)",
+                )
+            if not finding.partitions & set(check.obs.in_flight):
+                return _state(
+                    current,
+                    AnomalyState.DETECTED,
+                    f"{finding.detail}; no replica move fixes it now (racks, room)",
                 )
             return _state(
                 current,
@@ -520,7 +535,11 @@ class BalancingPolicyReconciler:
             return None, unplaceable, frozenset(held)
         sizes = obs.sizes
         moved = sum(
-            sizes.get(tp, 0) * len(set(plan.targets[tp]) - set(current.get(tp, ())))
+            sizes.get(tp, 0)
+            * max(
+                1 if tp in plan.log_dirs else 0,
+                len(set(plan.targets[tp]) - set(current.get(tp, ()))),
+            )
             for tp in chosen
         )
         return (
@@ -540,7 +559,8 @@ class BalancingPolicyReconciler:
 
         AlterReplicaLogDirs (KIP-113) names the dir; a broker that accepts creates the
         replica there and it catches up from the leader. Kafka refuses it for a replica
-        of an offline dir (KAFKA_STORAGE_ERROR), our fleet accepts it. Only with
+        of an offline dir (KAFKA_STORAGE_ERROR; our fleet answers REPLICA_NOT_AVAILABLE), so
+        on both the replicas go to other brokers; a broker that accepts is used. Only with
         ``Automatic`` approval: nothing is changed without one. Returns the partitions
         still to move to other brokers.
         """
@@ -835,6 +855,24 @@ def _destinations(fix: FixState, obs: ClusterObservation) -> frozenset[int]:
 def _adding(obs: ClusterObservation) -> dict[TopicPartition, tuple[int, ...]]:
     """Partition in flight -> its adding replicas (ListPartitionReassignments)."""
     return {tp: r.adding for tp, r in obs.in_flight.items()}
+
+
+DISK_SETTLE = timedelta(seconds=90)
+"""After a DiskUsage fix completes, how long before the next wave is planned: Kafka deletes
+a moved replica's files only after ``file.delete.delay.ms`` (60 s by default), and until
+then its dir's used bytes still count them (planning again at once moved far more than
+the excess)."""
+
+
+def _settling(fixes: Sequence[FixState | None], kind: AnomalyKind, now: datetime) -> str | None:
+    """Return how long a DiskUsage anomaly waits for its last fix's freed space, if it does."""
+    if kind is not AnomalyKind.DISK_USAGE:
+        return None
+    completed = [f.completion_time for f in fixes if f is not None and f.completion_time]
+    if not completed:
+        return None
+    left = max(completed) + DISK_SETTLE - now
+    return format_duration(_whole(left)) if left > timedelta(0) else None
 
 
 def _event_reason(state: AnomalyState) -> str:

@@ -121,6 +121,23 @@ def test_delete_log_renames_then_removes(dirs: list[Path]) -> None:
     manager.shutdown()
 
 
+def test_a_deleted_log_goes_when_its_delete_delay_runs_out(dirs: list[Path]) -> None:
+    """Kafka's kafka-delete-logs task: not at the next retention check, at the deadline."""
+    config = LogConfig(segment_bytes=600, file_delete_delay_ms=1000)
+    manager = LogManager(dirs[:1], config)
+    manager.startup(NOW_MS)
+    _fill(manager, "t", 0, 3)
+    assert manager.delete_log("t", 0, now_ms=NOW_MS)
+    [leftover] = [p for p in dirs[0].iterdir() if p.name.endswith("-delete")]
+    assert not manager.has_due_deletes(NOW_MS + 999)
+    manager.delete_due_logs(NOW_MS + 999)
+    assert leftover.exists()
+    assert manager.has_due_deletes(NOW_MS + 1000)
+    manager.delete_due_logs(NOW_MS + 1000)
+    assert not leftover.exists() and not manager.has_due_deletes(NOW_MS + 5000)
+    manager.shutdown()
+
+
 def test_cleanup_logs_applies_retention_with_high_watermarks(dirs: list[Path]) -> None:
     config = LogConfig(segment_bytes=600, retention_bytes=700, file_delete_delay_ms=0)
     manager = LogManager(dirs[:2], config)

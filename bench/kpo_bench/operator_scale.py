@@ -29,6 +29,9 @@ brokers' shared throttle, KIP-73; the bytes are sized so that the moves last abo
 - **status age per object**: seen through the watch, the longest time in the window during
   which an object's status did not change (a gap between two changes, or from the last
   change to the window's end): the largest over the objects and their 95th percentile;
+- **CPU of the other parts** in the window: kube-apiserver, etcd and each broker (CPU
+  seconds per second, ``/proc/<pid>/stat``): on a 2-core machine they share the cores with
+  the operator, and a starved API server bounds how many statuses a second it writes;
 - **operator RSS** (``VmRSS`` of the process, the largest seen) ;
 - **one object's latency with the others moving**: a probe object (one empty partition,
   unthrottled) applied in the window: apply -> first ``status.phase`` and -> Completed.
@@ -112,6 +115,8 @@ class OperatorScale:
         steps: Reconcile steps of PartitionReassignments in the window.
         cpu_s: Operator CPU seconds (user + system) in the window.
         load_average: 1-minute load average at the window's start and end.
+        component_cpu: CPU seconds per second in the window of kube-apiserver, etcd and
+            each broker (``broker-<id>``).
         status_age_s: Per object, the longest the status stayed unchanged in the window.
         within_poll: Share of the window's step intervals at most 1.25 x the poll interval.
         probe_first_status_s: Probe: apply -> first status.
@@ -133,6 +138,7 @@ class OperatorScale:
     steps: float = 0.0
     cpu_s: float = 0.0
     load_average: list[float] = field(default_factory=list)
+    component_cpu: dict[str, float] = field(default_factory=dict)
     status_age_s: dict[str, float] = field(default_factory=dict)
     within_poll: float | None = None
     probe_first_status_s: float | None = None
@@ -183,6 +189,11 @@ class OperatorScale:
                 f"{self.cpu_s / max(self.window_s, 1e-9):.2f} CPU s/s, "
                 f"{self.cpu_s / self.steps * 1000:.1f} ms CPU per step; load average "
                 + " -> ".join(f"{x:.1f}" for x in self.load_average)
+            )
+        if self.component_cpu:
+            lines.append(
+                "  CPU s/s of the other parts: "
+                + ", ".join(f"{k} {v:.2f}" for k, v in self.component_cpu.items())
             )
         if self.status_age_s:
             ages = sorted(self.status_age_s.values())
@@ -516,6 +527,8 @@ def _window(
 ) -> None:
     """Measure the steady-state window and the probe inside it (and profile it)."""
     pid = operator.process.pid
+    parts = {"kube-apiserver": plane.apiserver.process.pid, "etcd": plane.etcd.process.pid}
+    parts.update({f"broker-{b}": broker.process.pid for b, broker in cluster.brokers.items()})
     spy: subprocess.Popen[bytes] | None = None
     if profile_to is not None:
         command = [profile_to[0], "record", "--pid", str(pid), "--format", "raw", "--rate", "50"]
@@ -524,6 +537,7 @@ def _window(
     api0, brokers0, own0 = _scrape_all(plane, cluster, metrics_port)
     began = time.monotonic()
     cpu0 = process_cpu_seconds(pid)
+    parts0 = {name: process_cpu_seconds(p) for name, p in parts.items()}
     result.load_average = [os.getloadavg()[0]]
     probe = _reassignment("scale-probe", [("scale-probe", 0)])
     plane.kubectl("-n", NAMESPACE, "apply", "-f", "-", input_text=yaml.safe_dump_all([probe]))
@@ -537,6 +551,7 @@ def _window(
             result.probe_completed_s = time.monotonic() - probe_applied
         time.sleep(POLL_S)
     cpu1 = process_cpu_seconds(pid)
+    parts1 = {name: process_cpu_seconds(p) for name, p in parts.items()}
     ended = time.monotonic()
     api1, brokers1, own1 = _scrape_all(plane, cluster, metrics_port)
     result.load_average.append(os.getloadavg()[0])
@@ -551,6 +566,7 @@ def _window(
             spy.wait()
     elapsed = ended - began
     result.window_s = elapsed
+    result.component_cpu = {n: (parts1[n] - parts0[n]) / elapsed for n in parts}
     result.moving = sum(
         1 for n, s in watch.statuses.items() if n != "scale-probe" and s.get("phase") == "Moving"
     )

@@ -7,10 +7,12 @@ startup                  read :class:`~kpo_operator.settings.OperatorSettings`, 
                          :class:`~kpo_operator.runtime.OperatorRuntime`, set kopf's
                          storage keys under ``kpo.dev`` and the finalizer name, serve
                          ``/metrics`` on ``KPO_METRICS_PORT`` (:mod:`kpo_operator.metrics`)
-reassignment create/     one reconcile step (validate, throttle, submit...), also on
-update/resume            operator start for every existing object
-reassignment timer       every ``poll_interval_s`` while not Completed/Cancelled:
-                         progress, completion, resumption after a restart
+reassignment create/     hand the object to the tracker, which takes a reconcile step
+update/resume            (validate, throttle, submit...) at once; also on operator start
+                         for every existing object
+reassignment timer       from the first phase until Completed/Cancelled: hand kopf's live
+                         body to the tracker, which steps every active object every
+                         ``poll_interval_s`` (progress, completion)
 reassignment delete      cancel what is in flight, remove throttles; the finalizer holds
                          the object until that is done
 quota create/update/     sync the throttles now and report
@@ -54,7 +56,6 @@ from kpo_operator.resources import (
 )
 from kpo_operator.runtime import MAX_WORKERS, OperatorRuntime, RetryLater
 from kpo_operator.settings import OperatorSettings
-from kpo_operator.store import plain_copy
 
 logger = logging.getLogger("kpo_operator")
 
@@ -72,6 +73,14 @@ _BP = (GROUP, VERSION, BALANCING_POLICY.plural)
 TIMER_EXIT_POLL_S = 1.0
 """How often (s) kopf checks whether a deleted object's running timer has exited."""
 
+HANDOVER_INTERVAL_S = 30.0
+"""Seconds between two hand-overs of an active PartitionReassignment by its kopf timer.
+
+kopf runs a timer as soon as its ``when`` filter holds (the object's first phase), so the
+first hand-over of the live body comes with the first phase; later ones only re-track an
+object the tracker dropped. At the poll interval, kopf's own work per timer call (200
+objects at 2 s: 100 calls a second) cost more than the tracker's polls."""
+
 
 def _runtime(memo: Any) -> OperatorRuntime:
     runtime: OperatorRuntime = memo.runtime
@@ -86,11 +95,10 @@ def _ref(spec: Any) -> str | None:
 def _active(*, status: Any, **_: Any) -> bool:
     """Whether the poll timer runs: from the first phase a step wrote until a final phase.
 
-    A new object's first step is its creation handler's. kopf spawns timers before it
-    calls that handler, so a timer running from the start took that step (the plan, the
-    write-ahead record, the throttles) while the creation handler, called at once, held a
-    second worker thread waiting on the object's lock; with many objects applied at once,
-    both steps of each new object queued ahead of every other object's poll.
+    A new object's first step is the one its creation handler asks the tracker for. kopf
+    spawns timers before it calls that handler: a timer running from the start would hand
+    the object over first, and the creation handler's log line would no longer be the
+    first of the object's handlers.
     """
     phase = (status or {}).get("phase")
     return bool(phase) and phase not in FINAL_PHASES
@@ -136,45 +144,37 @@ def cleanup(*, memo: Any, **_: Any) -> None:
         runtime.close()
 
 
-def _step_reassignment(memo: Any, namespace: str, name: str, spec: Any, body: Any) -> None:
-    runtime = _runtime(memo)
-    known = plain_copy(body) if body is not None else None
-    try:
-        runtime.run_on(
-            PARTITION_REASSIGNMENT,
-            namespace,
-            name,
-            _ref(spec),
-            lambda cluster: cluster.reassignments.reconcile(namespace, name, known),
-        )
-    except RetryLater as exc:
-        raise kopf.TemporaryError(str(exc), delay=exc.delay_s) from exc
-
-
 @kopf.on.resume(*_PR)
 @kopf.on.create(*_PR)
 @kopf.on.update(*_PR, field="spec")
-def reassignment_changed(
+async def reassignment_changed(
     *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
 ) -> None:
-    """Take a reconcile step when a PartitionReassignment appears or its spec changes."""
-    _step_reassignment(memo, namespace or "", name, spec, body)
+    """Have a PartitionReassignment stepped at once when it appears or its spec changes.
 
-
-@kopf.timer(*_PR, interval=_SETTINGS.poll_interval_s, sharp=True, when=_active)
-def reassignment_poll(
-    *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
-) -> None:
-    """Track progress and finish moving PartitionReassignments.
-
-    The poll interval runs from the start of one step to the start of the next
-    (kopf's ``sharp`` timer), so a step's own duration does not stretch it; a step
-    longer than the interval makes the next one start at the following multiple.
-
-    kopf's body (updated by the watch) stands in for a GET when it is the latest version
-    the operator has read or written (:meth:`~kpo_operator.store.ObjectStore.get`).
+    The step is the tracker's (:class:`~kpo_operator.reassignment_tracker.ReassignmentTracker`),
+    ahead of the polls, in its own threads: a burst of new objects is accepted together
+    (their reads, throttle syncs and submissions shared), not one by one in kopf's
+    handler threads. A step that fails is taken again by the tracker.
     """
-    _step_reassignment(memo, namespace or "", name, spec, body)
+    _runtime(memo).track(namespace or "", name, _ref(spec), body, urgent=True)
+
+
+@kopf.timer(*_PR, interval=max(_SETTINGS.poll_interval_s, HANDOVER_INTERVAL_S), when=_active)
+async def reassignment_poll(
+    *, memo: Any, namespace: str | None, name: str, spec: Any, body: Any, **_: Any
+) -> None:
+    """Keep an active PartitionReassignment tracked: progress, completion, resumption.
+
+    The tracker polls every active object once per ``poll_interval_s`` in one tick
+    (their cluster reads, throttle syncs and submissions shared); this timer hands it
+    kopf's live body of the object (replaced by kopf as watch events arrive), which
+    stands in for a GET when it is the latest version the operator has read or written
+    (:meth:`~kpo_operator.store.ObjectStore.get`): at the first phase, then every
+    :data:`HANDOVER_INTERVAL_S`. It does no I/O: kopf runs it in its event loop, not in a
+    handler thread.
+    """
+    _runtime(memo).track(namespace or "", name, _ref(spec), body)
 
 
 @kopf.on.delete(*_PR)

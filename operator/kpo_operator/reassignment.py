@@ -12,6 +12,12 @@ step and writes the status if it changed. The step depends on the phase:
   applied through the single :class:`~kpo_operator.throttle_writer.ThrottleWriter`,
   and the partitions not already in flight with that target are submitted with
   AlterPartitionReassignments (KIP-455), so a restarted operator never resubmits.
+  Throttled, they are submitted at a later step, once a throttle sync begun after the
+  write found the throttles in place (one sync before each poll of the objects confirms
+  all those waiting, :meth:`ReassignmentReconciler.confirm_throttles`). The submissions
+  of steps running at once go out in one request
+  (:class:`~kpo_operator.reassignment_batch.SubmissionBatcher`). A move without a
+  throttle, which neither sets nor set any throttle config, waits for no throttle sync.
   With ``concurrentPartitionMovementsPerBroker`` or ``concurrentLeaderMovements``, only
   those the limits admit are submitted, in the spec's order; the others stay Pending
   and are submitted by later steps as movements finish (:mod:`kpo_operator.move_limits`).
@@ -112,6 +118,7 @@ from kpo_operator.reassignment_actions import (
     oar,
     order_restores,
 )
+from kpo_operator.reassignment_batch import SubmissionBatcher
 from kpo_operator.reassignment_index import ReassignmentIndex
 from kpo_operator.reassignment_status import (
     StatusUpdate,
@@ -132,7 +139,13 @@ from kpo_operator.refusals import (
 from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.status_models import CordonStatus, ReassignmentStatus
 from kpo_operator.store import NORMAL, WARNING, Object, ObjectStore, object_key
-from kpo_operator.throttle_writer import SyncResult, ThrottleWriter, source_of, wants
+from kpo_operator.throttle_writer import (
+    SyncResult,
+    ThrottleWriter,
+    sets_anything,
+    source_of,
+    wants,
+)
 from kpo_operator.throttles import Contribution, reassignment_contribution
 from kpo_operator.validation import failure_reason, validate_reassignment
 
@@ -298,6 +311,11 @@ class ReassignmentReconciler:
         self.store = store
         self.writer = writer
         self.reader = reader or SharedClusterReader(admin, 0.0)
+        # Concurrent steps' submissions go out together (one request per batch).
+        self.submissions = SubmissionBatcher(
+            lambda targets: self.admin.alter_partition_reassignments(targets),
+            lambda: self.reader.invalidate(),
+        )
         self.owners = owners or ReassignmentIndex(store, 0.0)
         self.rate_window_s = rate_window_s
         self.throttle_resync_s = throttle_resync_s
@@ -351,6 +369,24 @@ class ReassignmentReconciler:
             return False
         self.forget(_object_uid(obj))
         self.owners.forget(object_key(obj))
+        return True
+
+    def confirm_throttles(self) -> bool:
+        """Sync the throttles once if an accepted object waits to submit; return whether.
+
+        An object whose throttles its acceptance wrote submits at a later step, once a
+        sync begun after that write found them in place (:meth:`_submit`). Called before
+        a poll of every object (:class:`~kpo_operator.reassignment_tracker.ReassignmentTracker`),
+        this one sync confirms all the objects accepted since the last one: their steps
+        submit without a sync each.
+
+        Raises:
+            KafkaAdminError: The sync failed (each step then syncs for itself).
+            ObjectStoreError: Listing the TopicReplicaQuotas failed.
+        """
+        if all(m.throttled_at is None for m in list(self._memory.values())):
+            return False
+        self.writer.sync()
         return True
 
     def forget(self, uid: str) -> None:
@@ -495,6 +531,9 @@ class ReassignmentReconciler:
         self._sync_cordons(ctx)
         throttles = self._apply_throttles(ctx)
         memory = self._memory_of(ctx.obj)
+        if throttles is None:  # nothing to throttle, nothing was: submitted at once
+            memory.throttled_at = None
+            return self._track(ctx)
         if throttles.changed_for(ctx.source) and pending:
             # Submitted on the next step, once brokers have the throttles; any sync begun
             # after this one that finds them in place confirms them (:meth:`_submit`).
@@ -566,16 +605,19 @@ class ReassignmentReconciler:
         self._record(ctx, ahead, "Accepted")
         return any(e.state == MoveState.PENDING for e in entries)
 
-    def _apply_throttles(self, ctx: StepContext) -> SyncResult:
+    def _apply_throttles(self, ctx: StepContext) -> SyncResult | None:
         """Set the throttles of the accepted work (KIP-73) through the single writer.
 
         When configs had to change, the caller waits one step before submitting, so
         that every broker has applied them (config changes reach brokers asynchronously
         through ZooKeeper); otherwise the first fetches of new replicas run unthrottled.
+        ``None``: no sync was needed (:meth:`_changes_nothing`).
         """
         contribution = Contribution(ctx.source)
         if (moving := self._accepted_spec(ctx)) is not None:
             contribution = reassignment_contribution(ctx.source, moving, ctx.snapshot.view)
+        if self._changes_nothing(ctx.source, contribution):
+            return None
         throttles = self.writer.sync({ctx.source: contribution})
         if throttles.errors:
             failed = ", ".join(f"{r.kind} {r.name}: {e}" for r, e in throttles.errors.items())
@@ -747,12 +789,13 @@ class ReassignmentReconciler:
             own = own or Contribution(ctx.source)
             memory = self._memory_of(ctx.obj)
             since, memory.throttled_at = memory.throttled_at, None
-            if (since is None or not self.writer.confirmed(ctx.source, own, since)) and (
-                self.writer.sync({ctx.source: own}).changed_for(ctx.source)
+            if (
+                not self._changes_nothing(ctx.source, own)
+                and (since is None or not self.writer.confirmed(ctx.source, own, since))
+                and self.writer.sync({ctx.source: own}).changed_for(ctx.source)
             ):
                 return mark_waiting(entries, waiting)
-            errors = self.admin.alter_partition_reassignments(dict(targets))
-            self.reader.invalidate()
+            errors = self.submissions.submit(dict(targets))
         refused = {tp: str(e) for tp, e in errors.items() if e is not None}
         submitted: list[PartitionStatus] = []
         for entry in mark_waiting(entries, waiting):
@@ -929,8 +972,10 @@ class ReassignmentReconciler:
         """Every partition is done: remove the throttles, elect preferred leaders, end."""
         summary = totals(parts)
         rate = self._rate(ctx, summary.bytes_done)
-        removal = self.writer.sync({ctx.source: None})
-        if removal.errors:
+        removal = None
+        if not self._changes_nothing(ctx.source):
+            removal = self.writer.sync({ctx.source: None})
+        if removal is not None and removal.errors:
             text = "all partitions done; removing throttles failed, retrying: " + "; ".join(
                 f"{r.kind} {r.name}: {e}" for r, e in removal.errors.items()
             )
@@ -1021,6 +1066,16 @@ class ReassignmentReconciler:
         )
         self._record(ctx, update, Phase.CANCELLED)
         return Phase.CANCELLED
+
+    def _changes_nothing(self, source: str, contribution: Contribution | None = None) -> bool:
+        """Whether syncing ``contribution`` (``None``: dropping it) for ``source`` changes nothing.
+
+        So when it sets nothing and ``source`` set nothing in the last sync
+        (:meth:`ThrottleWriter.contributes`): a move without a throttle then never waits
+        for a sync, which at scale waits for the one in progress of every other object.
+        """
+        empty = contribution is None or not sets_anything(contribution)
+        return empty and self.writer.contributes(source) is False
 
     def _in_flight_of(self, ctx: StepContext) -> list[TopicPartition]:
         """Return the accepted partitions Kafka is still moving to this object's targets."""

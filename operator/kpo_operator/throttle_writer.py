@@ -307,6 +307,23 @@ class ThrottleWriter:
         finally:
             batch.done.set()
 
+    def contributes(self, source: str) -> bool | None:
+        """Whether ``source``'s contribution to the last sync set any config.
+
+        ``None`` before the first sync, and when the last one failed to write a resource.
+
+        A source that sets nothing and set nothing in the last sync (a move without a
+        throttle) changes nothing the writer decides, whether it is added or dropped: its
+        object need not wait for a sync of its own, which waits for the one in progress
+        and reads the configs of every broker and throttled topic back.
+        """
+        with self._batch_lock:
+            last = self._last
+        if last is None or last[1].errors:
+            return None  # a write failed: what is in place is not known
+        found = last[1].contributions.get(source)
+        return found is not None and sets_anything(found)
+
     def confirmed(self, source: str, contribution: Contribution, since: float) -> bool:
         """Whether the last sync, begun at or after ``since``, found ``contribution`` in place.
 
@@ -587,6 +604,11 @@ class ThrottleWriter:
                 if (source, found) not in self._reported:
                     self.store.event(obj, WARNING, "ForeignThrottle", found.message)
         self._reported = seen
+
+
+def sets_anything(contribution: Contribution) -> bool:
+    """Whether ``contribution`` sets any throttle config at all."""
+    return any(contribution.broker_rates.values()) or any(contribution.topic_replicas.values())
 
 
 def wants_any(contribution: Contribution, kind: ConfigResourceKind, name: str) -> bool:

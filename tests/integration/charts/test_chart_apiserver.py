@@ -100,6 +100,15 @@ OPERATOR_CALLS = [
     ("patch", "kafkaclusters.kpo.dev/status"),
     ("create", "events"),
     ("get", "secrets"),  # the keys KafkaClusters reference, by name (never list/watch)
+    # BalancingPolicies, and the PartitionReassignments they write as their fixes.
+    ("get", "balancingpolicies.kpo.dev"),
+    ("list", "balancingpolicies.kpo.dev"),
+    ("watch", "balancingpolicies.kpo.dev"),
+    ("patch", "balancingpolicies.kpo.dev"),
+    ("patch", "balancingpolicies.kpo.dev/status"),
+    ("create", "partitionreassignments.kpo.dev"),
+    ("get", "statefulsets.apps"),
+    ("list", "pods"),
 ]
 
 
@@ -127,8 +136,8 @@ def test_cluster_wide_operator_and_dry_run_placement_rbac(control_plane: Control
             assert _can(control_plane, operator, verb, resource, where), (verb, resource, where)
     for verb in ("list", "watch"):
         assert _can(control_plane, operator, verb, "customresourcedefinitions", ns)
-    assert not _can(control_plane, operator, "create", "partitionreassignments.kpo.dev", ns)
     assert not _can(control_plane, operator, "update", "partitionreassignments.kpo.dev", ns)
+    assert not _can(control_plane, operator, "delete", "partitionreassignments.kpo.dev", ns)
     _check_ledger_rights(control_plane, operator, ns, elsewhere)
     # dry-run placement: no Kubernetes rights at all
     assert not _can(control_plane, placement, "create", "partitionreassignments.kpo.dev", ns)

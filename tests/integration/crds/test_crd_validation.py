@@ -12,13 +12,7 @@ import yaml
 from kubernetes import client
 
 from kpo_devenv import ControlPlane
-from kpo_operator.resources import (
-    GROUP,
-    KAFKA_CLUSTER,
-    PARTITION_REASSIGNMENT,
-    TOPIC_REPLICA_QUOTA,
-    VERSION,
-)
+from kpo_operator.resources import ALL_KINDS, GROUP, PARTITION_REASSIGNMENT, VERSION
 from tests.conftest import EXAMPLES_DIR
 
 pytestmark = pytest.mark.integration
@@ -214,7 +208,7 @@ def namespace(control_plane: ControlPlane) -> Iterator[str]:
 def _kinds_in(namespace: str, control_plane: ControlPlane) -> list[str]:
     out = control_plane.kubectl(
         "get",
-        f"{PARTITION_REASSIGNMENT.plural},{TOPIC_REPLICA_QUOTA.plural},{KAFKA_CLUSTER.plural}",
+        ",".join(k.plural for k in ALL_KINDS),
         "-n",
         namespace,
         "-o",

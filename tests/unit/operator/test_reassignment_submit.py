@@ -27,6 +27,7 @@ from tests.unit.operator.reassignment_env import (
     RATES_1000,
     T0,
     T1,
+    U0,
     Env,
     conditions,
     entry_of,
@@ -546,3 +547,24 @@ def test_limits_hold_while_the_spec_is_invalid(env: Env) -> None:
     # The accepted work keeps moving, one partition at a time as the limit says.
     assert env.submissions() == [{W[0]: [3, 1]}, {W[1]: [3, 1]}]
     assert partition_states(env.status())[W[2]] == "Pending"
+
+
+def test_a_move_without_throttle_waits_for_no_throttle_sync(moving: Env) -> None:
+    """Neither its start nor its end changes the throttles: no sync of its own either way."""
+    moving.create("quick", [("u", 0, [0, 3])])
+    mark = moving.mark()
+    assert moving.reconcile("quick") == "Moving"
+    assert moving.in_flight()[U0] == (0, 3)
+    moving.kafka.complete(U0)
+    assert moving.reconcile("quick") == "Completed"
+    calls = moving.calls(mark)
+    assert "describe_configs" not in calls and "incremental_alter_configs" not in calls
+    assert moving.broker_config(2) == RATES_1000  # the throttled move's, untouched
+
+
+def test_a_move_without_throttle_syncs_while_the_last_sync_is_unknown(env: Env) -> None:
+    """Before any sync, or after one that failed, it is not known what is in place."""
+    env.create("quick", [("u", 0, [0, 3])])
+    mark = env.mark()
+    assert env.reconcile("quick") == "Moving"
+    assert "describe_configs" in env.calls(mark)

@@ -8,9 +8,11 @@ while a second step of the same object waits for the first (per-object lock).
 from __future__ import annotations
 
 import threading
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 
 from kpo_kafka.admin_types import ReplicaDirInfo, ReplicaKey
+from kpo_operator.resources import PARTITION_REASSIGNMENT
 from kpo_operator.runtime import OperatorRuntime
 from kpo_operator.settings import OperatorSettings
 from tests.unit.operator.fake_kafka import FakeKafkaAdmin
@@ -96,3 +98,71 @@ def test_steps_of_one_object_do_not_overlap() -> None:
     second.join(WAIT_S)
     assert not first.is_alive() and not second.is_alive()
     assert phases == {"a": "Moving"}
+
+
+def _wait(what: str, check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+
+
+def test_handed_over_objects_are_stepped_by_the_tracker_until_they_complete() -> None:
+    """What kopf's handlers do: hand the objects over; the tracker accepts, submits, finishes."""
+    kafka = FakeKafkaAdmin(brokers={0: None, 1: None, 2: None, 3: None})
+    kafka.create_topic("t", {0: [0, 1]})
+    kafka.create_topic("u", {0: [2, 3]})
+    store = FakeObjectStore()
+    store.apply(reassignment("a", [("t", 0, [2, 1])], throttle={"replicationRate": 1000}))
+    store.apply(reassignment("b", [("u", 0, [0, 3])], throttle={"replicationRate": 1000}))
+    settings = OperatorSettings(bootstrap_servers=("localhost:9092",), poll_interval_s=0.1)
+    runtime = OperatorRuntime(settings, admin=kafka, store=store, ledger_store=MemoryLedgerStore())
+    try:
+        for name in ("a", "b"):
+            runtime.track(NS, name, None, None, urgent=True)
+
+        def phase(name: str) -> object:
+            return store.status_of(PARTITION_REASSIGNMENT, NS, name).get("phase")
+
+        _wait("both submitted", lambda: kafka.partitions[T0].target == [2, 1])
+        _wait("both submitted", lambda: kafka.partitions[U0].target == [0, 3])
+        kafka.complete()
+        _wait("both completed", lambda: phase("a") == phase("b") == "Completed")
+        # Accepted together, confirmed by one sync, submitted in one request.
+        submissions = [a for c, a in kafka.calls if c == "alter_partition_reassignments"]
+        assert len(submissions) in (1, 2)  # one tick, or two when the two acceptances straddle one
+        assert {tp for s in submissions for tp in s} == {T0, U0}  # type: ignore[attr-defined]
+        store.delete(PARTITION_REASSIGNMENT, NS, "a")
+        runtime.forget(PARTITION_REASSIGNMENT.plural, NS, "a")
+        assert runtime.tracker.tracked() == [(NS, "b")]
+    finally:
+        runtime.close()
+
+
+def test_one_sync_before_the_polls_confirms_every_object_waiting_to_submit() -> None:
+    kafka = FakeKafkaAdmin(brokers={0: None, 1: None, 2: None, 3: None})
+    kafka.create_topic("t", {0: [0, 1]})
+    kafka.create_topic("u", {0: [2, 3]})
+    store = FakeObjectStore()
+    store.apply(reassignment("a", [("t", 0, [2, 1])], throttle={"replicationRate": 1000}))
+    store.apply(reassignment("b", [("u", 0, [0, 3])], throttle={"replicationRate": 1000}))
+    settings = OperatorSettings(bootstrap_servers=("localhost:9092",))
+    runtime = OperatorRuntime(settings, admin=kafka, store=store, ledger_store=MemoryLedgerStore())
+    reconciler = runtime.reassignments
+    assert not reconciler.confirm_throttles()  # nobody waits
+    for name in ("a", "b"):
+        assert reconciler.reconcile(NS, name) == "Moving"
+    assert kafka.list_partition_reassignments() == {}
+    before = len(kafka.calls)
+    assert reconciler.confirm_throttles()
+    assert [c for c, _ in kafka.calls[before:]].count("describe_configs") == 1
+    before = len(kafka.calls)
+    for name in ("a", "b"):
+        assert reconciler.reconcile(NS, name) == "Moving"
+    # Submitted without a sync of their own.
+    assert [c for c, _ in kafka.calls[before:]].count("describe_configs") == 0
+    assert {tp: r.target for tp, r in kafka.list_partition_reassignments().items()} == {
+        T0: (2, 1),
+        U0: (0, 3),
+    }
+    assert not reconciler.confirm_throttles()

@@ -93,10 +93,16 @@ class _Spec(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid", frozen=True, strict=True)
 
 
-_SpecT = TypeVar("_SpecT", bound=_Spec)
+_SpecT = TypeVar("_SpecT", bound=BaseModel)
 
 
-def _parse(cls: type[_SpecT], kind: str, obj: Mapping[str, Any]) -> _SpecT:
+def parse_spec(cls: type[_SpecT], kind: str, obj: Mapping[str, Any]) -> _SpecT:
+    """Parse ``obj`` (a whole object ``{"spec": {...}}`` or a bare spec) as ``cls``.
+
+    Raises:
+        SpecError: The spec does not match ``cls``; ``errors`` names each field as
+            ``spec.<path>: <message>``.
+    """
     spec = obj.get("spec", obj)
     if not isinstance(spec, Mapping):
         raise SpecError(kind, ["spec: must be an object"])
@@ -199,7 +205,7 @@ class PartitionReassignmentSpec(_Spec):
         Raises:
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
-        return _parse(cls, "PartitionReassignment", obj)
+        return parse_spec(cls, "PartitionReassignment", obj)
 
 
 class TopicSelector(_Spec):
@@ -266,7 +272,7 @@ class TopicReplicaQuotaSpec(_Spec):
         Raises:
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
-        return _parse(cls, "TopicReplicaQuota", obj)
+        return parse_spec(cls, "TopicReplicaQuota", obj)
 
 
 _HOST_PORT_PATTERN = r"^[^\s,:]+:[0-9]{1,5}$|^\[[0-9a-fA-F:.]+\]:[0-9]{1,5}$"
@@ -391,4 +397,4 @@ class KafkaClusterSpec(_Spec):
         Raises:
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
-        return _parse(cls, "KafkaCluster", obj)
+        return parse_spec(cls, "KafkaCluster", obj)

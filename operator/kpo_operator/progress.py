@@ -429,3 +429,13 @@ def predicted_duration(bytes_total: int, rate: int | None) -> timedelta | None:
 def format_time(moment: datetime) -> str:
     """RFC 3339 UTC with second precision, as Kubernetes writes times ("...T06:40:08Z")."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(text: object) -> datetime | None:
+    """Parse a time written by :func:`format_time` (UTC-aware); ``None`` for anything else."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return None

@@ -104,6 +104,7 @@ from kpo_operator.progress import (
     eta,
     format_time,
     measure_partition,
+    parse_time,
     partition_progress,
     totals,
 )
@@ -886,7 +887,7 @@ class ReassignmentReconciler:
             ]
             if foreign:
                 message += f"; {len(foreign)} throttle values set outside the operator left alone"
-        written_at = _parse_time(ctx.status.partitions_update_time)
+        written_at = parse_time(ctx.status.partitions_update_time)
         interval_s = self.partition_status_interval_s
         due = partitions_due(ctx.accepted, entries, written_at, ctx.now, interval_s)
         update = StatusUpdate(
@@ -926,7 +927,7 @@ class ReassignmentReconciler:
         history = estimator.history() if estimator is not None else ()
         if throttle and left and left.total_seconds() > 0 and len(history) >= 2:
             window = self._read_quota_window(parts)
-            started = _parse_time(ctx.status.start_time)
+            started = parse_time(ctx.status.start_time)
             seen_s = history[-1][0] - history[0][0]
             expired = started is not None and (ctx.now - started).total_seconds() - seen_s > (
                 window.samples * window.sample_s
@@ -1220,13 +1221,3 @@ def _may_be_stale(snapshot: ClusterSnapshot, tp: TopicPartition, target: tuple[i
     """
     state = snapshot.view.partition(*tp)
     return state is not None and set(target) <= set(state.replicas)
-
-
-def _parse_time(text: object) -> datetime | None:
-    """Parse a status time written by :func:`~kpo_operator.progress.format_time`."""
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    except ValueError:
-        return None

@@ -215,25 +215,44 @@ class KubeObjectStore:
         self, kind: ResourceKind, namespace: str, name: str, status: Mapping[str, Any]
     ) -> Object | None:
         """See :meth:`ObjectStore.patch_status`; a vanished object is ignored (``None``)."""
+        return self._merge_patch(
+            self._custom.patch_namespaced_custom_object_status,
+            f"patch status of {kind.kind}",
+            kind,
+            namespace,
+            name,
+            {"status": dict(status)},
+        )
+
+    def _merge_patch(
+        self,
+        send: Any,
+        what: str,
+        kind: ResourceKind,
+        namespace: str,
+        name: str,
+        body: Mapping[str, Any],
+    ) -> Object | None:
+        """Send a JSON merge patch (RFC 7386) with ``send``; ``None`` when the object is gone."""
         from kubernetes.client.exceptions import ApiException
 
         try:
-            patched: Any = self._custom.patch_namespaced_custom_object_status(
+            patched: Any = send(
                 GROUP,
                 VERSION,
                 namespace,
                 kind.plural,
                 name,
-                {"status": dict(status)},
+                dict(body),
                 _content_type="application/merge-patch+json",
             )
         except ApiException as exc:
             if exc.status == 404:
                 self._versions.pop((kind.plural, namespace, name), None)
                 return None
-            raise ObjectStoreError(
-                f"patch status of {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
-            ) from exc
+            raise ObjectStoreError(f"{what} {namespace}/{name}: {exc.status} {exc.body}") from exc
+        except Exception as exc:  # connection errors of urllib3
+            raise ObjectStoreError(f"{what} {namespace}/{name}: {exc}") from exc
         self._saw(kind, namespace, name, patched)
         return dict(patched) if isinstance(patched, dict) else None
 
@@ -261,29 +280,14 @@ class KubeObjectStore:
         self, kind: ResourceKind, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> Object | None:
         """See :meth:`ObjectStore.patch`."""
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            patched: Any = self._custom.patch_namespaced_custom_object(
-                GROUP,
-                VERSION,
-                namespace,
-                kind.plural,
-                name,
-                dict(patch),
-                _content_type="application/merge-patch+json",
-            )
-        except ApiException as exc:
-            if exc.status == 404:
-                self._versions.pop((kind.plural, namespace, name), None)
-                return None
-            raise ObjectStoreError(
-                f"patch {kind.kind} {namespace}/{name}: {exc.status} {exc.body}"
-            ) from exc
-        except Exception as exc:  # connection errors of urllib3
-            raise ObjectStoreError(f"patch {kind.kind} {namespace}/{name}: {exc}") from exc
-        self._saw(kind, namespace, name, patched)
-        return dict(patched) if isinstance(patched, dict) else None
+        return self._merge_patch(
+            self._custom.patch_namespaced_custom_object,
+            f"patch {kind.kind}",
+            kind,
+            namespace,
+            name,
+            patch,
+        )
 
     def event(self, obj: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
         """See :meth:`ObjectStore.event`; failures are logged, never raised."""

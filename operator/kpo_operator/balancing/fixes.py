@@ -24,12 +24,13 @@ import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kpo_kafka.states import FINAL_PHASES, Phase
 from kpo_kafka.topic_partition import TopicPartition
 from kpo_operator.balancing.budget import BudgetShare
+from kpo_operator.progress import parse_time
 from kpo_operator.resources import API_VERSION, BALANCING_POLICY, PARTITION_REASSIGNMENT
 
 POLICY_LABEL = "kpo.dev/balancing-policy"
@@ -196,15 +197,9 @@ def fix_state(obj: Mapping[str, Any]) -> FixState:
         },
         message=str(status.get("message") or ""),
         predicted_duration=status.get("predictedDuration"),
-        completion_time=_time(status.get("completionTime")),
+        completion_time=parse_time(status.get("completionTime")),
         spec=spec,
     )
-
-
-def _time(text: Any) -> datetime | None:
-    if not text:
-        return None
-    return datetime.strptime(str(text), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def budget_patch(fix: FixState, share: BudgetShare) -> dict[str, Any] | None:

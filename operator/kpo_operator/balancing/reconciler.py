@@ -80,7 +80,7 @@ from kpo_operator.conditions import Condition, quota_conditions, stamp_condition
 from kpo_operator.connections import cluster_key_of
 from kpo_operator.kube_workloads import WorkloadReader
 from kpo_operator.metrics import OperatorMetrics
-from kpo_operator.progress import format_time
+from kpo_operator.progress import format_time, parse_time
 from kpo_operator.resources import BALANCING_POLICY, PARTITION_REASSIGNMENT
 from kpo_operator.status_models import (
     AnomalyStatus,
@@ -343,7 +343,7 @@ class BalancingPolicyReconciler:
             if detector is not None
             else _report_threshold(check.spec)
         )
-        since = _parse_time(current.since) or check.now
+        since = parse_time(current.since) or check.now
         left = since + threshold - check.now
         if left > timedelta(0):
             return _state(
@@ -612,7 +612,7 @@ class BalancingPolicyReconciler:
             if finding.kind is not AnomalyKind.BROKER_FAILURE:
                 continue
             old = previous.get(finding.id)
-            since = _parse_time(old.since if old and old.state not in FINAL_STATES else None)
+            since = parse_time(old.since if old and old.state not in FINAL_STATES else None)
             if check.now - (since or check.now) < threshold:
                 continue
             if self._maintenance(check, AnomalyKind.BROKER_FAILURE, finding) is not None:
@@ -826,7 +826,7 @@ class BalancingPolicyReconciler:
 
     @staticmethod
     def _expired(anomaly: AnomalyStatus, now: datetime) -> bool:
-        when = _parse_time(anomaly.last_transition_time)
+        when = parse_time(anomaly.last_transition_time)
         return when is not None and now - when > FINISHED_RETENTION
 
 
@@ -948,12 +948,6 @@ def _room(obs: ClusterObservation) -> dict[int, int] | None:
                 max(0, d.usable_bytes - int(FREE_RESERVE * d.total_bytes)) for d in dirs
             )
     return room or None
-
-
-def _parse_time(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
 
 
 def _whole(delta: timedelta) -> timedelta:

@@ -14,9 +14,9 @@ from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kpo_kafka.specs import ClusterRef, SpecError
+from kpo_kafka.specs import ClusterRef, parse_spec
 from kpo_operator.balancing.windows import Window, WindowError, parse_duration
 
 KIND = "BalancingPolicy"
@@ -196,14 +196,4 @@ class BalancingPolicySpec(_Model):
         Raises:
             SpecError: The spec does not match the CRD schema; ``errors`` names each field.
         """
-        spec = obj.get("spec", obj)
-        if not isinstance(spec, Mapping):
-            raise SpecError(KIND, ["spec: must be an object"])
-        try:
-            return cls.model_validate(dict(spec))
-        except ValidationError as exc:
-            lines = []
-            for err in exc.errors():
-                path = ".".join(["spec", *(str(p) for p in err["loc"])])
-                lines.append(f"{path}: {err['msg']}")
-            raise SpecError(KIND, lines) from exc
+        return parse_spec(cls, KIND, obj)

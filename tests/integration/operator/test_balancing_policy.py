@@ -77,6 +77,19 @@ def _assignment(stack: Stack) -> dict[int, tuple[list[int], list[int]]]:
     return {p: (list(i.replicas), list(i.isr)) for p, i in info.items()}
 
 
+def _patch_status(stack: Stack, kind: str, name: str, status: dict[str, Any]) -> None:
+    """Write an object's status as its controller (or kubelet) would: none runs here."""
+    stack.kubectl(
+        "patch",
+        kind,
+        name,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        json.dumps({"status": status}),
+    )
+
+
 def _healing_stack(stack_factory: StackFactory) -> Stack:
     stack = stack_factory(6, racks=RACKS, env=POLICY_ENV)
     # Every partition on three racks; broker 0 holds a replica of half of them.
@@ -146,26 +159,19 @@ def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory)
             },
         }
     )
-    stack.kubectl(
-        "patch",
+    _patch_status(
+        stack,
         "statefulset",
         "kpo-broker",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(
-            {
-                "status": {
-                    "replicas": 6,
-                    "readyReplicas": 5,
-                    "currentReplicas": 3,
-                    "updatedReplicas": 3,
-                    "currentRevision": "kpo-broker-old",
-                    "updateRevision": "kpo-broker-new",
-                    "observedGeneration": 1,
-                }
-            }
-        ),
+        {
+            "replicas": 6,
+            "readyReplicas": 5,
+            "currentReplicas": 3,
+            "updatedReplicas": 3,
+            "currentRevision": "kpo-broker-old",
+            "updateRevision": "kpo-broker-new",
+            "observedGeneration": 1,
+        },
     )
     stack.apply(
         _policy(
@@ -197,22 +203,15 @@ def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory)
 
     # Down for good after the rollout finished, its pod crash-looping: a failure, healed;
     # Manual approval leaves a suspended fix with its plan.
-    stack.kubectl(
-        "patch",
+    _patch_status(
+        stack,
         "statefulset",
         "kpo-broker",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(
-            {
-                "status": {
-                    "currentRevision": "kpo-broker-new",
-                    "updatedReplicas": 6,
-                    "currentReplicas": 6,
-                }
-            }
-        ),
+        {
+            "currentRevision": "kpo-broker-new",
+            "updatedReplicas": 6,
+            "currentReplicas": 6,
+        },
     )
     # No controller manager runs here to create the namespace's default ServiceAccount.
     stack.kubectl("create", "serviceaccount", "default")
@@ -227,30 +226,23 @@ def test_broker_down_during_a_rollout_is_not_healed(stack_factory: StackFactory)
             "spec": {"containers": [{"name": "broker", "image": "kpo-broker:dev"}]},
         }
     )
-    stack.kubectl(
-        "patch",
+    _patch_status(
+        stack,
         "pod",
         "kpo-broker-2",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        json.dumps(
-            {
-                "status": {
-                    "phase": "Running",
-                    "containerStatuses": [
-                        {
-                            "name": "broker",
-                            "image": "kpo-broker:dev",
-                            "imageID": "",
-                            "ready": False,
-                            "restartCount": 5,
-                            "state": {"waiting": {"reason": "CrashLoopBackOff"}},
-                        }
-                    ],
+        {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "broker",
+                    "image": "kpo-broker:dev",
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 5,
+                    "state": {"waiting": {"reason": "CrashLoopBackOff"}},
                 }
-            }
-        ),
+            ],
+        },
     )
     stack.cluster.brokers[2].kill()
     anomaly = _wait_anomaly(stack, "heal", "BrokerFailure/2", "Waiting", 60)
